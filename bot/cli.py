@@ -1,0 +1,81 @@
+"""The `myclaw` command line (also `python -m bot`).
+
+Subcommands come from small modules, each exposing `add_commands(subparsers)`; a subcommand sets
+`handler=<async function(args, config) -> int>` (or `sync_handler` for commands that must not
+start an event loop). Errors of ours (`MyclawError`) print one line and exit 2; argument errors
+print usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from bot import config as config_mod
+from bot.errors import MyclawError
+
+# Modules contributing subcommands; each has add_commands(subparsers).
+COMMAND_MODULES = (
+    "bot.cli_core",      # run, chat, tools, doctor, usage
+    "bot.cli_safety",    # pair, receipts, audit  (issue 3)
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="myclaw",
+        description="A personal AI agent on Telegram, Discord and the terminal.",
+    )
+    parser.add_argument("--config", metavar="PATH",
+                        help="config file (default: $MYCLAW_CONFIG, else ./myclaw.toml)")
+    parser.add_argument("--log-format", choices=("text", "json"), default=None,
+                        help="log line format (default from [log] format)")
+    parser.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                        default=None)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # a command module not written yet
+            raise
+        module.add_commands(subparsers)
+    return parser
+
+
+def setup_logging(args: argparse.Namespace, config: config_mod.Config) -> None:
+    fmt = args.log_format or config["log"]["format"]
+    level = args.log_level or config["log"]["level"]
+    try:
+        from bot import logs
+    except ModuleNotFoundError:
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        return
+    logs.configure(fmt=fmt, level=level, secrets=config.secret_values())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = config_mod.load(args.config)
+        setup_logging(args, config)
+        if getattr(args, "sync_handler", None) is not None:
+            return int(args.sync_handler(args, config) or 0)
+        return int(asyncio.run(args.handler(args, config)) or 0)
+    except MyclawError as exc:
+        print(f"myclaw: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,324 @@
+"""Configuration: one TOML file, validated by a JSON Schema, merged over built-in defaults.
+
+Where the file comes from: `--config PATH`, else `$MYCLAW_CONFIG`, else `./myclaw.toml`, else
+the defaults alone. Secrets never live in the file; they come from the environment
+(`ANTHROPIC_API_KEY`, `TELEGRAM_BOT_TOKEN`, `DISCORD_BOT_TOKEN`, `BRAVE_API_KEY`, ...).
+Any problem becomes a `ConfigError` whose text is one line naming the file, the key and what was
+expected.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from bot.errors import ConfigError
+
+LEVELS = ("read_only", "supervised", "full")
+UNKNOWN_POLICIES = ("pairing", "ignore", *LEVELS)
+SECRET_ENV_VARS = (
+    "ANTHROPIC_API_KEY",
+    "TELEGRAM_BOT_TOKEN",
+    "DISCORD_BOT_TOKEN",
+    "BRAVE_API_KEY",
+    "TELEGRAM_WEBHOOK_SECRET",
+    "MYCLAW_RECEIPT_KEY",
+)
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+_ID_LIST = {"type": "array", "items": {"type": ["integer", "string"]}}
+_LEVEL = {"enum": list(LEVELS)}
+_RISK = {"enum": ["low", "medium", "high"]}
+
+
+def _obj(props: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "additionalProperties": False, **extra}
+
+
+_PROFILE = _obj({
+    "allowed_tools": _STR_LIST,
+    "excluded_tools": _STR_LIST,
+    "auto_approve": _STR_LIST,
+    "always_ask": _STR_LIST,
+})
+
+_MCP_SERVER = _obj({
+    "command": {"type": "string"},
+    "args": _STR_LIST,
+    "env": {"type": "object", "additionalProperties": {"type": "string"}},
+    "url": {"type": "string"},
+    "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+    "risk": _RISK,
+    "enabled": {"type": "boolean"},
+    "tools": {"type": "object", "additionalProperties": _obj({
+        "risk": _RISK,
+        "has_side_effects": {"type": "boolean"},
+        "returns_untrusted": {"type": "boolean"},
+    })},
+})
+
+SCHEMA: dict[str, Any] = _obj({
+    "agent": _obj({
+        "model": {"type": "string", "minLength": 1},
+        "supra_model": {"type": "string", "minLength": 1},
+        "small_model": {"type": "string", "minLength": 1},
+        "workspace": {"type": "string", "minLength": 1},
+        "max_steps": {"type": "integer", "minimum": 1, "maximum": 200},
+        "max_tokens": {"type": "integer", "minimum": 1},
+        "system_prompt": {"type": "string"},
+        "profile": {"type": "string"},
+        "context_budget_tokens": {"type": "integer", "minimum": 1000},
+        "max_concurrent_llm_calls": {"type": "integer", "minimum": 1},
+        "llm_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "llm_max_retries": {"type": "integer", "minimum": 0, "maximum": 10},
+        "stream": {"type": "boolean"},
+        "session_scope": {"enum": ["sender", "chat"]},
+    }),
+    "store": _obj({"path": {"type": "string", "minLength": 1}}),
+    "senders": {
+        "type": "object",
+        "properties": {"unknown": {"enum": list(UNKNOWN_POLICIES)}},
+        "patternProperties": {r"^(cli|telegram|discord):[^\s]+$": _LEVEL},
+        "additionalProperties": False,
+    },
+    "pairing": _obj({
+        "code_ttl_seconds": {"type": "integer", "minimum": 30},
+        "max_codes_per_hour": {"type": "integer", "minimum": 1},
+    }),
+    "approvals": _obj({
+        "timeout_seconds": {"type": "integer", "minimum": 10},
+        "approvers": _STR_LIST,
+    }),
+    "profiles": {"type": "object", "additionalProperties": _PROFILE},
+    "telegram": _obj({
+        "enabled": {"type": "boolean"},
+        "base_url": {"type": "string"},
+        "base_file_url": {"type": "string"},
+        "mode": {"enum": ["polling", "webhook"]},
+        "groups": _ID_LIST,
+        "webhook_url": {"type": "string"},
+        "listen": {"type": "string"},
+        "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+        "webhook_path": {"type": "string"},
+    }),
+    "discord": _obj({
+        "enabled": {"type": "boolean"},
+        "guilds": _ID_LIST,
+        "roles": {"type": "object", "additionalProperties": _LEVEL},
+        "approvals_in_dm": {"type": "boolean"},
+        "guild_ready_timeout": {"type": "number", "minimum": 0},
+    }),
+    "tools": {
+        "type": "object",
+        "properties": {
+            "custom_paths": _STR_LIST,
+            "shell_run": _obj({
+                "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+                "max_output_bytes": {"type": "integer", "minimum": 1},
+            }),
+            "net": _obj({
+                "allow_hosts": _STR_LIST,
+                "allow_domains": _STR_LIST,
+                "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+                "max_bytes": {"type": "integer", "minimum": 1},
+            }),
+            "web_search": _obj({
+                "provider": {"enum": ["brave", "searxng"]},
+                "searxng_url": {"type": "string"},
+                "brave_url": {"type": "string"},
+            }),
+            "supra_llm": _obj({"daily_quota": {"type": "integer", "minimum": 0}}),
+        },
+        # Custom tools may take a table of their own settings.
+        "additionalProperties": {"type": "object"},
+    },
+    "mcp": _obj({"servers": {"type": "object", "additionalProperties": _MCP_SERVER}}),
+    "health": _obj({
+        "enabled": {"type": "boolean"},
+        "listen": {"type": "string"},
+        "port": {"type": "integer", "minimum": 0, "maximum": 65535},
+    }),
+    "log": _obj({
+        "format": {"enum": ["text", "json"]},
+        "level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
+    }),
+})
+_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+DEFAULTS: dict[str, Any] = {
+    "agent": {
+        "model": "claude-sonnet-5-5",
+        "supra_model": "claude-opus-5-5",
+        "small_model": "claude-haiku-5-5",
+        "workspace": "~/myclaw-workspace",
+        "max_steps": 20,
+        "max_tokens": 4096,
+        "system_prompt": "",
+        "profile": "default",
+        "context_budget_tokens": 150_000,
+        "max_concurrent_llm_calls": 64,
+        "llm_timeout_seconds": 120.0,
+        "llm_max_retries": 3,
+        "stream": True,
+        "session_scope": "sender",
+    },
+    "store": {"path": ""},
+    "senders": {"cli:local": "full", "unknown": "pairing"},
+    "pairing": {"code_ttl_seconds": 3600, "max_codes_per_hour": 3},
+    "approvals": {"timeout_seconds": 300, "approvers": []},
+    "profiles": {"default": {"allowed_tools": [], "excluded_tools": [], "auto_approve": [],
+                             "always_ask": []}},
+    "telegram": {"enabled": True, "base_url": "https://api.telegram.org/bot",
+                 "base_file_url": "https://api.telegram.org/file/bot", "mode": "polling",
+                 "groups": [], "webhook_url": "", "listen": "127.0.0.1", "port": 8443,
+                 "webhook_path": "/telegram"},
+    "discord": {"enabled": True, "guilds": [], "roles": {}, "approvals_in_dm": False,
+                "guild_ready_timeout": 2.0},
+    "tools": {
+        "custom_paths": [],
+        "shell_run": {"timeout_seconds": 60, "max_output_bytes": 50_000},
+        "net": {"allow_hosts": [], "allow_domains": [], "timeout_seconds": 20,
+                "max_bytes": 2_000_000},
+        "web_search": {"provider": "brave", "searxng_url": "",
+                       "brave_url": "https://api.search.brave.com/res/v1/web/search"},
+        "supra_llm": {"daily_quota": 20},
+    },
+    "mcp": {"servers": {}},
+    "health": {"enabled": False, "listen": "127.0.0.1", "port": 8080},
+    "log": {"format": "text", "level": "INFO"},
+}
+
+
+@dataclass
+class Config:
+    """The effective configuration: defaults merged with the file, plus the environment."""
+
+    data: dict[str, Any]
+    source: Path | None = None
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    def __getitem__(self, section: str) -> Any:
+        return self.data[section]
+
+    @property
+    def workspace(self) -> Path:
+        return Path(self.data["agent"]["workspace"]).expanduser().resolve()
+
+    @property
+    def store_path(self) -> Path:
+        configured = self.data["store"]["path"]
+        if configured:
+            return Path(configured).expanduser().resolve()
+        xdg = self.env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        return Path(xdg).expanduser().resolve() / "myclaw" / "myclaw.db"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.store_path.parent
+
+    def secret(self, name: str) -> str | None:
+        value = self.env.get(name, "").strip()
+        return value or None
+
+    def secret_values(self) -> list[str]:
+        """Every secret the bot holds, for scrubbing child environments and logs."""
+        return [v for v in (self.secret(n) for n in SECRET_ENV_VARS) if v and len(v) >= 4]
+
+    @property
+    def anthropic_base_url(self) -> str | None:
+        return self.secret("ANTHROPIC_BASE_URL")
+
+    @property
+    def telegram_enabled(self) -> bool:
+        return bool(self.data["telegram"]["enabled"] and self.secret("TELEGRAM_BOT_TOKEN"))
+
+    @property
+    def discord_enabled(self) -> bool:
+        return bool(self.data["discord"]["enabled"] and self.secret("DISCORD_BOT_TOKEN"))
+
+    def profile(self) -> dict[str, list[str]]:
+        name = self.data["agent"]["profile"]
+        profiles = self.data["profiles"]
+        if name not in profiles:
+            raise ConfigError(f"{self.origin}: [agent] profile = {name!r}: no [profiles.{name}]")
+        return profiles[name]
+
+    @property
+    def origin(self) -> str:
+        return str(self.source) if self.source else "(built-in defaults)"
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key not in ("senders",):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    if "senders" in over:  # the file's [senders] table refines the defaults, never drops "unknown"
+        out["senders"] = {**base.get("senders", {}), **over["senders"]}
+    return out
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    path = [str(p) for p in error.absolute_path]
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        where = ".".join(path)
+        for key in extra:
+            pattern = error.schema.get("patternProperties")
+            if pattern and where == "senders":
+                return (f"[senders] {key!r}: unknown key; expected a sender like "
+                        f"'telegram:123' or 'unknown'")
+            return f"[{where}] {key!r}: unknown key" if where else f"{key!r}: unknown section"
+    key = ".".join(path) or "(top level)"
+    section, _, rest = key.partition(".")
+    label = f"[{section}] {rest}" if rest else key
+    if error.validator == "enum":
+        allowed = ", ".join(repr(v) for v in error.validator_value)
+        return f"{label} = {error.instance!r}: expected one of {allowed}"
+    if error.validator == "type":
+        return f"{label} = {error.instance!r}: expected {error.validator_value}"
+    return f"{label}: {error.message}"
+
+
+def resolve_path(cli_path: str | None, env: dict[str, str]) -> Path | None:
+    if cli_path:
+        return Path(cli_path).expanduser()
+    if env.get("MYCLAW_CONFIG"):
+        return Path(env["MYCLAW_CONFIG"]).expanduser()
+    local = Path("myclaw.toml")
+    return local if local.exists() else None
+
+
+def load(cli_path: str | None = None, env: dict[str, str] | None = None) -> Config:
+    env = dict(os.environ) if env is None else env
+    path = resolve_path(cli_path, env)
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"{path}: config file not found") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from exc
+    return from_dict(raw, source=path, env=env)
+
+
+def from_dict(raw: dict[str, Any], source: Path | None = None,
+              env: dict[str, str] | None = None) -> Config:
+    origin = str(source) if source else "(config)"
+    error = next(iter(sorted(_VALIDATOR.iter_errors(raw), key=lambda e: list(e.path))), None)
+    if error is not None:
+        raise ConfigError(f"{origin}: {_describe(error)}")
+    config = Config(_merge(DEFAULTS, raw), source, dict(os.environ) if env is None else env)
+    config.profile()  # the chosen profile must exist
+    return config

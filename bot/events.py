@@ -1,0 +1,151 @@
+"""The plain dataclasses that channels and the core exchange.
+
+A channel turns a platform event into an `IncomingMessage` and hands it to the agent together
+with a `Sink`; the agent emits `Event`s into the sink, and the channel renders them (a streamed
+message edited in place, approval buttons, a status line). The core never calls a platform API,
+and channels know nothing of the agent's internals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+ChannelName = Literal["cli", "telegram", "discord"]
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    sender: str                        # "telegram:123" — always the user, never the chat
+    chat: str                          # platform chat/channel id as text ("local" on the CLI)
+    text: str
+    channel: str = "cli"
+    message_id: str | None = None
+    roles: tuple[str, ...] = ()        # Discord guild role names of the sender
+    is_group: bool = False
+    display_name: str = ""
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """What a channel needs to show an approval request (a copy, not the live record)."""
+
+    id: str
+    tool: str
+    risk: str
+    summary: str
+    sender: str
+    chat: str
+    channel: str
+    args: dict[str, Any]
+    expires_at: float
+
+
+# --- events emitted by the agent ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolProgress:
+    call_id: str
+    tool: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call_id: str
+    tool: str
+    ok: bool
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class ApprovalNeeded:
+    approval: ApprovalView
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A complete message for the user (command replies, pairing codes, step-limit notes).
+
+    `private=True` asks the channel to deliver it to the sender only (e.g. Discord DM).
+    """
+
+    text: str
+    private: bool = False
+
+
+@dataclass(frozen=True)
+class Done:
+    """The turn ended. `text` is the model's whole final answer ('' when there is none)."""
+
+    text: str
+    usage: dict[str, int] = field(default_factory=dict)
+    waiting_for_approval: bool = False
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    """The turn failed; `message` is one clear, user-facing line. Nothing was lost."""
+
+    message: str
+
+
+Event = TextDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalNeeded | Notice | Done | ErrorEvent
+
+
+class Sink(Protocol):
+    """Where the agent sends a turn's events. Implemented by each channel."""
+
+    async def emit(self, event: Event) -> None: ...
+
+
+class CollectingSink:
+    """A sink that keeps every event; handy for the CLI's non-interactive mode and tests."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    async def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    @property
+    def text(self) -> str:
+        done = self.of(Done)
+        return done[-1].text if done else ""
+
+
+class AgentAPI(Protocol):
+    """What a channel may ask of the agent. Implemented by `bot.runtime.Agent`.
+
+    `handle` covers everything a user can send: plain text, the shared commands (/start /help
+    /whoami /tools /new /stop /undo /approve ID /deny ID), pairing of unknown senders and silence
+    for ignored ones. Messages of one session are handled in order; different sessions run
+    concurrently. Resolving an approval continues the conversation, streaming into `sink`.
+    """
+
+    async def handle(self, message: IncomingMessage, sink: Sink) -> None: ...
+
+    async def resolve_approval(self, approval_id: str, resolver: str, choice: str,
+                               sink: Sink) -> Any: ...   # -> bot.approvals.Resolution
+
+    async def set_approval_message_ref(self, approval_id: str, ref: str) -> None: ...
+
+    async def pending_approvals(self, channel: str) -> list[ApprovalView]: ...
+
+    def command_descriptions(self) -> list[tuple[str, str]]: ...

@@ -1,0 +1,151 @@
+"""Numbered, append-only schema migrations. Never edit one that has shipped: add the next.
+
+Each entry is (number, description, SQL script). `PRAGMA user_version` holds the last applied
+number and the `migrations` table records when each ran.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "sessions, history, approvals, receipts, audit, memory, pairing, undo, usage", """
+CREATE TABLE IF NOT EXISTS migrations (
+    number INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL
+);
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    sender TEXT NOT NULL,
+    chat TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    active INTEGER NOT NULL DEFAULT 1,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX sessions_by_key ON sessions(sender, chat, active);
+
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    content TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX messages_by_session ON messages(session_id, id);
+
+CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    chat TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    args TEXT NOT NULL,
+    args_hash TEXT NOT NULL,
+    risk TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    resolved_by TEXT,
+    resolved_at REAL,
+    message_ref TEXT
+);
+CREATE INDEX approvals_by_status ON approvals(status, expires_at);
+
+CREATE TABLE session_auto_approve (
+    session_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    PRIMARY KEY (session_id, tool)
+);
+
+CREATE TABLE receipts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    args_hash TEXT NOT NULL,
+    result_hash TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    approver TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL NOT NULL,
+    signature TEXT NOT NULL
+);
+
+CREATE TABLE audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    session_id TEXT,
+    sender TEXT NOT NULL,
+    tool TEXT,
+    args_hash TEXT,
+    decision TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX audit_by_sender ON audit(sender, ts);
+
+CREATE TABLE memories (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sender TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE VIRTUAL TABLE memories_fts USING fts5(text, content='memories', content_rowid='id');
+CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+
+CREATE TABLE pairing_codes (
+    code TEXT PRIMARY KEY,
+    sender TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    level TEXT,
+    resolved_at REAL
+);
+CREATE INDEX pairing_by_sender ON pairing_codes(sender, created_at);
+
+CREATE TABLE granted_senders (
+    sender TEXT PRIMARY KEY,
+    level TEXT NOT NULL,
+    granted_at REAL NOT NULL,
+    granted_by TEXT NOT NULL
+);
+
+CREATE TABLE undo_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    args TEXT NOT NULL,
+    result TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    reverted_at REAL
+);
+CREATE INDEX undo_by_session ON undo_log(session_id, id);
+
+CREATE TABLE usage (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    session_id TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL
+);
+
+CREATE TABLE tool_quota (
+    sender TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    day TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (sender, tool, day)
+);
+"""),
+]

@@ -1,0 +1,22 @@
+"""The long-lived objects one process shares, built once by `bot.app` and passed to tools
+through `CallContext.services`. Tools read from them; they keep no per-call state here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.config import Config
+    from bot.registry import Registry
+    from bot.store import Store
+
+
+@dataclass
+class Services:
+    config: Config
+    store: Store
+    registry: Registry
+    llm: Any = None          # bot.llm.LLMClient — used by supra_llm and compaction
+    extras: dict[str, Any] = field(default_factory=dict)  # e.g. the resolver the net guard uses

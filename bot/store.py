@@ -1,0 +1,217 @@
+"""The SQLite store (aiosqlite): WAL, busy timeout, numbered migrations.
+
+One connection per process. Reads go straight through; writes go through `transaction()`, which
+serialises them on an asyncio lock and opens `BEGIN IMMEDIATE`, so many sessions writing at once
+never see "database is locked" (and other processes wait up to the busy timeout).
+
+Domain modules (approvals, pairing, memory, ...) use `fetchone`/`fetchall`/`transaction`; the
+history and session helpers live here because the runtime needs them on every turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from bot.errors import StoreError
+from bot.migrations import MIGRATIONS
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+class Store:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._db: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def open(self) -> Store:
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._db = await aiosqlite.connect(self.path, isolation_level=None)
+            self._db.row_factory = aiosqlite.Row
+            await self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            await self._db.execute("PRAGMA journal_mode = WAL")
+            await self._db.execute("PRAGMA synchronous = NORMAL")
+            await self._db.execute("PRAGMA foreign_keys = ON")
+            await self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            await self.close()
+            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+        try:
+            os.chmod(self.path, 0o600)
+        except OSError:
+            pass
+        return self
+
+    async def close(self) -> None:
+        if self._db is not None:
+            db, self._db = self._db, None
+            await db.close()
+
+    async def __aenter__(self) -> Store:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def db(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise StoreError("the store is not open")
+        return self._db
+
+    async def _migrate(self) -> None:
+        (version,) = await (await self.db.execute("PRAGMA user_version")).fetchone()
+        for number, description, script in MIGRATIONS:
+            if number <= version:
+                continue
+            await self.db.execute("BEGIN IMMEDIATE")
+            try:
+                # executescript would commit implicitly; run statement by statement instead.
+                for statement in _split_sql(script):
+                    await self.db.execute(statement)
+                await self.db.execute(
+                    "INSERT INTO migrations(number, description, applied_at) VALUES (?, ?, ?)",
+                    (number, description, time.time()),
+                )
+                await self.db.execute(f"PRAGMA user_version = {number}")
+                await self.db.execute("COMMIT")
+            except BaseException:
+                await self.db.execute("ROLLBACK")
+                raise
+
+    async def schema_version(self) -> int:
+        (version,) = await (await self.db.execute("PRAGMA user_version")).fetchone()
+        return int(version)
+
+    # --- generic access --------------------------------------------------------------------
+
+    async def fetchone(self, sql: str, params: tuple | dict = ()) -> aiosqlite.Row | None:
+        async with self.db.execute(sql, params) as cursor:
+            return await cursor.fetchone()
+
+    async def fetchall(self, sql: str, params: tuple | dict = ()) -> list[aiosqlite.Row]:
+        async with self.db.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction; statements inside are committed together or not at all."""
+        async with self._write_lock:
+            await self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                await self.db.execute("ROLLBACK")
+                raise
+            await self.db.execute("COMMIT")
+
+    async def execute(self, sql: str, params: tuple | dict = ()) -> int:
+        """A single write; returns the number of rows changed."""
+        async with self.transaction() as db:
+            cursor = await db.execute(sql, params)
+            return cursor.rowcount
+
+    async def ping(self) -> bool:
+        try:
+            await self.fetchone("SELECT 1")
+        except (sqlite3.Error, StoreError):
+            return False
+        return True
+
+    # --- sessions and history ------------------------------------------------------------
+
+    async def active_session(self, sender: str, chat: str, channel: str) -> str:
+        row = await self.fetchone(
+            "SELECT id FROM sessions WHERE sender = ? AND chat = ? AND active = 1",
+            (sender, chat),
+        )
+        if row is not None:
+            return row["id"]
+        return await self.new_session(sender, chat, channel)
+
+    async def new_session(self, sender: str, chat: str, channel: str) -> str:
+        session_id = secrets.token_hex(8)
+        now = time.time()
+        async with self.transaction() as db:
+            await db.execute("UPDATE sessions SET active = 0 WHERE sender = ? AND chat = ?",
+                             (sender, chat))
+            await db.execute(
+                "INSERT INTO sessions(id, sender, chat, channel, active, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, 1, ?, ?)",
+                (session_id, sender, chat, channel, now, now),
+            )
+        return session_id
+
+    async def session_info(self, session_id: str) -> dict[str, Any] | None:
+        row = await self.fetchone("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return dict(row) if row else None
+
+    async def load_history(self, session_id: str) -> list[dict[str, Any]]:
+        rows = await self.fetchall(
+            "SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+        )
+        return [{"role": r["role"], "content": json.loads(r["content"])} for r in rows]
+
+    async def append_messages(self, session_id: str, messages: list[dict[str, Any]],
+                              db: aiosqlite.Connection | None = None) -> None:
+        """Append messages in one transaction (or inside the caller's transaction `db`)."""
+        if not messages:
+            return
+        now = time.time()
+        rows = [(session_id, m["role"], json.dumps(m["content"], ensure_ascii=False), now)
+                for m in messages]
+        sql = "INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, ?)"
+        if db is not None:
+            await db.executemany(sql, rows)
+            await db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+            return
+        async with self.transaction() as tx:
+            await tx.executemany(sql, rows)
+            await tx.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+
+    async def replace_history(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+        """Rewrite a session's history (after repair or compaction) atomically."""
+        async with self.transaction() as db:
+            await db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            await self.append_messages(session_id, messages, db=db)
+
+    async def record_audit(self, *, sender: str, decision: str, outcome: str,
+                           session_id: str | None = None, tool: str | None = None,
+                           args_hash: str | None = None, detail: str = "",
+                           db: aiosqlite.Connection | None = None) -> None:
+        sql = ("INSERT INTO audit(ts, session_id, sender, tool, args_hash, decision, outcome,"
+               " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        params = (time.time(), session_id, sender, tool, args_hash, decision, outcome, detail)
+        if db is not None:
+            await db.execute(sql, params)
+        else:
+            await self.execute(sql, params)
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration script into statements, keeping trigger bodies whole."""
+    statements, buffer = [], []
+    for line in script.splitlines():
+        buffer.append(line)
+        joined = "\n".join(buffer).strip()
+        if joined and sqlite3.complete_statement(joined):
+            statements.append(joined)
+            buffer = []
+    rest = "\n".join(buffer).strip()
+    if rest:
+        statements.append(rest)
+    return statements
