@@ -1,14 +1,21 @@
 """The one place that builds and wires everything from the configuration.
 
-Nothing is done at import time: `build_registry` and `open_services` are called by the CLI (or by
-tests) with a loaded `Config`.
+Nothing is done at import time. `build_registry` is what `myclaw tools` and the conformance
+suite use; `App.open` builds the whole process (store, registry, LLM client, safety services,
+agent); `App.serve` starts the configured channels and runs until SIGTERM/SIGINT.
+Channel modules (and so their platform libraries) are imported only when configured.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import logging
+import signal
+from typing import Any
 
 from bot.config import Config
+from bot.errors import ChannelError, ConfigError
 from bot.policy import Profile
 from bot.registry import Registry
 from bot.services import Services
@@ -17,6 +24,7 @@ from bot.store import Store
 log = logging.getLogger(__name__)
 
 BUILTIN_TOOLS_PACKAGE = "tools"
+CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord_bot"}
 
 
 def build_registry(config: Config) -> Registry:
@@ -26,7 +34,91 @@ def build_registry(config: Config) -> Registry:
     return registry
 
 
-async def open_services(config: Config) -> Services:
-    config.workspace.mkdir(parents=True, exist_ok=True)
-    store = await Store(config.store_path).open()
-    return Services(config=config, store=store, registry=build_registry(config))
+class App:
+    def __init__(self, config: Config, services: Services):
+        from bot.runtime import Agent
+
+        self.config = config
+        self.services = services
+        self.agent = Agent(services)
+        self.channels: dict[str, Any] = {}
+        self._extras: list[Any] = []  # other long-lived parts with async stop() (MCP, health)
+
+    @classmethod
+    async def open(cls, config: Config) -> App:
+        from bot.approvals import Approvals
+        from bot.llm import LLMClient
+        from bot.receipts import Receipts, load_or_create_key
+        from bot.senders import Senders
+        from bot.undo import UndoLog
+
+        config.workspace.mkdir(parents=True, exist_ok=True)
+        store = await Store(config.store_path).open()
+        approvals_cfg = config["approvals"]
+        services = Services(
+            config=config, store=store, registry=build_registry(config), llm=LLMClient(config),
+            approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
+                                approvers=approvals_cfg["approvers"]),
+            receipts=Receipts(store, load_or_create_key(config.data_dir / "receipt.key")),
+            undo=UndoLog(store),
+            senders=Senders(config, store),
+        )
+        return cls(config, services)
+
+    async def close(self) -> None:
+        await self.agent.queue.drain(timeout=5)
+        for part in reversed(self._extras):
+            await part.stop()
+        await self.services.llm.close()
+        await self.services.store.close()
+
+    # --- channels ------------------------------------------------------------------------
+
+    def configured_channels(self) -> list[str]:
+        names = []
+        if self.config.telegram_enabled:
+            names.append("telegram")
+        if self.config.discord_enabled:
+            names.append("discord")
+        return names
+
+    async def start_channels(self, names: list[str]) -> None:
+        for name in names:
+            module = importlib.import_module(CHANNEL_MODULES[name])
+            channel = module.create(self.config, self.agent)
+            await channel.start()
+            self.channels[name] = channel
+            log.info("%s channel connected", name)
+
+    async def stop_channels(self) -> None:
+        for name, channel in reversed(list(self.channels.items())):
+            try:
+                await channel.stop()
+            except ChannelError as exc:
+                log.warning("%s channel did not stop cleanly: %s", name, exc)
+        self.channels.clear()
+
+    async def serve(self, names: list[str]) -> None:
+        """Start the channels and wait for SIGTERM/SIGINT, then shut down gracefully."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await self.start_channels(names)
+            log.info("myclaw ready (channels: %s)", ", ".join(names) or "none")
+            await stop.wait()
+            log.info("shutting down")
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            await self.stop_channels()
+
+
+def require_api_key(config: Config) -> None:
+    if not config.secret("ANTHROPIC_API_KEY"):
+        raise ConfigError(
+            "ANTHROPIC_API_KEY is not set. Export your Anthropic API key "
+            "(export ANTHROPIC_API_KEY=sk-ant-...) and run again. Optional: TELEGRAM_BOT_TOKEN "
+            "and/or DISCORD_BOT_TOKEN to enable those channels; without them the terminal "
+            "channel opens.")

@@ -41,6 +41,7 @@ class Registry:
     profile: Profile = field(default_factory=Profile)
     entries: dict[str, Entry] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)  # name/module -> why
+    generation: int = 0  # bumped whenever the set of tools changes (catalog caches key on it)
     _catalogs: dict[tuple, tuple[dict[str, Any], ...]] = field(default_factory=dict)
 
     # --- registration --------------------------------------------------------------------
@@ -66,11 +67,15 @@ class Registry:
         if meta.schema.get("type") != "object":
             raise RegistrationError(f"{source}: tool {meta.name} schema must be an object schema")
         self.entries[meta.name] = Entry(tool, source, jsonschema.Draft202012Validator(meta.schema))
-        self._catalogs.clear()
+        self._changed()
 
     def unregister(self, name: str) -> None:
         if self.entries.pop(name, None) is not None:
-            self._catalogs.clear()
+            self._changed()
+
+    def _changed(self) -> None:
+        self.generation += 1
+        self._catalogs.clear()
 
     def discover(self, package: str, config: Any = None) -> None:
         """Import every public module of `package` and register what its `build()` returns."""

@@ -19,4 +19,8 @@ class Services:
     store: Store
     registry: Registry
     llm: Any = None          # bot.llm.LLMClient — used by supra_llm and compaction
+    approvals: Any = None    # bot.approvals.Approvals
+    receipts: Any = None     # bot.receipts.Receipts
+    undo: Any = None         # bot.undo.UndoLog
+    senders: Any = None      # bot.senders.Senders
     extras: dict[str, Any] = field(default_factory=dict)  # e.g. the resolver the net guard uses

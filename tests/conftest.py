@@ -63,3 +63,40 @@ def services(config: config_mod.Config, store: Store) -> Services:
 def ctx(config: config_mod.Config, services: Services) -> CallContext:
     return CallContext(sender="cli:local", session_id="test-session", channel="cli",
                        workspace=config.workspace, services=services)
+
+
+@pytest.fixture
+async def fake_anthropic():
+    """A fake Anthropic Messages API on 127.0.0.1 (see tests/fakes/anthropic_server.py)."""
+    from tests.fakes.anthropic_server import FakeAnthropic
+
+    async with FakeAnthropic() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def app_factory(tmp_path: Path, fake_anthropic):
+    """Build real Apps (store, registry, LLM client, agent) talking to the fake Anthropic.
+
+    `await app_factory(overrides={...}, env={...})`; every app is closed at teardown.
+    """
+    from bot.app import App
+
+    opened: list[App] = []
+
+    async def factory(overrides: dict[str, Any] | None = None,
+                      env: dict[str, str] | None = None) -> App:
+        merged = {"agent": {"llm_max_retries": 1, "llm_timeout_seconds": 10}}
+        for section, values in (overrides or {}).items():
+            if isinstance(values, dict) and isinstance(merged.get(section), dict):
+                merged[section] = {**merged[section], **values}
+            else:
+                merged[section] = values
+        full_env = {**FAKE_ENV, "ANTHROPIC_BASE_URL": fake_anthropic.base_url, **(env or {})}
+        app = await App.open(make_config(tmp_path, merged, env=full_env))
+        opened.append(app)
+        return app
+
+    yield factory
+    for app in reversed(opened):
+        await app.close()

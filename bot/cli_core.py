@@ -1,0 +1,118 @@
+"""Core subcommands: run, chat, tools, usage."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from bot.config import Config
+from bot.store import Store
+
+
+def add_commands(subparsers: Any) -> None:
+    run = subparsers.add_parser("run", help="start every configured channel (terminal if none)")
+    run.set_defaults(handler=cmd_run)
+    chat = subparsers.add_parser("chat", help="talk to the agent in this terminal")
+    chat.set_defaults(handler=cmd_chat)
+    tools = subparsers.add_parser("tools", help="the catalog a sender would receive, and why "
+                                  "other tools are hidden")
+    tools.add_argument("--sender", default="cli:local", help="e.g. telegram:123 (default cli:local)")
+    tools.add_argument("--role", action="append", default=[], help="Discord role name (repeat)")
+    tools.set_defaults(handler=cmd_tools)
+    usage = subparsers.add_parser("usage", help="token usage recorded per turn")
+    usage.add_argument("--days", type=int, default=30, help="how far back (default 30)")
+    usage.set_defaults(handler=cmd_usage)
+
+
+async def cmd_run(args: argparse.Namespace, config: Config) -> int:
+    from bot.app import App, require_api_key
+
+    require_api_key(config)
+    app = await App.open(config)
+    try:
+        names = app.configured_channels()
+        if not names:
+            return await _terminal(app)
+        await app.serve(names)
+    finally:
+        await app.close()
+    return 0
+
+
+async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
+    from bot.app import App, require_api_key
+
+    require_api_key(config)
+    app = await App.open(config)
+    try:
+        return await _terminal(app)
+    finally:
+        await app.close()
+
+
+async def _terminal(app: Any) -> int:
+    import logging
+
+    from channels.cli import TerminalChannel
+
+    logging.getLogger("bot.app").info("myclaw ready (channels: terminal)")
+    await TerminalChannel(app.agent).run()
+    return 0
+
+
+async def cmd_tools(args: argparse.Namespace, config: Config) -> int:
+    from bot.app import build_registry
+    from bot.policy import Caller
+    from bot.senders import Senders
+
+    if ":" not in args.sender:
+        print("myclaw: --sender must look like telegram:123, discord:456 or cli:local")
+        return 2
+    registry = build_registry(config)
+    async with Store(config.store_path) as store:
+        autonomy = await Senders(config, store).autonomy(args.sender, tuple(args.role))
+    print(f"{args.sender}: autonomy {autonomy}")
+    if autonomy in ("pairing", "ignore"):
+        what = ("must pair first (myclaw pair approve CODE)" if autonomy == "pairing"
+                else "is ignored")
+        print(f"This sender {what}; no tools are offered until they have a level.")
+        return 0
+    visibility = registry.visibility(Caller(args.sender, autonomy))
+    offered = [n for n, d in visibility.items() if d.verdict != "deny"]
+    print(f"\nOffered ({len(offered)}):")
+    for name in offered:
+        tool = registry.get(name)
+        note = "asks first" if visibility[name].verdict == "ask" else "runs"
+        print(f"  {name:<16} {tool.meta.risk:<6} {note}")
+    hidden = {n: d.reason for n, d in visibility.items() if d.verdict == "deny"}
+    if hidden:
+        print(f"\nHidden ({len(hidden)}):")
+        for name, reason in hidden.items():
+            print(f"  {name:<16} {reason}")
+    if registry.unavailable:
+        print("\nNot registered:")
+        for name, reason in sorted(registry.unavailable.items()):
+            print(f"  {name:<16} {reason}")
+    return 0
+
+
+async def cmd_usage(args: argparse.Namespace, config: Config) -> int:
+    since = time.time() - args.days * 86400
+    async with Store(config.store_path) as store:
+        rows = await store.fetchall(
+            "SELECT date(ts, 'unixepoch') AS day, sender, model, count(*) AS calls,"
+            " sum(input_tokens) AS input, sum(output_tokens) AS output,"
+            " sum(cache_read_tokens) AS cache_read, sum(cache_write_tokens) AS cache_write"
+            " FROM usage WHERE ts >= ? GROUP BY day, sender, model ORDER BY day, sender",
+            (since,))
+    if not rows:
+        print(f"No model usage recorded in the last {args.days} days.")
+        return 0
+    header = f"{'day':<11}{'sender':<22}{'model':<20}{'calls':>6}{'input':>9}{'output':>9}" \
+             f"{'cache rd':>10}{'cache wr':>10}"
+    print(header)
+    for r in rows:
+        print(f"{r['day']:<11}{r['sender']:<22}{r['model']:<20}{r['calls']:>6}{r['input']:>9}"
+              f"{r['output']:>9}{r['cache_read']:>10}{r['cache_write']:>10}")
+    return 0

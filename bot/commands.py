@@ -1,0 +1,124 @@
+"""The commands every channel shares: /start /help /whoami /tools /new /stop /undo
+/approve ID /deny ID. Channels only forward the text; the answers are Notices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from bot.events import IncomingMessage, Notice, Sink
+from bot.tool import CallContext
+
+if TYPE_CHECKING:
+    from bot.runtime import Agent
+
+Handler = Callable[["Agent", IncomingMessage, str, Sink, str], Awaitable[None]]
+
+DESCRIPTIONS: list[tuple[str, str]] = [
+    ("start", "Who you are and how to get started"),
+    ("help", "What I can do and the commands"),
+    ("whoami", "Your sender id, autonomy level and tool count"),
+    ("tools", "The tools you can use"),
+    ("new", "Start a fresh conversation"),
+    ("stop", "Cancel what I am doing"),
+    ("undo", "Revert the last change I made in this conversation"),
+]
+
+
+def descriptions() -> list[tuple[str, str]]:
+    return list(DESCRIPTIONS)
+
+
+def parse(text: str) -> tuple[str, str]:
+    head, _, rest = text.strip().partition(" ")
+    name = head[1:].split("@", 1)[0].lower()
+    return name, rest.strip()
+
+
+async def run(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink) -> bool:
+    """Handle a command; False when the text is not one of ours (it goes to the model)."""
+    name, arg = parse(message.text)
+    handler = HANDLERS.get(name)
+    if handler is None:
+        return False
+    await handler(agent, message, autonomy, sink, arg)
+    return True
+
+
+def _tools_text(agent: Agent, message: IncomingMessage, autonomy: str) -> list[str]:
+    tools = agent.services.registry.list_for_sender(message.sender, autonomy)
+    return [f"• {t.meta.name} — {t.meta.description.split('.')[0].strip()}" for t in tools]
+
+
+async def _start(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    await sink.emit(Notice(
+        f"Hi! I'm myclaw, your personal agent. You are {message.sender} with autonomy "
+        f"'{autonomy}'. Just write to me; anything risky waits for your approval.\n"
+        "Send /help to see the commands."))
+
+
+async def _help(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    lines = [f"/{name} — {text}" for name, text in DESCRIPTIONS]
+    await sink.emit(Notice("Write what you need in plain words; I use tools when it helps and "
+                           "ask before anything risky.\n\n" + "\n".join(lines)))
+
+
+async def _whoami(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    count = len(agent.services.registry.list_for_sender(message.sender, autonomy))
+    await sink.emit(Notice(f"Sender: {message.sender}\nAutonomy: {autonomy}\nTools: {count}"))
+
+
+async def _tools(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    lines = _tools_text(agent, message, autonomy)
+    await sink.emit(Notice("Your tools:\n" + "\n".join(lines) if lines else "You have no tools."))
+
+
+async def _new(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    agent.stop(message)
+    await agent.new_session(message)
+    await sink.emit(Notice("Started a fresh conversation."))
+
+
+async def _stop(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    if not agent.stop(message):
+        await sink.emit(Notice("Nothing is running."))
+    # When something was running, the turn itself reports "Stopped." once it has unwound.
+
+
+async def _undo(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    async def work() -> None:
+        session_id = await agent.session_id(message)
+        ctx = CallContext(sender=message.sender, session_id=session_id, channel=message.channel,
+                          workspace=agent.config.workspace, services=agent.services)
+        text = await agent.services.undo.undo_last(session_id, agent.services.registry, ctx)
+        await sink.emit(Notice(text))
+    await agent._queued(message, sink, work)
+
+
+def _resolver(choice: str) -> Handler:
+    async def handler(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
+                      arg: str) -> None:
+        if not arg:
+            await sink.emit(Notice(f"Usage: /{'approve' if choice == 'approve' else 'deny'} ID"))
+            return
+        resolution = await agent.resolve_approval(arg.split()[0], message.sender, choice, sink)
+        if resolution.ok:
+            verb = "Approved" if resolution.status == "approved" else "Denied"
+            await sink.emit(Notice(f"{verb}: {resolution.request.tool}."))
+        else:
+            await sink.emit(Notice(resolution.reason))
+    return handler
+
+
+HANDLERS: dict[str, Handler] = {
+    "start": _start,
+    "help": _help,
+    "whoami": _whoami,
+    "tools": _tools,
+    "new": _new,
+    "stop": _stop,
+    "undo": _undo,
+    "approve": _resolver("approve"),
+    "deny": _resolver("deny"),
+}

@@ -1,0 +1,221 @@
+"""Tool dispatch: one `tool_use` block in, one `tool_result` block (or a pending approval) out.
+
+validate → policy → (approval) → execute or refuse → wrap → result. Dispatch is a dictionary
+lookup in the registry; adding a tool never changes this module. Every decision is audited, and
+the store writes of a call (audit, receipt, undo entry) are queued on the turn and committed with
+the step's history in one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot import history
+from bot.events import Sink, ToolFinished, ToolProgress, ToolStarted
+from bot.policy import Caller, Decision, decide
+from bot.services import Services
+from bot.tool import NO_PREVIEW, CallContext, Tool, ToolError, risk_of, to_tool_error
+from bot.wrap import source_of, wrap_untrusted
+
+log = logging.getLogger(__name__)
+
+MAX_RESULT_CHARS = 200_000
+Write = Callable[[Any], Awaitable[None]]
+
+
+@dataclass
+class Turn:
+    """Per-turn state, created fresh for each turn; never stored on shared objects."""
+
+    session_id: str
+    sender: str
+    chat: str
+    channel: str
+    autonomy: str
+    sink: Sink
+    session_auto_approve: frozenset[str] = frozenset()
+    run_allowlist: frozenset[str] | None = None
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    writes: list[Write] = field(default_factory=list)
+    log_calls: list[str] = field(default_factory=list)
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(self.sender, self.autonomy, self.run_allowlist, self.session_auto_approve)
+
+
+@dataclass
+class Planned:
+    """What dispatch decided for one block before anything ran."""
+
+    block: dict[str, Any]
+    tool: Tool | None = None
+    decision: Decision | None = None
+    risk: str = "high"
+    result: dict[str, Any] | None = None   # set when refused before execution
+
+
+def args_digest(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def error_block(tool_use_id: str, error: ToolError) -> dict[str, Any]:
+    text = f"{error.kind}: {error.message}"
+    if error.llm_hint:
+        text += f"\nHint: {error.llm_hint}"
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "is_error": True, "content": text}
+
+
+class Dispatcher:
+    def __init__(self, services: Services):
+        self.services = services
+
+    # --- planning ------------------------------------------------------------------------
+
+    def plan(self, turn: Turn, block: dict[str, Any]) -> Planned:
+        registry = self.services.registry
+        name, args, call_id = block.get("name", ""), block.get("input"), block.get("id", "")
+        tool = registry.get(name)
+        if tool is None:
+            visible = [t.meta.name for t in registry.list_for_sender(turn.sender, turn.autonomy)]
+            close = difflib.get_close_matches(name, visible, n=3, cutoff=0.5)
+            hint = (f"Did you mean {', '.join(close)}? " if close else "") + \
+                f"Available tools: {', '.join(visible) or '(none)'}."
+            return self._refused(turn, block, ToolError("not_found", f"Unknown tool {name!r}.", hint))
+        invalid = registry.validate(name, args)
+        if invalid is not None:
+            return self._refused(turn, block, invalid, tool)
+        risk = risk_of(tool, args)
+        decision = decide(tool.meta, risk, turn.caller, registry.profile)
+        turn.log_calls.append(f"{name}:{decision.verdict}")
+        if decision.verdict == "deny":
+            error = ToolError("permission_denied", f"{name} was refused: {decision.reason}.",
+                              "Do not retry this call. Tell the user it is not allowed for them, "
+                              "or reach the goal with another available tool.")
+            self._audit(turn, name, args, "deny", "blocked", decision.reason)
+            return Planned(block, tool, decision, risk, error_block(call_id, error))
+        return Planned(block, tool, decision, risk)
+
+    def _refused(self, turn: Turn, block: dict[str, Any], error: ToolError,
+                 tool: Tool | None = None) -> Planned:
+        name = block.get("name", "")
+        turn.log_calls.append(f"{name}:{error.kind}")
+        self._audit(turn, name, block.get("input"), "refused", error.kind, error.message)
+        return Planned(block, tool, None, "high", error_block(block.get("id", ""), error))
+
+    def _audit(self, turn: Turn, tool: str, args: Any, decision: str, outcome: str,
+               detail: str = "") -> None:
+        store, digest = self.services.store, args_digest(args)
+
+        async def write(db: Any) -> None:
+            await store.record_audit(sender=turn.sender, session_id=turn.session_id, tool=tool,
+                                     args_hash=digest, decision=decision, outcome=outcome,
+                                     detail=detail[:500], db=db)
+        turn.writes.append(write)
+
+    # --- running -------------------------------------------------------------------------
+
+    def context(self, turn: Turn, call_id: str, tool_name: str) -> CallContext:
+        async def progress(text: str) -> None:
+            await turn.sink.emit(ToolProgress(call_id, tool_name, text))
+        return CallContext(sender=turn.sender, session_id=turn.session_id, channel=turn.channel,
+                           workspace=self.services.config.workspace, services=self.services,
+                           progress_sink=progress, cancelled=turn.cancelled)
+
+    async def preview(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str) -> str:
+        """The approval text: the dry_run summary, or the no-preview line with the args."""
+        if not tool.meta.supports_dry_run:
+            shown = json.dumps(args, ensure_ascii=False)[:600]
+            return f"{NO_PREVIEW}\n{tool.meta.name} {shown}"
+        outcome = await tool.dry_run(self.context(turn, call_id, tool.meta.name), **args)
+        summary = outcome.get("summary") if isinstance(outcome, dict) else None
+        return summary or json.dumps(outcome, ensure_ascii=False, default=str)[:600]
+
+    async def execute(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str,
+                      approver: str | None = None) -> dict[str, Any]:
+        name = tool.meta.name
+        await turn.sink.emit(ToolStarted(call_id, name, args))
+        started = time.time()
+        try:
+            result = await tool.execute(self.context(turn, call_id, name), **args)
+        except asyncio.CancelledError:
+            self._audit(turn, name, args, "allow", "cancelled")
+            await turn.sink.emit(ToolFinished(call_id, name, False, "cancelled"))
+            raise
+        except Exception as exc:  # translated for the model; to_tool_error logs unexpected ones
+            error = to_tool_error(exc, name)
+            self._audit(turn, name, args, "allow", "failed", f"{error.kind}: {error.message}")
+            await turn.sink.emit(ToolFinished(call_id, name, False, error.message))
+            return error_block(call_id, error)
+        self._record_success(turn, tool, args, result, approver, started)
+        await turn.sink.emit(ToolFinished(call_id, name, True))
+        return self.result_block(tool, args, result, call_id)
+
+    def _record_success(self, turn: Turn, tool: Tool, args: dict[str, Any], result: Any,
+                        approver: str | None, started: float) -> None:
+        services, finished = self.services, time.time()
+        revertible = callable(getattr(tool, "revert", None))
+        self._audit(turn, tool.meta.name, args, "allow" if approver is None else "approved",
+                    "executed", f"approver={approver}" if approver else "")
+
+        async def write(db: Any) -> None:
+            if services.receipts is not None:
+                await services.receipts.issue(
+                    session_id=turn.session_id, tool=tool.meta.name, args=args,
+                    result=result if isinstance(result, dict) else {"value": result},
+                    sender=turn.sender, approver=approver, started_at=started,
+                    finished_at=finished, db=db)
+            if revertible and services.undo is not None:
+                await services.undo.record(session_id=turn.session_id, sender=turn.sender,
+                                           tool=tool.meta.name, args=args, result=result, db=db)
+        turn.writes.append(write)
+
+    def result_block(self, tool: Tool, args: dict[str, Any], result: Any,
+                     call_id: str) -> dict[str, Any]:
+        if tool.meta.returns_untrusted:
+            content = wrap_untrusted(result, source_of(tool.meta.name, args))
+        else:
+            content = json.dumps(result, ensure_ascii=False, default=str)
+        if len(content) > MAX_RESULT_CHARS:
+            content = content[:MAX_RESULT_CHARS] + "\n…(result truncated by myclaw)"
+        return {"type": "tool_result", "tool_use_id": call_id, "content": content}
+
+    async def run_planned(self, turn: Turn, planned: Planned) -> dict[str, Any]:
+        if planned.result is not None:
+            return planned.result
+        assert planned.tool is not None
+        return await self.execute(turn, planned.tool, planned.block["input"], planned.block["id"])
+
+    async def run_allowed(self, turn: Turn, plans: list[Planned]) -> dict[str, dict[str, Any]]:
+        """Run the allowed/refused calls; read-only ones together, others one by one in order.
+
+        On cancellation, every call without a result gets "(cancelled)" so history stays valid;
+        the partial results are attached to the CancelledError as `.results`.
+        """
+        results: dict[str, dict[str, Any]] = {}
+        try:
+            concurrent = all(p.result is not None or not p.tool.meta.has_side_effects
+                             for p in plans if p.tool is not None)
+            if concurrent and len(plans) > 1:
+                blocks = await asyncio.gather(*(self.run_planned(turn, p) for p in plans))
+                results.update({p.block["id"]: b for p, b in zip(plans, blocks, strict=True)})
+            else:
+                for plan in plans:
+                    results[plan.block["id"]] = await self.run_planned(turn, plan)
+        except asyncio.CancelledError as exc:
+            for plan in plans:
+                results.setdefault(plan.block["id"],
+                                   history.error_result(plan.block["id"], history.CANCELLED))
+            exc.results = results  # type: ignore[attr-defined]
+            raise
+        return results

@@ -1,0 +1,156 @@
+"""The Anthropic Messages API client: one place that talks to the model.
+
+Wraps the official SDK (`anthropic.AsyncAnthropic`), bounds concurrent calls with a semaphore
+(excess calls queue instead of failing), relies on the SDK's own retries with backoff for
+429/5xx/timeouts, and translates its exceptions into `LLMError` with a user-facing line that
+names the setting to fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+
+from bot.config import Config
+from bot.errors import LLMError
+
+log = logging.getLogger(__name__)
+
+TextCallback = Callable[[str], Awaitable[None]]
+
+
+@dataclass
+class LLMResponse:
+    content: list[dict[str, Any]]
+    stop_reason: str | None
+    model: str
+    usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+
+    @property
+    def tool_uses(self) -> list[dict[str, Any]]:
+        return [b for b in self.content if b.get("type") == "tool_use"]
+
+
+@dataclass
+class Answer:
+    text: str
+    usage: dict[str, int]
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    if usage is None:
+        return {}
+    return {
+        "input_tokens": int(getattr(usage, "input_tokens", 0) or 0),
+        "output_tokens": int(getattr(usage, "output_tokens", 0) or 0),
+        "cache_read_tokens": int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+        "cache_write_tokens": int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
+    }
+
+
+def _block(block: Any) -> dict[str, Any]:
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    return block.model_dump(mode="json", exclude_none=True)
+
+
+class LLMClient:
+    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None):
+        agent = config["agent"]
+        self._config = config
+        self._client = client
+        self._limit = asyncio.Semaphore(agent["max_concurrent_llm_calls"])
+        self.stream_enabled: bool = agent["stream"]
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            agent = self._config["agent"]
+            key = self._config.secret("ANTHROPIC_API_KEY")
+            if not key:
+                raise LLMError("ANTHROPIC_API_KEY is not set",
+                               "The bot has no model API key. The operator must set "
+                               "ANTHROPIC_API_KEY and restart.")
+            self._client = anthropic.AsyncAnthropic(
+                api_key=key,
+                base_url=self._config.anthropic_base_url,
+                max_retries=agent["llm_max_retries"],
+                timeout=agent["llm_timeout_seconds"],
+            )
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    async def create(self, *, on_text: TextCallback | None = None, **params: Any) -> LLMResponse:
+        """One model call. Streams when enabled and `on_text` is given."""
+        model = params.get("model", "?")
+        async with self._limit:
+            try:
+                if self.stream_enabled and on_text is not None:
+                    message = await self._stream(params, on_text)
+                else:
+                    message = await self.client.messages.create(**params)
+            except anthropic.APIError as exc:
+                raise translate(exc, model) from exc
+        return LLMResponse([_block(b) for b in message.content], message.stop_reason,
+                           message.model, _usage(message.usage))
+
+    async def _stream(self, params: dict[str, Any], on_text: TextCallback) -> Any:
+        async with self.client.messages.stream(**params) as stream:
+            async for event in stream:
+                if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                    await on_text(event.delta.text)
+            return await stream.get_final_message()
+
+    async def ask(self, *, model: str, prompt: str, system: str = "",
+                  max_tokens: int = 1024) -> Answer:
+        """A single question, no tools: for supra_llm, summaries and other side calls."""
+        params: dict[str, Any] = {"model": model, "max_tokens": max_tokens,
+                                  "messages": [{"role": "user", "content": prompt}]}
+        if system:
+            params["system"] = system
+        response = await self.create(**params)
+        return Answer(response.text, response.usage)
+
+
+def translate(exc: anthropic.APIError, model: str) -> LLMError:
+    """Turn an SDK error (after its retries) into one actionable line."""
+    if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
+        return LLMError(f"model API refused the key: {exc}",
+                        "The model API rejected the API key. The operator should check "
+                        "ANTHROPIC_API_KEY.")
+    if isinstance(exc, anthropic.NotFoundError):
+        return LLMError(f"model not found: {model}: {exc}",
+                        f"The model '{model}' does not exist or is not available. The operator "
+                        "should set [agent] model in the config to a valid model id.")
+    if isinstance(exc, anthropic.RateLimitError):
+        return LLMError(f"rate limited: {exc}", "The model API is rate-limiting us right now. "
+                        "Please try again in a minute.", retryable=True)
+    if isinstance(exc, anthropic.APIStatusError) and exc.status_code == 529:
+        return LLMError(f"overloaded: {exc}", "The model is overloaded right now. Please try "
+                        "again in a minute.", retryable=True)
+    if isinstance(exc, anthropic.BadRequestError):
+        return LLMError(f"bad request: {exc}", "The model API rejected the request. If this "
+                        "keeps happening, send /new to start a fresh conversation.")
+    if isinstance(exc, anthropic.APITimeoutError):
+        return LLMError(f"timeout: {exc}", "The model took too long to answer. Please try "
+                        "again.", retryable=True)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return LLMError(f"connection failed: {exc}", "I cannot reach the model API right now. "
+                        "Please try again in a moment.", retryable=True)
+    return LLMError(f"model API error: {exc}", "The model API failed. Please try again in a "
+                    "moment.", retryable=True)

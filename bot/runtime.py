@@ -1,0 +1,307 @@
+"""The agent: turns a message into an answer, calling tools on the way.
+
+message → session (sender × chat) → history from the store → model call with the system prompt
+and that sender's catalog → for each tool_use: dispatch (validate → policy → approval → execute
+→ wrap) → loop until the model answers or the step limit. The loop never changes when a tool is
+added. It emits events into the channel's sink and never calls a platform API itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from bot import commands, history
+from bot.approvals import Resolution, args_hash
+from bot.dispatch import Dispatcher, Planned, Turn, error_block
+from bot.errors import LLMError
+from bot.events import (
+    ApprovalNeeded,
+    ApprovalView,
+    Done,
+    ErrorEvent,
+    IncomingMessage,
+    Notice,
+    Sink,
+    TextDelta,
+)
+from bot.prompt import PromptBuilder
+from bot.services import Services
+from bot.sessions import SessionQueue, Stopped
+from bot.tool import ToolError, to_tool_error
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_CHARS = 20_000
+
+
+class Agent:
+    def __init__(self, services: Services):
+        self.services = services
+        self.config = services.config
+        self.queue = SessionQueue()
+        self.dispatcher = Dispatcher(services)
+        self.prompt = PromptBuilder(services)
+
+    # --- the channel-facing API (bot.events.AgentAPI) ------------------------------------
+
+    async def handle(self, message: IncomingMessage, sink: Sink) -> None:
+        autonomy = await self.services.senders.autonomy(message.sender, message.roles)
+        if autonomy == "ignore":
+            return
+        if autonomy == "pairing":
+            await self._pair(message, sink)
+            return
+        if message.text.startswith("/"):
+            if await commands.run(self, message, autonomy, sink):
+                return
+        if len(message.text) > MAX_MESSAGE_CHARS:
+            await sink.emit(Notice(f"Your message is too long ({len(message.text):,} characters; "
+                                   f"the limit is {MAX_MESSAGE_CHARS:,}). Please shorten or split it."))
+            return
+        if not message.text.strip():
+            await sink.emit(Notice("I can only read text messages."))
+            return
+        await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
+
+    async def resolve_approval(self, approval_id: str, resolver: str, choice: str,
+                               sink: Sink) -> Resolution:
+        approvals = self.services.approvals
+        resolution = await approvals.resolve(approval_id, resolver, choice)
+        if resolution.ok and resolution.request is not None:
+            request = resolution.request
+            key = self.session_key(request.sender, request.chat)
+            self.queue.spawn(key, lambda: self._guarded(sink, self._resume(request, resolver, sink)))
+        return resolution
+
+    async def set_approval_message_ref(self, approval_id: str, ref: str) -> None:
+        await self.services.approvals.set_message_ref(approval_id, ref)
+
+    async def pending_approvals(self, channel: str) -> list[ApprovalView]:
+        return [r.view() for r in await self.services.approvals.pending(channel)]
+
+    def command_descriptions(self) -> list[tuple[str, str]]:
+        return commands.descriptions()
+
+    # --- sessions ------------------------------------------------------------------------
+
+    def session_key(self, sender: str, chat: str) -> str:
+        if self.config["agent"]["session_scope"] == "chat":
+            return f"chat:{sender.partition(':')[0]}:{chat}"
+        return f"{sender}|{chat}"
+
+    async def session_id(self, message: IncomingMessage) -> str:
+        owner = message.sender
+        if self.config["agent"]["session_scope"] == "chat":
+            owner = f"{message.channel}:chat:{message.chat}"
+        return await self.services.store.active_session(owner, message.chat, message.channel)
+
+    async def new_session(self, message: IncomingMessage) -> str:
+        owner = message.sender
+        if self.config["agent"]["session_scope"] == "chat":
+            owner = f"{message.channel}:chat:{message.chat}"
+        old = await self.services.store.active_session(owner, message.chat, message.channel)
+        await self.services.approvals.supersede_session(old)
+        return await self.services.store.new_session(owner, message.chat, message.channel)
+
+    def stop(self, message: IncomingMessage) -> bool:
+        return self.queue.stop(self.session_key(message.sender, message.chat))
+
+    async def _queued(self, message: IncomingMessage, sink: Sink, work: Any) -> None:
+        key = self.session_key(message.sender, message.chat)
+        try:
+            await self.queue.run(key, lambda: self._guarded(sink, work()))
+        except Stopped:
+            await sink.emit(Notice("Stopped."))
+
+    async def _guarded(self, sink: Sink, coro: Any) -> None:
+        """Run a turn; a model failure becomes one clear line, never a lost message."""
+        try:
+            await coro
+        except LLMError as exc:
+            log.warning("model call failed: %s", exc)
+            await sink.emit(ErrorEvent(exc.user_message))
+
+    async def _pair(self, message: IncomingMessage, sink: Sink) -> None:
+        code = await self.services.senders.pairing_code(message.sender)
+        if code is None:
+            return  # the code was already sent (or rate-limited): nothing else is processed
+        await sink.emit(Notice(
+            f"Hi! I don't know you yet. Your pairing code is {code}. Ask the operator of this "
+            f"bot to run:\n  myclaw pair approve {code}\nThen write to me again.", private=True))
+
+    # --- turns ---------------------------------------------------------------------------
+
+    async def _user_turn(self, message: IncomingMessage, autonomy: str, sink: Sink) -> None:
+        session_id = await self.session_id(message)
+        superseded = await self.services.approvals.supersede_session(session_id)
+        text_block = {"type": "text", "text": message.text}
+        results = [history.error_result(r.tool_use_id, "The user sent a new message instead of "
+                                        "answering the approval request; the call was not run.")
+                   for r in superseded]
+        await self.services.store.append_messages(
+            session_id, [{"role": "user", "content": [*results, text_block]}])
+        turn = await self._turn(session_id, message.sender, message.chat, message.channel,
+                                autonomy, sink)
+        await self._loop(turn)
+
+    async def _turn(self, session_id: str, sender: str, chat: str, channel: str, autonomy: str,
+                    sink: Sink) -> Turn:
+        auto = await self.services.approvals.session_auto_approve(session_id)
+        return Turn(session_id, sender, chat, channel, autonomy, sink, auto)
+
+    async def _loop(self, turn: Turn) -> None:
+        started = time.monotonic()
+        messages = await self._load_history(turn)
+        usage: dict[str, int] = {}
+        answer = ""
+        try:
+            for _ in range(self.config["agent"]["max_steps"]):
+                response = await self._call_model(turn, messages)
+                _add_usage(usage, response.usage)
+                assistant = {"role": "assistant", "content": response.content}
+                if not response.tool_uses:
+                    await self._persist(turn, [assistant], response)
+                    answer = response.text
+                    await turn.sink.emit(Done(answer, usage))
+                    return
+                waiting = await self._step(turn, messages, assistant, response)
+                if waiting:
+                    await turn.sink.emit(Done(response.text, usage, waiting_for_approval=True))
+                    return
+            limit = self.config["agent"]["max_steps"]
+            await turn.sink.emit(Notice(f"I stopped after {limit} steps without a final answer. "
+                                        "Everything so far is saved; send 'continue' to go on."))
+            await turn.sink.emit(Done("", usage))
+        finally:
+            log.info("turn", extra={"sender": turn.sender, "session": turn.session_id,
+                                    "tools": turn.log_calls, "tokens": usage,
+                                    "latency_ms": round((time.monotonic() - started) * 1000, 1)})
+
+    async def _load_history(self, turn: Turn) -> list[dict[str, Any]]:
+        stored = await self.services.store.load_history(turn.session_id)
+        messages = history.repair(stored)
+        if messages != stored:
+            await self.services.store.replace_history(turn.session_id, messages)
+        compacted = await history.compact(
+            messages, self.config["agent"]["context_budget_tokens"], self._summarise)
+        if compacted is not None:
+            await self.services.store.replace_history(turn.session_id, compacted)
+            return compacted
+        return messages
+
+    async def _summarise(self, transcript: str) -> str:
+        answer = await self.services.llm.ask(
+            model=self.config["agent"]["small_model"], max_tokens=1024,
+            system="You write faithful, compact summaries of conversations for later context.",
+            prompt="Summarise this conversation between a user and an assistant, keeping facts, "
+                   "decisions, file names and open tasks:\n\n" + transcript)
+        return answer.text
+
+    async def _call_model(self, turn: Turn, messages: list[dict[str, Any]]) -> Any:
+        params = self.prompt.params(turn, messages)
+
+        async def on_text(delta: str) -> None:
+            await turn.sink.emit(TextDelta(delta))
+        return await self.services.llm.create(on_text=on_text, **params)
+
+    async def _step(self, turn: Turn, messages: list[dict[str, Any]], assistant: dict[str, Any],
+                    response: Any) -> bool:
+        """Dispatch every tool_use of one response. Returns True when approvals are pending."""
+        plans = [self.dispatcher.plan(turn, block) for block in response.tool_uses]
+        asks = [p for p in plans if p.result is None and p.decision.verdict == "ask"]
+        runs = [p for p in plans if p not in asks]
+        try:
+            results = await self.dispatcher.run_allowed(turn, runs)
+        except asyncio.CancelledError as exc:
+            partial = getattr(exc, "results", {})
+            cancelled = [partial.get(p.block["id"]) or history.error_result(p.block["id"], history.CANCELLED)
+                         for p in plans]
+            await asyncio.shield(self._persist(turn, [assistant, {"role": "user", "content": cancelled}],
+                                               response))
+            raise
+        pending_views = []
+        for plan in asks:
+            view, refused = await self._ask(turn, plan)
+            if refused is not None:
+                results[plan.block["id"]] = refused
+            else:
+                pending_views.append(view)
+        ordered = [results[p.block["id"]] for p in plans if p.block["id"] in results]
+        new = [assistant] + ([{"role": "user", "content": ordered}] if ordered else [])
+        await self._persist(turn, new, response)
+        messages.extend(new)
+        for view in pending_views:
+            await turn.sink.emit(ApprovalNeeded(view))
+        return bool(pending_views)
+
+    async def _ask(self, turn: Turn, plan: Planned) -> tuple[ApprovalView | None, dict | None]:
+        block, tool = plan.block, plan.tool
+        try:
+            summary = await self.dispatcher.preview(turn, tool, block["input"], block["id"])
+        except Exception as exc:  # a failing preview means the call cannot work: tell the model
+            return None, error_block(block["id"], to_tool_error(exc, tool.meta.name))
+        request = await self.services.approvals.create(
+            session_id=turn.session_id, sender=turn.sender, chat=turn.chat, channel=turn.channel,
+            tool=tool.meta.name, tool_use_id=block["id"], args=block["input"], risk=plan.risk,
+            summary=summary)
+        return request.view(), None
+
+    async def _persist(self, turn: Turn, new: list[dict[str, Any]], response: Any) -> None:
+        """One transaction per step: history, queued audit/receipt/undo rows and usage."""
+        store, writes = self.services.store, turn.writes[:]
+        turn.writes.clear()
+        async with store.transaction() as db:
+            await store.append_messages(turn.session_id, new, db=db)
+            for write in writes:
+                await write(db)
+            if response is not None and response.usage:
+                u = response.usage
+                await db.execute(
+                    "INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
+                    " cache_read_tokens, cache_write_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (time.time(), turn.session_id, turn.sender, response.model,
+                     u.get("input_tokens", 0), u.get("output_tokens", 0),
+                     u.get("cache_read_tokens", 0), u.get("cache_write_tokens", 0)))
+
+    # --- approvals resumed ---------------------------------------------------------------
+
+    async def _resume(self, request: Any, resolver: str, sink: Sink) -> None:
+        """Run (or refuse) the resolved call, then re-enter the loop from the stored history."""
+        autonomy = await self.services.senders.autonomy(request.sender)
+        turn = await self._turn(request.session_id, request.sender, request.chat,
+                                request.channel, autonomy, sink)
+        result = await self._resolved_result(turn, request, resolver)
+        await self._persist(turn, [{"role": "user", "content": [result]}], None)
+        if await self.services.approvals.pending_for_session(request.session_id):
+            return  # other calls of the same step still wait for their answer
+        active = await self.services.store.session_info(request.session_id)
+        if active and active.get("active"):
+            await self._loop(turn)
+
+    async def _resolved_result(self, turn: Turn, request: Any, resolver: str) -> dict[str, Any]:
+        call_id = request.tool_use_id
+        if request.status == "denied":
+            await self.services.approvals.mark_finished(request.id, False)
+            return error_block(call_id, ToolError(
+                "permission_denied", f"The user denied the call to {request.tool}.",
+                "Do not retry the same call. Ask the user what they would like instead."))
+        plan = self.dispatcher.plan(turn, {"id": call_id, "name": request.tool, "input": request.args})
+        if args_hash(request.args) != request.args_hash:
+            plan.result = error_block(call_id, ToolError(
+                "permission_denied", "The stored approval does not match the approved arguments.",
+                "Do not retry; tell the user the approval was invalid."))
+        if plan.result is not None:
+            await self.services.approvals.mark_finished(request.id, False)
+            return plan.result
+        result = await self.dispatcher.execute(turn, plan.tool, request.args, call_id,
+                                               approver=resolver)
+        await self.services.approvals.mark_finished(request.id, not result.get("is_error"))
+        return result
+
+
+def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
+    for key, value in usage.items():
+        total[key] = total.get(key, 0) + value

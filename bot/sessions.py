@@ -1,0 +1,89 @@
+"""Per-conversation ordering: one turn at a time per key, in arrival order; keys independent.
+
+A slot exists only while some work for its key is queued or running, so the map does not grow
+with the number of chats ever seen. `/stop` cancels the task currently running for a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class Stopped(Exception):
+    """The running work was cancelled by /stop (not by shutdown)."""
+
+
+@dataclass
+class _Slot:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+    current: asyncio.Task | None = None
+
+
+class SessionQueue:
+    def __init__(self) -> None:
+        self._slots: dict[str, _Slot] = {}
+        self._background: set[asyncio.Task] = set()
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def busy(self, key: str) -> bool:
+        slot = self._slots.get(key)
+        return bool(slot and slot.current and not slot.current.done())
+
+    async def run(self, key: str, work: Callable[[], Awaitable[T]]) -> T:
+        """Run `work()` when every earlier work of `key` is done. Raises Stopped on /stop."""
+        slot = self._slots.setdefault(key, _Slot())
+        slot.users += 1
+        try:
+            async with slot.lock:
+                task = asyncio.ensure_future(work())
+                slot.current = task
+                try:
+                    return await task
+                except asyncio.CancelledError:
+                    current = asyncio.current_task()
+                    if task.cancelled() and not (current and current.cancelling()):
+                        raise Stopped() from None
+                    raise
+                finally:
+                    slot.current = None
+        finally:
+            slot.users -= 1
+            if slot.users == 0:
+                self._slots.pop(key, None)
+
+    def spawn(self, key: str, work: Callable[[], Awaitable[object]]) -> asyncio.Task:
+        """Queue work for `key` in the background (e.g. a conversation resumed by a tap)."""
+        async def runner() -> None:
+            try:
+                await self.run(key, work)
+            except Stopped:
+                pass
+        task = asyncio.create_task(runner())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    def stop(self, key: str) -> bool:
+        slot = self._slots.get(key)
+        if slot and slot.current and not slot.current.done():
+            slot.current.cancel()
+            return True
+        return False
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait for background work (tests, graceful shutdown)."""
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout)
+
+    def cancel_all(self) -> None:
+        for slot in self._slots.values():
+            if slot.current and not slot.current.done():
+                slot.current.cancel()

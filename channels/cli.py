@@ -1,0 +1,182 @@
+"""The terminal channel: `myclaw chat`, and `myclaw run` when no other channel is configured.
+
+Sender `cli:local` — the only channel where `cli_only` and `excluded_tools` tools appear.
+Streams the model's text, shows tool activity, asks approvals as a y / n / a(lways) prompt.
+Ctrl-C cancels the running turn; a second Ctrl-C (or Ctrl-D) exits cleanly. Works on a pipe
+as well as on a terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import threading
+from typing import Any, TextIO
+
+from bot.events import (
+    AgentAPI,
+    ApprovalNeeded,
+    ApprovalView,
+    Done,
+    ErrorEvent,
+    Event,
+    IncomingMessage,
+    Notice,
+    TextDelta,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+)
+
+SENDER = "cli:local"
+CHAT = "local"
+CHOICES = {"y": "approve", "yes": "approve", "a": "always", "always": "always"}
+
+
+class TerminalSink:
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.streamed = False
+        self.approvals: list[ApprovalView] = []
+
+    def write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    async def emit(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            if not self.streamed:
+                self.write("myclaw> ")
+            self.streamed = True
+            self.write(event.text)
+        elif isinstance(event, Done):
+            if self.streamed:
+                self.write("\n")
+            elif event.text:
+                self.write(f"myclaw> {event.text}\n")
+            self.streamed = False
+        elif isinstance(event, Notice):
+            self.write(f"{event.text}\n")
+        elif isinstance(event, ErrorEvent):
+            self.write(f"error: {event.message}\n")
+        elif isinstance(event, ToolStarted):
+            self.write(f"{chr(10) if self.streamed else ''}  · {event.tool} …\n")
+            self.streamed = False
+        elif isinstance(event, ToolProgress):
+            self.write(f"    {event.text}\n")
+        elif isinstance(event, ToolFinished) and not event.ok:
+            self.write(f"  · {event.tool} failed: {event.summary}\n")
+        elif isinstance(event, ApprovalNeeded):
+            self.approvals.append(event.approval)
+
+
+class LineReader:
+    """Reads stdin lines on a daemon thread so the event loop never blocks on input."""
+
+    def __init__(self, stream: TextIO, loop: asyncio.AbstractEventLoop):
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._stream, self._loop = stream, loop
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self._stream:
+            self._loop.call_soon_threadsafe(self.queue.put_nowait, line.rstrip("\n"))
+        self._loop.call_soon_threadsafe(self.queue.put_nowait, None)
+
+    async def readline(self) -> str | None:
+        return await self.queue.get()
+
+
+class TerminalChannel:
+    def __init__(self, agent: AgentAPI, stdin: TextIO | None = None, stdout: TextIO | None = None):
+        self.agent = agent
+        self.stdin = stdin or sys.stdin
+        self.sink = TerminalSink(stdout or sys.stdout)
+        self._turn: asyncio.Task | None = None
+        self._interrupts = 0
+
+    def _message(self, text: str) -> IncomingMessage:
+        return IncomingMessage(sender=SENDER, chat=CHAT, text=text, channel="cli")
+
+    def _on_interrupt(self, exit_event: asyncio.Event) -> None:
+        self._interrupts += 1
+        if self._turn is not None and not self._turn.done() and self._interrupts == 1:
+            self.sink.write("\n(stopping — press Ctrl-C again to quit)\n")
+            stop = getattr(self.agent, "stop", None)  # cancels the session's running turn
+            if stop is None or not stop(self._message("/stop")):
+                self._turn.cancel()
+            return
+        exit_event.set()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        exit_event = asyncio.Event()
+        try:
+            loop.add_signal_handler(signal.SIGINT, self._on_interrupt, exit_event)
+        except (NotImplementedError, RuntimeError):
+            pass
+        reader = LineReader(self.stdin, loop)
+        self.sink.write("myclaw — type a message, /help for commands, Ctrl-D to quit.\n")
+        try:
+            await self._loop(reader, exit_event)
+        finally:
+            try:
+                loop.remove_signal_handler(signal.SIGINT)
+            except (NotImplementedError, RuntimeError):
+                pass
+        self.sink.write("bye\n")
+
+    async def _next_line(self, reader: LineReader, exit_event: asyncio.Event) -> str | None:
+        read = asyncio.ensure_future(reader.readline())
+        quit_ = asyncio.ensure_future(exit_event.wait())
+        done, _ = await asyncio.wait({read, quit_}, return_when=asyncio.FIRST_COMPLETED)
+        quit_.cancel()
+        if read not in done:
+            read.cancel()
+            return None
+        return read.result()
+
+    async def _loop(self, reader: LineReader, exit_event: asyncio.Event) -> None:
+        while not exit_event.is_set():
+            line = await self._next_line(reader, exit_event)
+            if line is None:
+                return
+            if not line.strip():
+                continue
+            self._interrupts = 0
+            await self._run_turn(self.agent.handle(self._message(line), self.sink))
+            while self.sink.approvals and not exit_event.is_set():
+                if not await self._ask(self.sink.approvals.pop(0), reader, exit_event):
+                    return
+
+    async def _run_turn(self, coro: Any) -> None:
+        self._turn = asyncio.ensure_future(coro)
+        try:
+            await self._turn
+        except asyncio.CancelledError:
+            if not self._turn.cancelled():
+                raise
+            self.sink.write("Stopped.\n")
+        finally:
+            self._turn = None
+
+    async def _ask(self, view: ApprovalView, reader: LineReader, exit_event: asyncio.Event) -> bool:
+        self.sink.write(f"\nApproval needed — {view.tool} (risk {view.risk})\n{view.summary}\n"
+                        "Approve? [y]es / [N]o / [a]lways for this session: ")
+        answer = await self._next_line(reader, exit_event)
+        if answer is None:
+            return False
+        choice = CHOICES.get(answer.strip().lower(), "deny")
+        resolution = await self.agent.resolve_approval(view.id, SENDER, choice, self.sink)
+        if not resolution.ok:
+            self.sink.write(f"{resolution.reason}\n")
+            return True
+        drain = getattr(getattr(self.agent, "queue", None), "drain", None)
+        if drain is not None:
+            await self._run_turn(drain())
+        return True
+
+
+def create(config: Any, agent: AgentAPI) -> TerminalChannel:
+    return TerminalChannel(agent)
