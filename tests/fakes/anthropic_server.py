@@ -134,7 +134,7 @@ def _content_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    return [b for b in content or [] if isinstance(b, dict)]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -195,6 +195,12 @@ def _request_problem(body: Any) -> str | None:
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             return f"messages.{index}.role: Input should be 'user' or 'assistant'"
+        if not isinstance(message.get("content"), str | list):
+            return f"messages.{index}.content: Input should be a valid string or list"
+    if not isinstance(body.get("tools", []), list):
+        return "tools: Input should be a valid list"
+    if not isinstance(body.get("system", ""), str | list):
+        return "system: Input should be a valid string or list"
     return None
 
 
@@ -276,7 +282,7 @@ class FakeAnthropic:
         self._port = port
         self._queue: deque[Reply | ErrorReply] = deque()
         self._cache: set[bytes] = set()
-        self._arrived: asyncio.Condition | None = None
+        self._changed: asyncio.Condition | None = None  # notified on arrivals and aborted streams
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
 
@@ -291,19 +297,25 @@ class FakeAnthropic:
             raise AssertionError("the fake Anthropic API has received no request")
         return self.requests[-1]
 
-    async def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[RecordedRequest]:  # noqa: ASYNC109
-        """Wait until at least n requests arrived (from any thread's event loop)."""
-        assert self._loop is not None, "the fake is not running"
-        if asyncio.get_running_loop() is not self._loop:
-            future = asyncio.run_coroutine_threadsafe(self.wait_for_requests(n, timeout), self._loop)
-            return await asyncio.wrap_future(future)
-        assert self._arrived is not None
-        try:
-            async with asyncio.timeout(timeout), self._arrived:
-                await self._arrived.wait_for(lambda: len(self.requests) >= n)
-        except TimeoutError as exc:
-            raise TimeoutError(f"waited {timeout}s for {n} requests, got {len(self.requests)}") from exc
+    async def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[RecordedRequest]:
+        """Wait until at least n requests arrived; returns them all."""
+        await self.wait_until(lambda: len(self.requests) >= n, timeout, f"{n} requests")
         return list(self.requests)
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0,
+                         what: str = "the condition") -> None:
+        """Wait until predicate() holds; re-checked whenever a request arrives or a stream aborts.
+        Works from any thread's event loop."""
+        assert self._loop is not None and self._changed is not None, "the fake is not running"
+        if asyncio.get_running_loop() is not self._loop:
+            future = asyncio.run_coroutine_threadsafe(self.wait_until(predicate, timeout, what), self._loop)
+            return await asyncio.wrap_future(future)
+        try:
+            async with asyncio.timeout(timeout), self._changed:
+                await self._changed.wait_for(predicate)
+        except TimeoutError as exc:
+            raise TimeoutError(f"waited {timeout}s for {what}; {len(self.requests)} requests so far") from exc
+        return None
 
     def cached_fraction(self, request: RecordedRequest | dict[str, Any]) -> float:
         """Share of the request's prompt tokens inside the cacheable prefix (0.0 – 1.0)."""
@@ -313,7 +325,7 @@ class FakeAnthropic:
     # -- lifecycle -------------------------------------------------------------------------------
     async def __aenter__(self) -> FakeAnthropic:
         self._loop = asyncio.get_running_loop()
-        self._arrived = asyncio.Condition()
+        self._changed = asyncio.Condition()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._handle_messages)
         app.router.add_post("/_fake/script", self._handle_script)
@@ -348,8 +360,7 @@ class FakeAnthropic:
         headers = {name.lower(): value for name, value in request.headers.items()}
         recorded = RecordedRequest(request.path, headers, body, time.monotonic())
         self.requests.append(recorded)
-        async with self._arrived:  # type: ignore[union-attr]
-            self._arrived.notify_all()  # type: ignore[union-attr]
+        await self._notify()
         answer = await self._choose(request, body)
         delay = self.delay + answer.delay
         if delay > 0:
@@ -415,7 +426,12 @@ class FakeAnthropic:
             await response.write_eof()
         except ConnectionResetError:  # the client cancelled mid-stream: record it, nothing to answer
             recorded.aborted = True
+            await self._notify()
         return response
+
+    async def _notify(self) -> None:
+        async with self._changed:  # type: ignore[union-attr]
+            self._changed.notify_all()  # type: ignore[union-attr]
 
     async def _handle_script(self, request: web.Request) -> web.Response:
         try:
