@@ -1,0 +1,339 @@
+"""The workspace sandbox: every path a file tool touches resolves inside the workspace.
+
+`resolve_in_workspace` turns what the model asked for into a real path (symlinks followed) and
+refuses anything that leaves the workspace, is not a plain file or directory, or is one of the
+bot's own files (config, store, receipt key, data dir, any `.env`) — the agent must never be able
+to lift its own limits by editing them.
+
+Resolution alone leaves a race: a directory could be swapped for a symlink between the check and
+the use. The I/O helpers below therefore walk the resolved path again from the workspace root
+one component at a time with O_NOFOLLOW (`openat`-style, through `dir_fd`), so what they open is
+exactly what was checked or the call fails.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from bot.tool import (
+    CallContext,
+    ToolExternalError,
+    ToolInvalidArgsError,
+    ToolNotFoundError,
+    ToolPermissionError,
+)
+
+STORE_SIBLINGS = ("", "-wal", "-shm", "-journal")
+RECEIPT_KEY_NAME = "receipt.key"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def is_env_name(name: str) -> bool:
+    """`.env` and `.env.<anything>` hold secrets by convention, wherever they are."""
+    return name == ".env" or name.startswith(".env.")
+
+
+@dataclass(frozen=True)
+class Protected:
+    """The bot's own files, as real paths, plus their inodes (hard links get caught too)."""
+
+    files: frozenset[str]
+    dirs: tuple[str, ...]
+    inodes: frozenset[tuple[int, int]]
+
+    def covers(self, real: str, st: os.stat_result | None) -> bool:
+        if real in self.files or any(real == d or real.startswith(d + os.sep) for d in self.dirs):
+            return True
+        return st is not None and (st.st_dev, st.st_ino) in self.inodes
+
+
+def protected_paths(ctx: CallContext, root: str) -> Protected:
+    config = getattr(ctx.services, "config", None)
+    if config is None:
+        return Protected(frozenset(), (), frozenset())
+    store = str(config.store_path)
+    files = {os.path.realpath(store + suffix) for suffix in STORE_SIBLINGS}
+    files.add(os.path.realpath(config.data_dir / RECEIPT_KEY_NAME))
+    if config.source is not None:
+        files.add(os.path.realpath(config.source))
+    data_dir = os.path.realpath(config.data_dir)
+    # If the operator put the workspace inside the data dir, protecting the whole data dir would
+    # forbid the whole workspace; the named files above stay protected in that case.
+    workspace_in_data = root == data_dir or root.startswith(data_dir + os.sep)
+    dirs = () if workspace_in_data else (data_dir,)
+    inodes = set()
+    for name in files:
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue
+        inodes.add((st.st_dev, st.st_ino))
+    return Protected(frozenset(files), dirs, frozenset(inodes))
+
+
+def workspace_root(ctx: CallContext) -> str:
+    return os.path.realpath(ctx.workspace)
+
+
+def display_path(ctx: CallContext, real: Path | str) -> str:
+    """The path as the model and the user should see it: relative to the workspace."""
+    rel = os.path.relpath(real, workspace_root(ctx))
+    return "." if rel == "." else PurePosixPath(*Path(rel).parts).as_posix()
+
+
+def outside_error(ctx: CallContext, path: str, why: str) -> ToolPermissionError:
+    return ToolPermissionError(
+        f"{path!r} is not allowed: {why}.",
+        f"Paths must be inside the workspace {ctx.workspace}; use a relative path like "
+        "notes/a.md. List what exists with glob_list (pattern '**/*').",
+        {"path_attempted": path},
+    )
+
+
+def _forbidden(ctx: CallContext, path: str) -> ToolPermissionError:
+    return ToolPermissionError(
+        f"{path!r} is one of the bot's protected files (configuration, store, keys or .env); "
+        "tools may never read or write it.",
+        "Do not try to reach the bot's own configuration or secrets. Work on other files in "
+        f"the workspace {ctx.workspace}, or ask the user to change settings themselves.",
+        {"path_attempted": path},
+    )
+
+
+def _lstat(real: str) -> os.stat_result | None:
+    try:
+        return os.lstat(real)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError("symlink loop") from exc
+        raise
+
+
+def resolve_in_workspace(ctx: CallContext, path: str, *, must_exist: bool, for_write: bool) -> Path:
+    """The real path of `path` inside the workspace, or a ToolPermissionError/ToolNotFoundError.
+
+    Relative paths are relative to the workspace; absolute ones must point inside it. Symlinks
+    are followed and the *real* target must still be inside. Only regular files and directories
+    pass. `for_write` additionally refuses when a parent on the way is not a directory.
+    """
+    if "\x00" in path:
+        raise outside_error(ctx, path.replace("\x00", "\\0"), "it contains a NUL byte")
+    if not path.strip():
+        raise ToolInvalidArgsError("The path is empty.", "Give a file path such as notes/a.md.")
+    root = workspace_root(ctx)
+    candidate = os.path.join(root, path) if not os.path.isabs(path) else path
+    real = os.path.realpath(candidate)
+    if real != root and not real.startswith(root + os.sep):
+        raise outside_error(ctx, path, "it resolves outside the workspace")
+    if any(is_env_name(part) for part in (*Path(path).parts, *Path(real).parts)):
+        raise _forbidden(ctx, path)
+    try:
+        st = _lstat(real)
+    except ValueError as exc:
+        raise outside_error(ctx, path, "it is a symlink loop") from exc
+    except OSError as exc:
+        raise ToolInvalidArgsError(f"Cannot use the path {path!r}: {exc.strerror}.",
+                                   "Use a shorter, plain relative path like notes/a.md.") from exc
+    if st is not None and stat.S_ISLNK(st.st_mode):  # realpath stops only on a loop
+        raise outside_error(ctx, path, "it is a symlink loop")
+    if protected_paths(ctx, root).covers(real, st):
+        raise _forbidden(ctx, path)
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise outside_error(ctx, path, "it is not a regular file or directory (device, FIFO or socket)")
+    if st is None and must_exist:
+        raise ToolNotFoundError(
+            f"{display_path(ctx, real)} does not exist in the workspace.",
+            "Check the spelling; find the right file with glob_list (e.g. pattern '**/*.md'), "
+            "or ask the user to confirm the path.",
+            {"path_attempted": path},
+        )
+    if st is None and for_write:
+        _check_parents_for_write(ctx, path, real, root)
+    return Path(real)
+
+
+def _check_parents_for_write(ctx: CallContext, path: str, real: str, root: str) -> None:
+    """Every existing ancestor up to the root must be a real directory."""
+    current = os.path.dirname(real)
+    while current != root and len(current) > len(root):
+        st = _lstat(current)
+        if st is not None:
+            if not stat.S_ISDIR(st.st_mode):
+                raise ToolInvalidArgsError(
+                    f"Cannot create {display_path(ctx, real)}: "
+                    f"{display_path(ctx, current)} is not a directory.",
+                    "Pick a path whose parent folders are folders (or do not exist yet).",
+                    {"path_attempted": path},
+                )
+            return
+        current = os.path.dirname(current)
+
+
+# --- race-safe I/O on resolved paths -------------------------------------------------------
+
+
+def _parts_below_root(ctx: CallContext, real: Path) -> list[str]:
+    rel = os.path.relpath(real, workspace_root(ctx))
+    return [] if rel == "." else Path(rel).parts
+
+
+def _os_failure(ctx: CallContext, real: Path, exc: OSError, action: str) -> Exception:
+    shown = display_path(ctx, real)
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return outside_error(ctx, shown, "a part of it changed into a symlink or non-directory")
+    if isinstance(exc, FileNotFoundError):
+        return ToolNotFoundError(f"{shown} does not exist in the workspace.",
+                                 "List what exists with glob_list, then retry with a real path.")
+    if isinstance(exc, PermissionError):
+        return ToolPermissionError(f"The operating system refused to {action} {shown}.",
+                                   "Try another file in the workspace or ask the user.")
+    return ToolExternalError(f"Cannot {action} {shown}: {exc.strerror or exc}.",
+                             "The disk refused the operation; tell the user what failed.")
+
+
+@contextmanager
+def parent_dir_fd(ctx: CallContext, real: Path, *, create: bool = False,
+                  created: list[str] | None = None) -> Iterator[int]:
+    """An fd of `real`'s parent, reached from the root without following any symlink.
+
+    With `create`, missing directories are made (their workspace-relative names are appended to
+    `created`, so a revert can remove them again).
+    """
+    parts = _parts_below_root(ctx, real)
+    if not parts:
+        raise ToolInvalidArgsError("The workspace root itself is not a file.",
+                                   "Name a file inside the workspace, like notes/a.md.")
+    fd = os.open(workspace_root(ctx), _DIR_FLAGS)
+    try:
+        for index, name in enumerate(parts[:-1]):
+            try:
+                next_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(name, 0o755, dir_fd=fd)
+                if created is not None:
+                    created.append("/".join(parts[: index + 1]))
+                next_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_regular_file(ctx: CallContext, real: Path, limit: int | None = None) -> tuple[bytes, int]:
+    """Up to `limit` bytes of a regular file (all of it when None) and the file's full size."""
+    try:
+        with parent_dir_fd(ctx, real) as dir_fd:
+            fd = os.open(real.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=dir_fd)
+            with os.fdopen(fd, "rb") as handle:
+                st = os.fstat(handle.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    raise _not_a_file(ctx, real, st)
+                data = handle.read() if limit is None else handle.read(limit)
+                return data, st.st_size
+    except OSError as exc:
+        raise _os_failure(ctx, real, exc, "read") from exc
+
+
+def read_if_exists(ctx: CallContext, real: Path) -> bytes | None:
+    try:
+        return read_regular_file(ctx, real)[0]
+    except ToolNotFoundError:
+        return None
+
+
+def _not_a_file(ctx: CallContext, real: Path, st: os.stat_result) -> Exception:
+    shown = display_path(ctx, real)
+    if stat.S_ISDIR(st.st_mode):
+        return ToolInvalidArgsError(f"{shown} is a directory, not a file.",
+                                    f"List its content with glob_list (pattern '{shown}/*').")
+    return outside_error(ctx, shown, "it is not a regular file")
+
+
+def write_atomic(ctx: CallContext, real: Path, data: bytes) -> list[str]:
+    """Replace (or create) `real` with `data` atomically; returns the directories created.
+
+    The bytes go to a temporary file in the same directory, are fsynced, then renamed over the
+    target, so a reader sees the old or the new content, never half of it. The previous file's
+    permission bits are kept.
+    """
+    created: list[str] = []
+    try:
+        with parent_dir_fd(ctx, real, create=True, created=created) as dir_fd:
+            mode = _existing_mode(ctx, real, dir_fd)
+            temp = f".{real.name}.{secrets.token_hex(6)}.tmp"
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600, dir_fd=dir_fd)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fchmod(handle.fileno(), mode)
+                    os.fsync(handle.fileno())
+                os.replace(temp, real.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except BaseException:
+                _unlink_quietly(temp, dir_fd)
+                raise
+            os.fsync(dir_fd)
+    except OSError as exc:
+        raise _os_failure(ctx, real, exc, "write") from exc
+    return created
+
+
+def _existing_mode(ctx: CallContext, real: Path, dir_fd: int) -> int:
+    try:
+        st = os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return 0o644
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_a_file(ctx, real, st)
+    return stat.S_IMODE(st.st_mode)
+
+
+def _unlink_quietly(name: str, dir_fd: int) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass  # never created, or already gone: nothing to clean
+
+
+def remove_file(ctx: CallContext, real: Path) -> None:
+    """Delete a regular file (never a symlink or directory) inside the workspace."""
+    try:
+        with parent_dir_fd(ctx, real) as dir_fd:
+            st = os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode):
+                raise _not_a_file(ctx, real, st)
+            os.unlink(real.name, dir_fd=dir_fd)
+    except OSError as exc:
+        raise _os_failure(ctx, real, exc, "delete") from exc
+
+
+def remove_empty_dirs(ctx: CallContext, relative_dirs: list[str]) -> list[str]:
+    """Remove the given workspace directories, deepest first, if they are (still) empty."""
+    removed = []
+    for rel in sorted(relative_dirs, key=lambda d: d.count("/"), reverse=True):
+        real = resolve_in_workspace(ctx, rel, must_exist=False, for_write=False)
+        if str(real) == workspace_root(ctx):
+            continue
+        try:
+            with parent_dir_fd(ctx, real) as dir_fd:
+                os.rmdir(real.name, dir_fd=dir_fd)
+        except OSError:
+            continue  # not empty any more (the user put something there) or already gone
+        removed.append(rel)
+    return removed
