@@ -239,10 +239,11 @@ def read_regular_file(ctx: CallContext, real: Path, limit: int | None = None) ->
         with parent_dir_fd(ctx, real) as dir_fd:
             fd = os.open(real.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                          dir_fd=dir_fd)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                os.close(fd)
+                raise _not_a_file(ctx, real, st)
             with os.fdopen(fd, "rb") as handle:
-                st = os.fstat(handle.fileno())
-                if not stat.S_ISREG(st.st_mode):
-                    raise _not_a_file(ctx, real, st)
                 data = handle.read() if limit is None else handle.read(limit)
                 return data, st.st_size
     except OSError as exc:

@@ -1,0 +1,150 @@
+"""fs_edit: replace one exact snippet of a workspace text file; previewed as a unified diff."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bot.tool import (
+    BaseTool,
+    CallContext,
+    ToolInvalidArgsError,
+    ToolMeta,
+    ToolNotFoundError,
+    ToolUnsupportedError,
+)
+from tools._sandbox import display_path, read_regular_file, resolve_in_workspace, write_atomic
+from tools.fs_write import MAX_CONTENT_CHARS, line_changes, revert_write, undo_record
+
+MAX_DIFF_CHARS = 20_000
+_COUNT_CAP = 1000  # counting stops here: "1000 or more" is already a clear answer
+
+
+@dataclass(frozen=True)
+class PlannedEdit:
+    real: Path
+    shown: str
+    old_bytes: bytes
+    new_text: str
+    diff: str
+    summary: str
+
+
+class FsEdit(BaseTool):
+    examples: ClassVar[list[dict[str, Any]]] = [
+        {"path": "notes/conformance.md", "old_text": "draft", "new_text": "final"},
+    ]
+
+    def __init__(self, workspace: str) -> None:
+        self.meta = ToolMeta(
+            name="fs_edit",
+            description=(
+                "Edit a UTF-8 text file in the workspace by replacing `old_text` with `new_text`. "
+                "`old_text` must match exactly once (whitespace and indentation included): copy "
+                "it from fs_read output and include a few surrounding lines if it is not unique. "
+                "Use an empty `new_text` to delete the snippet."
+            ),
+            schema={
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "minLength": 1, "maxLength": 4096,
+                             "description": "File path relative to the workspace"},
+                    "old_text": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_CHARS,
+                                 "description": "The exact text to replace (must occur once)"},
+                    "new_text": {"type": "string", "maxLength": MAX_CONTENT_CHARS,
+                                 "description": "The replacement text"},
+                },
+                "required": ["path", "old_text", "new_text"],
+                "additionalProperties": False,
+            },
+            has_side_effects=True,
+            risk="medium",
+            returns_untrusted=False,
+            idempotent=False,
+            supports_dry_run=True,
+            capability_required=f"fs:write:{workspace}/*",
+        )
+
+    async def dry_run(self, ctx: CallContext, path: str, old_text: str, new_text: str,
+                      **_: Any) -> dict[str, Any]:
+        plan = plan_edit(ctx, path, old_text, new_text)
+        return {"path": plan.shown, "summary": plan.summary, "diff": plan.diff}
+
+    async def execute(self, ctx: CallContext, path: str, old_text: str, new_text: str,
+                      **_: Any) -> dict[str, Any]:
+        plan = plan_edit(ctx, path, old_text, new_text)
+        new_bytes = plan.new_text.encode("utf-8")
+        write_atomic(ctx, plan.real, new_bytes)
+        return {"path": plan.shown, "replacements": 1, "summary": plan.summary, "diff": plan.diff,
+                "undo": undo_record(plan.old_bytes, new_bytes, [])}
+
+    async def revert(self, ctx: CallContext, args: dict[str, Any], result: dict[str, Any]) -> dict:
+        return await revert_write(ctx, result)
+
+
+def plan_edit(ctx: CallContext, path: str, old_text: str, new_text: str) -> PlannedEdit:
+    if old_text == new_text:
+        raise ToolInvalidArgsError("old_text and new_text are identical; nothing would change.",
+                                   "Pass the replacement you want in new_text.")
+    real = resolve_in_workspace(ctx, path, must_exist=True, for_write=True)
+    shown = display_path(ctx, real)
+    old_bytes, _ = read_regular_file(ctx, real)
+    try:
+        content = old_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolUnsupportedError(
+            f"{shown} is not UTF-8 text; fs_edit only edits UTF-8 files.",
+            "Read it with fs_read (try encoding='latin-1') and, if the user agrees, rewrite it "
+            "as UTF-8 with fs_write.",
+        ) from exc
+    _require_single_match(shown, content, old_text)
+    updated = content.replace(old_text, new_text, 1)
+    added, removed = line_changes(content, updated)
+    summary = f"Edit {shown} (+{added} −{removed} lines)"
+    return PlannedEdit(real, shown, old_bytes, updated, _unified_diff(shown, content, updated),
+                       summary)
+
+
+def count_occurrences(content: str, needle: str) -> int:
+    """Occurrences including overlapping ones ("aa" occurs twice in "aaa"), capped."""
+    count, start = 0, content.find(needle)
+    while start != -1 and count < _COUNT_CAP:
+        count += 1
+        start = content.find(needle, start + 1)
+    return count
+
+
+def _require_single_match(shown: str, content: str, old_text: str) -> None:
+    count = count_occurrences(content, old_text)
+    if count == 1:
+        return
+    if count == 0:
+        hint = ("old_text must match the file exactly, including whitespace, indentation and "
+                "line breaks. Read the file with fs_read and copy the snippet verbatim")
+        if "\r\n" in content and "\r\n" not in old_text and "\n" in old_text:
+            hint += " (this file uses Windows CRLF line endings)"
+        raise ToolNotFoundError(f"old_text was found 0 times in {shown}.", hint + ".",
+                                {"path": shown, "matches": 0})
+    shown_count = f"{count} or more" if count >= _COUNT_CAP else str(count)
+    raise ToolInvalidArgsError(
+        f"old_text was found {shown_count} times in {shown}; it must match exactly once.",
+        "Add surrounding context (the line before or after, or the enclosing function/heading) "
+        "to old_text so it identifies one place, then call fs_edit again.",
+        {"path": shown, "matches": count},
+    )
+
+
+def _unified_diff(shown: str, old: str, new: str) -> str:
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                 fromfile=f"a/{shown}", tofile=f"b/{shown}", n=3)
+    diff = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+                   for line in lines)
+    if len(diff) > MAX_DIFF_CHARS:
+        diff = diff[:MAX_DIFF_CHARS] + f"\n… (diff cut at {MAX_DIFF_CHARS} characters)\n"
+    return diff
+
+
+def build(config: Any = None) -> FsEdit:
+    return FsEdit(str(config.workspace) if config is not None else "<workspace>")

@@ -1,0 +1,93 @@
+"""fs_read: read a text file from the workspace (untrusted output: a file can say anything)."""
+
+from __future__ import annotations
+
+import codecs
+from typing import Any
+
+from bot.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta, ToolUnsupportedError
+from tools._sandbox import display_path, read_regular_file, resolve_in_workspace
+
+DEFAULT_MAX_BYTES = 50_000
+MAX_BYTES = 500_000
+# Encodings in which NUL bytes are ordinary text; for every other one a NUL means "binary".
+_WIDE_ENCODINGS = ("utf-16", "utf-32")
+
+
+class FsRead(BaseTool):
+    def __init__(self, workspace: str) -> None:
+        self.meta = ToolMeta(
+            name="fs_read",
+            description=(
+                "Read a text file inside the workspace. `path` is relative to the workspace "
+                "(e.g. notes/todo.md). Returns the content (at most `max_bytes`, with "
+                "`truncated` set when the file is longer), its size and the encoding used. "
+                "Binary files are refused. Use glob_list to find files first."
+            ),
+            schema={
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "minLength": 1, "maxLength": 4096,
+                             "description": "File path relative to the workspace"},
+                    "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_BYTES,
+                                  "default": DEFAULT_MAX_BYTES,
+                                  "description": "Read at most this many bytes"},
+                    "encoding": {"type": "string", "minLength": 1, "maxLength": 40,
+                                 "default": "utf-8", "description": "Text encoding"},
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+            has_side_effects=False,
+            risk="low",
+            returns_untrusted=True,
+            idempotent=True,
+            supports_dry_run=True,
+            capability_required=f"fs:read:{workspace}/*",
+        )
+
+    async def execute(self, ctx: CallContext, path: str, max_bytes: int = DEFAULT_MAX_BYTES,
+                      encoding: str = "utf-8", **_: Any) -> dict[str, Any]:
+        codec = _codec(encoding)
+        real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False)
+        data, size = read_regular_file(ctx, real, limit=max_bytes)
+        truncated = size > len(data)
+        shown = display_path(ctx, real)
+        if b"\x00" in data and not codec.name.startswith(_WIDE_ENCODINGS):
+            raise _binary(shown, size)
+        try:
+            # An incremental decoder tolerates a multi-byte character cut by the byte limit.
+            content = codec.incrementaldecoder("strict").decode(data, final=not truncated)
+        except UnicodeDecodeError as exc:
+            raise _binary(shown, size, codec.name) from exc
+        return {"path": shown, "content": content, "size_bytes": size,
+                "bytes_read": len(data), "truncated": truncated, "encoding": codec.name}
+
+
+def _codec(encoding: str) -> codecs.CodecInfo:
+    try:
+        codec = codecs.lookup(encoding)
+    except LookupError as exc:
+        raise ToolInvalidArgsError(
+            f"Unknown encoding {encoding!r}.",
+            "Use a standard text encoding such as 'utf-8', 'latin-1' or 'utf-16', or omit it.",
+        ) from exc
+    if not getattr(codec, "_is_text_encoding", True):
+        raise ToolInvalidArgsError(f"{encoding!r} is not a text encoding.",
+                                   "Use a text encoding such as 'utf-8' or 'latin-1'.")
+    return codec
+
+
+def _binary(shown: str, size: int, encoding: str = "") -> ToolUnsupportedError:
+    reason = f"is not valid {encoding} text" if encoding else "looks binary (it contains NUL bytes)"
+    return ToolUnsupportedError(
+        f"{shown} {reason}; fs_read only returns text.",
+        "If it is text in another encoding, call fs_read again with encoding='latin-1' (or the "
+        "right one). If it is really binary (image, archive, database), do not read it: tell "
+        "the user what kind of file it is, or inspect it with a suitable tool if one is offered.",
+        {"path": shown, "size_bytes": size},
+    )
+
+
+def build(config: Any = None) -> FsRead:
+    return FsRead(str(config.workspace) if config is not None else "<workspace>")

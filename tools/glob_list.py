@@ -1,0 +1,215 @@
+"""glob_list: list workspace paths matching a glob pattern (sorted, capped, never outside).
+
+The walk is our own (os.scandir, symlinks never followed) rather than pathlib's glob: a pattern
+cannot climb out with `..` or an absolute path, a symlinked directory is listed but not entered,
+and the bot's protected files (store, config, keys, `.env`) are not listed at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from bot.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
+from tools._sandbox import (
+    Protected,
+    is_env_name,
+    outside_error,
+    protected_paths,
+    resolve_in_workspace,
+    workspace_root,
+)
+
+DEFAULT_MAX_RESULTS = 200
+MAX_RESULTS = 2000
+MAX_SCANNED = 200_000  # entries visited before giving up on a huge tree
+_MAGIC = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class CompiledPattern:
+    regex: re.Pattern[str]
+    base: tuple[str, ...]        # leading literal components: where the walk starts
+    max_depth: int | None        # None when the pattern has `**`
+
+
+@dataclass
+class Walk:
+    root: str
+    pattern: CompiledPattern
+    protected: Protected
+    cancelled: asyncio.Event
+    found: list[str] = field(default_factory=list)
+    scanned: int = 0
+    scan_limited: bool = False
+
+
+class GlobList(BaseTool):
+    meta = ToolMeta(
+        name="glob_list",
+        description=(
+            "List files and folders in the workspace matching a glob `pattern`, relative to the "
+            "workspace: '*' matches within one folder, '**' any number of folders, '?' one "
+            "character, '[abc]' a set. Examples: '*.md', 'notes/**/*.txt', '**/*'. Folders end "
+            "with '/'. Results are sorted and capped at `max_results` (`truncated` says so)."
+        ),
+        schema={
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "minLength": 1, "maxLength": 1000,
+                            "description": "Glob pattern relative to the workspace"},
+                "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS,
+                                "default": DEFAULT_MAX_RESULTS},
+            },
+            "required": ["pattern"],
+            "additionalProperties": False,
+        },
+        has_side_effects=False,
+        risk="low",
+        returns_untrusted=True,  # file names are chosen by whoever wrote the files
+        idempotent=True,
+        supports_dry_run=True,
+        capability_required="fs:list",
+    )
+    examples: ClassVar[list[dict[str, Any]]] = [{"pattern": "**/*.md"}]
+
+    async def execute(self, ctx: CallContext, pattern: str,
+                      max_results: int = DEFAULT_MAX_RESULTS, **_: Any) -> dict[str, Any]:
+        compiled = compile_pattern(ctx, pattern)
+        root = workspace_root(ctx)
+        walk = Walk(root, compiled, protected_paths(ctx, root), ctx.cancelled)
+        start = os.path.join(root, *compiled.base)
+        if compiled.base:  # the literal prefix goes through the sandbox like any other path
+            start = str(resolve_in_workspace(ctx, "/".join(compiled.base), must_exist=False,
+                                             for_write=False))
+        await asyncio.to_thread(_walk_tree, walk, start)
+        found = sorted(walk.found)
+        result: dict[str, Any] = {
+            "pattern": pattern, "matches": found[:max_results], "count": min(len(found), max_results),
+            "total_matches": len(found), "truncated": len(found) > max_results or walk.scan_limited,
+        }
+        if walk.scan_limited:
+            result["note"] = (f"Stopped after scanning {MAX_SCANNED} entries; use a narrower "
+                              "pattern such as 'notes/**/*.md'.")
+        elif not found:
+            result["note"] = ("Nothing matches. '*' does not cross folders: try '**/' + the "
+                              "pattern to search every subfolder, or '**/*' to see everything.")
+        return result
+
+
+def compile_pattern(ctx: CallContext, pattern: str) -> CompiledPattern:
+    if "\x00" in pattern:
+        raise outside_error(ctx, pattern.replace("\x00", "\\0"), "it contains a NUL byte")
+    if pattern.startswith(("/", "\\")) or os.path.isabs(pattern) or pattern.startswith("~"):
+        raise outside_error(ctx, pattern, "glob patterns are relative to the workspace")
+    parts = [p for p in pattern.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise outside_error(ctx, pattern, "'..' would leave the workspace")
+    if not parts:
+        raise ToolInvalidArgsError(f"The pattern {pattern!r} names no files.",
+                                   "Use a pattern such as '*' or '**/*.md'.")
+    regex, base = "", []
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if part == "**":
+            regex += r"[^/]+(?:/[^/]+)*" if last else r"(?:[^/]+/)*"
+            continue
+        regex += _translate_component(part) + ("" if last else "/")
+    for part in parts:
+        if _MAGIC.search(part):
+            break
+        base.append(part)
+    max_depth = None if "**" in parts else len(parts)
+    try:
+        compiled = re.compile(regex, re.DOTALL)
+    except re.error as exc:
+        raise ToolInvalidArgsError(f"The pattern {pattern!r} is not a valid glob: {exc}.",
+                                   "Check the [...] character sets, e.g. '[a-z]*.md'.") from exc
+    return CompiledPattern(compiled, tuple(base), max_depth)
+
+
+def _translate_component(part: str) -> str:
+    out, i = [], 0
+    while i < len(part):
+        char = part[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[" and (end := _class_end(part, i)) != -1:
+            body = part[i + 1:end]
+            negate = body[:1] in ("!", "^")
+            body = body[1:] if negate else body
+            # Escape everything but '-' so ranges work and nothing else is regex syntax.
+            escaped = "".join(c if c == "-" else re.escape(c) for c in body)
+            out.append("[" + ("^/" if negate else "") + escaped + "]")
+            i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _class_end(part: str, start: int) -> int:
+    """Index of the ']' closing the set opened at `start`, or -1 (then '[' is literal)."""
+    i = start + 1
+    if part[i:i + 1] in ("!", "^"):
+        i += 1
+    if part[i:i + 1] == "]":  # a leading ']' is a member of the set
+        i += 1
+    return part.find("]", i) if i < len(part) else -1
+
+
+def _walk_tree(walk: Walk, start: str) -> None:
+    """Depth-first scan below `start`, recording matching workspace-relative paths."""
+    stack = [start]
+    while stack:
+        if walk.cancelled.is_set():
+            return
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue  # vanished or unreadable folder: nothing to list there
+        for entry in listed:
+            walk.scanned += 1
+            if walk.scanned > MAX_SCANNED:
+                walk.scan_limited = True
+                return
+            descend = _visit(walk, entry)
+            if descend:
+                stack.append(entry.path)
+
+
+def _visit(walk: Walk, entry: os.DirEntry[str]) -> bool:
+    """Record `entry` if it matches; True when the walk should enter it."""
+    if is_env_name(entry.name) or walk.protected.covers(entry.path, None):
+        return False
+    try:
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except OSError:
+        return False  # vanished between listing and stat
+    is_dir = stat.S_ISDIR(mode)
+    if stat.S_ISLNK(mode):
+        real = os.path.realpath(entry.path)
+        inside = real.startswith(walk.root + os.sep)
+        if not inside or is_env_name(os.path.basename(real)) or walk.protected.covers(real, None):
+            return False
+        is_dir = os.path.isdir(real)
+    elif not (is_dir or stat.S_ISREG(mode)):
+        return False  # devices, FIFOs and sockets are never offered to the model
+    rel = os.path.relpath(entry.path, walk.root).replace(os.sep, "/")
+    if walk.pattern.regex.fullmatch(rel):
+        walk.found.append(rel + "/" if is_dir else rel)
+    depth = rel.count("/") + 1
+    within = walk.pattern.max_depth is None or depth < walk.pattern.max_depth
+    return is_dir and not stat.S_ISLNK(mode) and within
+
+
+def build() -> GlobList:
+    return GlobList()
