@@ -43,6 +43,7 @@ class App:
         self.agent = Agent(services)
         self.channels: dict[str, Any] = {}
         self._extras: list[Any] = []  # other long-lived parts with async stop() (MCP, health)
+        self._closed = False
 
     @classmethod
     async def open(cls, config: Config) -> App:
@@ -66,6 +67,9 @@ class App:
         return cls(config, services)
 
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         await self.agent.queue.drain(timeout=5)
         for part in reversed(self._extras):
             await part.stop()
