@@ -1,0 +1,88 @@
+"""memory_fetch: search this sender's long-term memories (FTS5, ranked by bm25).
+
+The model's query is never handed to FTS5 as syntax: it is cut into words, each word quoted as
+a literal term, and the terms OR-ed, so `NEAR(`, `"`, `*` or `AND` in user text cannot raise or
+change the meaning of the search.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
+from tools.memory_store import require_store
+
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 50
+MAX_TERMS = 32
+_WORD = re.compile(r"\w+", re.UNICODE)
+_PREFIX_MIN_CHARS = 3  # shorter words as prefixes would match almost everything
+
+_SEARCH_SQL = """
+SELECT m.id, m.text, m.created_at, bm25(memories_fts) AS score
+FROM memories_fts JOIN memories AS m ON m.id = memories_fts.rowid
+WHERE memories_fts MATCH ? AND m.sender = ?
+ORDER BY score, m.id DESC
+LIMIT ?
+"""
+
+
+class MemoryFetch(BaseTool):
+    meta = ToolMeta(
+        name="memory_fetch",
+        description=(
+            "Search what you were asked to remember about this user (stored with memory_store). "
+            "`query` is plain words, e.g. 'wife birthday'; the best matches come first."
+        ),
+        schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": 500,
+                          "description": "Words to look for"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                          "default": DEFAULT_LIMIT},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        has_side_effects=False,
+        risk="low",
+        returns_untrusted=False,
+        idempotent=True,
+        supports_dry_run=True,
+        capability_required="memory:read",
+    )
+
+    async def execute(self, ctx: CallContext, query: str, limit: int = DEFAULT_LIMIT,
+                      **_: Any) -> dict[str, Any]:
+        match = fts_query(query)
+        rows = await require_store(ctx).fetchall(_SEARCH_SQL, (match, ctx.sender, limit))
+        memories = [
+            {"id": row["id"], "text": row["text"],
+             "stored_at": datetime.fromtimestamp(row["created_at"], UTC).isoformat(timespec="seconds")}
+            for row in rows
+        ]
+        result: dict[str, Any] = {"query": query, "memories": memories, "count": len(memories)}
+        if not memories:
+            result["note"] = ("No stored memory matches. Try other or fewer words, or ask the "
+                              "user directly.")
+        return result
+
+
+def fts_query(query: str) -> str:
+    """A safe FTS5 MATCH expression: every word quoted, longer words also as prefixes, OR-ed."""
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))[:MAX_TERMS]
+    if not words:
+        raise ToolInvalidArgsError(
+            f"The query {query!r} has no words to search for.",
+            "Search with plain words, e.g. 'birthday' or 'favourite restaurant'.",
+        )
+    # \w+ never contains a double quote, so wrapping in quotes always yields a literal term.
+    terms = [f'"{w}"*' if len(w) >= _PREFIX_MIN_CHARS else f'"{w}"' for w in words]
+    return " OR ".join(terms)
+
+
+def build() -> MemoryFetch:
+    return MemoryFetch()
