@@ -16,7 +16,8 @@ class TimeNow(BaseTool):
                     "'Europe/Rome'; UTC when omitted.",
         schema={
             "type": "object",
-            "properties": {"timezone": {"type": "string", "description": "IANA timezone name"}},
+            "properties": {"timezone": {"type": "string", "minLength": 1, "maxLength": 64,
+                                        "description": "IANA timezone name"}},
             "additionalProperties": False,
         },
         has_side_effects=False,
@@ -31,8 +32,7 @@ class TimeNow(BaseTool):
         try:
             zone = UTC if timezone.upper() == "UTC" else ZoneInfo(timezone)
         except (ZoneInfoNotFoundError, ValueError) as exc:
-            close = sorted(z for z in available_timezones()
-                           if timezone.lower().split("/")[-1] in z.lower())[:5]
+            close = _close_matches(timezone)
             raise ToolInvalidArgsError(
                 f"Unknown timezone {timezone!r}.",
                 "Use an IANA timezone name like 'Europe/Rome' or 'America/New_York'"
@@ -41,6 +41,14 @@ class TimeNow(BaseTool):
         now = datetime.now(zone)
         return {"now": now.isoformat(timespec="seconds"), "timezone": str(zone),
                 "weekday": now.strftime("%A"), "unix": int(now.timestamp())}
+
+
+def _close_matches(timezone: str) -> list[str]:
+    """Up to five known zones containing the city part of what was asked ("Rom" → Europe/Rome)."""
+    city = timezone.strip().lower().replace(" ", "_").split("/")[-1]
+    if len(city) < 3:
+        return []
+    return sorted(z for z in available_timezones() if city in z.lower())[:5]
 
 
 def build() -> TimeNow:
