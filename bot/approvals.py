@@ -1,18 +1,48 @@
 """Approval requests: persisted before they are shown, resolved exactly once.
 
-INTERFACE FIXED — implementation pending (issue 3). The runtime and the channels program
-against the signatures below.
+The store is the only source of truth. A request is written (status 'pending') before the
+channel shows its buttons, and a tap wins only through a compare-and-set UPDATE inside one
+`BEGIN IMMEDIATE` transaction — so exactly one tap can ever win, across coroutines, store
+connections and process restarts. Every attempt, won or refused, leaves an audit row.
+
+    pending ──approve/always──▶ approved ──▶ executed | failed
+       │──deny──────────────▶ denied
+       └──timeout / new message──▶ expired   (resolved_by 'superseded' for a new message)
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
+import aiosqlite
+
 from bot.events import ApprovalView
+from bot.store import Store
+
+log = logging.getLogger(__name__)
 
 Status = Literal["pending", "approved", "denied", "expired", "executed", "failed"]
 Choice = Literal["approve", "deny", "always"]
+CHOICES: tuple[str, ...] = ("approve", "deny", "always")
+SUPERSEDED = "superseded"
+# token_urlsafe(12) gives 16 characters; anything else cannot be one of ours.
+ID_RE = re.compile(r"[A-Za-z0-9_-]{16}")
+UNKNOWN_REQUEST = "Unknown approval request."
+
+
+def args_hash(args: dict[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of `args`: the same args always give the same hash."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -38,6 +68,11 @@ class ApprovalRequest:
         return ApprovalView(self.id, self.tool, self.risk, self.summary, self.sender, self.chat,
                             self.channel, dict(self.args), self.expires_at)
 
+    @property
+    def args_intact(self) -> bool:
+        """True when the stored args still hash to what was shown (nobody edited the row)."""
+        return args_hash(self.args) == self.args_hash
+
 
 @dataclass(frozen=True)
 class Resolution:
@@ -47,3 +82,203 @@ class Resolution:
     reason: str
     status: Status | None = None
     request: ApprovalRequest | None = None
+
+
+def _from_row(row: aiosqlite.Row) -> ApprovalRequest:
+    return ApprovalRequest(
+        id=row["id"], session_id=row["session_id"], sender=row["sender"], chat=row["chat"],
+        channel=row["channel"], tool=row["tool"], tool_use_id=row["tool_use_id"],
+        args=json.loads(row["args"]), args_hash=row["args_hash"], risk=row["risk"],
+        summary=row["summary"], status=row["status"], created_at=row["created_at"],
+        expires_at=row["expires_at"], resolved_by=row["resolved_by"],
+        resolved_at=row["resolved_at"],
+    )
+
+
+def _clock_text(ts: float, now: float) -> str:
+    """'21:40 UTC' for today, '2025-03-01 21:40 UTC' otherwise — short enough for a phone."""
+    moment = datetime.fromtimestamp(ts, UTC)
+    same_day = moment.date() == datetime.fromtimestamp(now, UTC).date()
+    return moment.strftime("%H:%M UTC" if same_day else "%Y-%m-%d %H:%M UTC")
+
+
+def _closed_reason(request: ApprovalRequest, now: float) -> str:
+    """Why a request that is no longer pending cannot be answered."""
+    who = request.resolved_by or "someone"
+    if request.status in ("approved", "executed", "failed"):
+        return f"This request was already approved by {who}."
+    if request.status == "denied":
+        return f"This request was already denied by {who}."
+    if request.resolved_by == SUPERSEDED:
+        return "This request was cancelled because a newer message arrived."
+    return f"This request expired at {_clock_text(request.expires_at, now)}."
+
+
+class Approvals:
+    """The approval service. Keeps no per-request state: everything lives in the store."""
+
+    def __init__(self, store: Store, *, timeout_seconds: float = 300,
+                 approvers: Collection[str] = (), clock: Callable[[], float] = time.time):
+        self.store = store
+        self.timeout_seconds = float(timeout_seconds)
+        self.approvers = frozenset(approvers)
+        self.clock = clock
+
+    # --- creation and lookup -------------------------------------------------------------
+
+    async def create(self, *, session_id: str, sender: str, chat: str, channel: str, tool: str,
+                     tool_use_id: str, args: dict[str, Any], risk: str,
+                     summary: str) -> ApprovalRequest:
+        now = self.clock()
+        request = ApprovalRequest(
+            id=secrets.token_urlsafe(12), session_id=session_id, sender=sender, chat=chat,
+            channel=channel, tool=tool, tool_use_id=tool_use_id, args=dict(args),
+            args_hash=args_hash(args), risk=risk, summary=summary, status="pending",
+            created_at=now, expires_at=now + self.timeout_seconds,
+        )
+        await self.store.execute(
+            "INSERT INTO approvals(id, session_id, sender, chat, channel, tool, tool_use_id,"
+            " args, args_hash, risk, summary, status, created_at, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+            (request.id, session_id, sender, chat, channel, tool, tool_use_id,
+             json.dumps(request.args, ensure_ascii=False), request.args_hash, risk, summary,
+             request.created_at, request.expires_at),
+        )
+        return request
+
+    async def get(self, approval_id: str) -> ApprovalRequest | None:
+        if not _looks_like_id(approval_id):
+            return None
+        row = await self.store.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+        return _from_row(row) if row else None
+
+    # --- resolution ------------------------------------------------------------------------
+
+    async def resolve(self, approval_id: str, resolver: str, choice: str) -> Resolution:
+        """One tap. Exactly one caller can ever get ok=True for a given request."""
+        if choice not in CHOICES:
+            resolution = Resolution(False, "Unknown answer; use approve, deny or always.")
+            await self._audit_refusal(approval_id, resolver, choice, resolution)
+            return resolution
+        if not _looks_like_id(approval_id):
+            resolution = Resolution(False, UNKNOWN_REQUEST)
+            await self._audit_refusal(approval_id, resolver, choice, resolution)
+            return resolution
+        async with self.store.transaction() as db:
+            resolution = await self._resolve_in(db, approval_id, resolver, choice)
+            await self._audit(db, approval_id, resolver, choice, resolution)
+        return resolution
+
+    async def _resolve_in(self, db: aiosqlite.Connection, approval_id: str, resolver: str,
+                          choice: str) -> Resolution:
+        now = self.clock()
+        async with db.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            return Resolution(False, UNKNOWN_REQUEST)
+        request = _from_row(row)
+        if resolver != request.sender and resolver not in self.approvers:
+            return Resolution(False, f"Only {request.sender} or an approver can answer this request.",
+                              request.status, request)
+        if request.status != "pending":
+            return Resolution(False, _closed_reason(request, now), request.status, request)
+        if request.expires_at <= now:
+            await db.execute(
+                "UPDATE approvals SET status = 'expired', resolved_at = ?"
+                " WHERE id = ? AND status = 'pending'", (now, approval_id))
+            request.status, request.resolved_at = "expired", now
+            return Resolution(False, _closed_reason(request, now), "expired", request)
+        if not request.args_intact:
+            return Resolution(False, "This request was altered after it was shown; it cannot be "
+                                     "approved. Ask again.", request.status, request)
+        status: Status = "denied" if choice == "deny" else "approved"
+        cursor = await db.execute(
+            "UPDATE approvals SET status = ?, resolved_by = ?, resolved_at = ?"
+            " WHERE id = ? AND status = 'pending' AND expires_at > ?",
+            (status, resolver, now, approval_id, now))
+        if cursor.rowcount != 1:  # cannot happen under BEGIN IMMEDIATE; refuse rather than guess
+            return Resolution(False, "This request was already answered.", None, request)
+        if choice == "always":
+            await db.execute("INSERT OR IGNORE INTO session_auto_approve(session_id, tool)"
+                             " VALUES (?, ?)", (request.session_id, request.tool))
+        request.status, request.resolved_by, request.resolved_at = status, resolver, now
+        verb = {"approve": "Approved", "always": "Approved for this session", "deny": "Denied"}
+        return Resolution(True, f"{verb[choice]} by {resolver}.", status, request)
+
+    async def _audit(self, db: aiosqlite.Connection | None, approval_id: str, resolver: str,
+                     choice: str, resolution: Resolution) -> None:
+        request = resolution.request
+        outcome = resolution.status if resolution.ok else "refused"
+        await self.store.record_audit(
+            sender=resolver, decision=f"approval:{choice}"[:40], outcome=outcome or "refused",
+            session_id=request.session_id if request else None,
+            tool=request.tool if request else None,
+            args_hash=request.args_hash if request else None,
+            detail=f"{approval_id[:40]!r}: {resolution.reason}", db=db,
+        )
+
+    async def _audit_refusal(self, approval_id: Any, resolver: str, choice: Any,
+                             resolution: Resolution) -> None:
+        await self._audit(None, str(approval_id), resolver, str(choice), resolution)
+
+    async def mark_finished(self, approval_id: str, ok: bool) -> None:
+        """approved -> executed | failed, once the approved call has run.
+
+        Only an approved request moves; for any other status (a denied request the runtime
+        closes the same way, one already finished) this changes nothing.
+        """
+        changed = await self.store.execute(
+            "UPDATE approvals SET status = ? WHERE id = ? AND status = 'approved'",
+            ("executed" if ok else "failed", approval_id))
+        if changed != 1:
+            log.debug("approval %s was not 'approved' when marked finished", approval_id)
+
+    # --- queries -----------------------------------------------------------------------------
+
+    async def pending_for_session(self, session_id: str) -> list[ApprovalRequest]:
+        rows = await self.store.fetchall(
+            "SELECT * FROM approvals WHERE session_id = ? AND status = 'pending' AND expires_at > ?"
+            " ORDER BY created_at", (session_id, self.clock()))
+        return [_from_row(row) for row in rows]
+
+    async def supersede_session(self, session_id: str) -> list[ApprovalRequest]:
+        """The user wrote again instead of answering: every pending request of the session ends."""
+        now = self.clock()
+        async with self.store.transaction() as db:
+            async with db.execute(
+                "UPDATE approvals SET status = 'expired', resolved_by = ?, resolved_at = ?"
+                " WHERE session_id = ? AND status = 'pending' RETURNING *",
+                (SUPERSEDED, now, session_id),
+            ) as cursor:
+                rows = list(await cursor.fetchall())
+        return sorted((_from_row(row) for row in rows), key=lambda r: r.created_at)
+
+    async def pending(self, channel: str | None = None) -> list[ApprovalRequest]:
+        sql = "SELECT * FROM approvals WHERE status = 'pending' AND expires_at > ?"
+        params: tuple[Any, ...] = (self.clock(),)
+        if channel is not None:
+            sql += " AND channel = ?"
+            params += (channel,)
+        rows = await self.store.fetchall(sql + " ORDER BY created_at", params)
+        return [_from_row(row) for row in rows]
+
+    async def set_message_ref(self, approval_id: str, ref: str) -> None:
+        await self.store.execute("UPDATE approvals SET message_ref = ? WHERE id = ?",
+                                 (ref, approval_id))
+
+    async def message_ref(self, approval_id: str) -> str | None:
+        if not _looks_like_id(approval_id):
+            return None
+        row = await self.store.fetchone("SELECT message_ref FROM approvals WHERE id = ?",
+                                        (approval_id,))
+        return row["message_ref"] if row else None
+
+    async def session_auto_approve(self, session_id: str) -> frozenset[str]:
+        rows = await self.store.fetchall(
+            "SELECT tool FROM session_auto_approve WHERE session_id = ?", (session_id,))
+        return frozenset(row["tool"] for row in rows)
+
+
+def _looks_like_id(value: Any) -> bool:
+    """Forged ids are refused before they reach SQL (any string, any type, is safe here)."""
+    return isinstance(value, str) and ID_RE.fullmatch(value) is not None
