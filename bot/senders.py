@@ -1,0 +1,177 @@
+"""Who may talk to the bot, at which autonomy level, and how a stranger gets paired.
+
+A sender's level comes from, in order: an explicit `[senders]` entry, else a level granted by
+pairing (`granted_senders`), raised by Discord guild roles (`[discord] roles`) when those rank
+higher; a sender with none of these gets `[senders] unknown` ("pairing", "ignore" or a level).
+
+Pairing: an unknown sender receives a short one-time code once; the operator grants a level on
+the terminal with `myclaw pair approve CODE [--level L]`. Codes expire, are rate limited per
+sender, and every grant or refusal is audited.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import aiosqlite
+
+from bot.config import LEVELS, Config
+from bot.errors import MyclawError
+from bot.policy import highest_level
+from bot.store import Store
+
+# No 0/O, 1/I/L: a code read aloud or copied from a phone screen survives.
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 8
+# A flood of strangers must not grow the table without bound; past this, nobody gets a code
+# until some expire or are answered.
+MAX_PENDING_CODES = 1000
+MAX_SENDER_CHARS = 128
+
+
+class PairingError(MyclawError):
+    """A pairing code could not be approved or denied (unknown, expired, used, bad level)."""
+
+
+class Senders:
+    def __init__(self, config: Config, store: Store, clock: Callable[[], float] = time.time):
+        self.store = store
+        self.clock = clock
+        senders = config["senders"]
+        self._explicit = {key: level for key, level in senders.items() if key != "unknown"}
+        self._unknown = senders.get("unknown", "pairing")
+        self._roles: dict[str, str] = dict(config["discord"]["roles"])
+        self._code_ttl = float(config["pairing"]["code_ttl_seconds"])
+        self._max_per_hour = int(config["pairing"]["max_codes_per_hour"])
+
+    # --- autonomy --------------------------------------------------------------------------
+
+    async def autonomy(self, sender: str, roles: Sequence[str] = ()) -> str:
+        """The sender's level, or "pairing" / "ignore" for an unknown sender."""
+        level = self._explicit.get(sender)
+        if level is None:
+            level = await self.granted_level(sender)
+        if roles and sender.startswith("discord:"):
+            role_levels = [self._roles[role] for role in roles if role in self._roles]
+            level = highest_level([lvl for lvl in (level, *role_levels) if lvl]) or level
+        return level or self._unknown
+
+    async def granted_level(self, sender: str) -> str | None:
+        row = await self.store.fetchone("SELECT level FROM granted_senders WHERE sender = ?",
+                                        (sender,))
+        return row["level"] if row and row["level"] in LEVELS else None
+
+    # --- pairing codes ---------------------------------------------------------------------
+
+    async def pairing_code(self, sender: str) -> str | None:
+        """A new one-time code for an unknown sender, or None (already sent, or rate limited).
+
+        The check and the insert share one write transaction, so a burst of messages from the
+        same stranger still yields a single code.
+        """
+        if not sender or len(sender) > MAX_SENDER_CHARS:
+            return None
+        now = self.clock()
+        async with self.store.transaction() as db:
+            if not await self._may_issue(db, sender, now):
+                return None
+            await db.execute("UPDATE pairing_codes SET status = 'expired', resolved_at = ?"
+                             " WHERE sender = ? AND status = 'pending'", (now, sender))
+            return await self._insert_code(db, sender, now)
+
+    async def _may_issue(self, db: aiosqlite.Connection, sender: str, now: float) -> bool:
+        if await self._count(db, "SELECT COUNT(*) FROM granted_senders WHERE sender = ?", (sender,)):
+            return False
+        live = ("SELECT COUNT(*) FROM pairing_codes WHERE sender = ? AND status = 'pending'"
+                " AND expires_at > ?")
+        if await self._count(db, live, (sender, now)):
+            return False  # a valid code was already sent: it is sent once
+        recent = "SELECT COUNT(*) FROM pairing_codes WHERE sender = ? AND created_at > ?"
+        if await self._count(db, recent, (sender, now - 3600)) >= self._max_per_hour:
+            return False
+        pending = "SELECT COUNT(*) FROM pairing_codes WHERE status = 'pending' AND expires_at > ?"
+        return await self._count(db, pending, (now,)) < MAX_PENDING_CODES
+
+    async def _insert_code(self, db: aiosqlite.Connection, sender: str, now: float) -> str:
+        for _ in range(5):
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            try:
+                await db.execute(
+                    "INSERT INTO pairing_codes(code, sender, created_at, expires_at, status)"
+                    " VALUES (?, ?, ?, ?, 'pending')", (code, sender, now, now + self._code_ttl))
+            except sqlite3.IntegrityError:
+                continue  # 31^8 codes: a clash is astronomically rare, but never reuse one
+            return code
+        raise PairingError("could not generate a unique pairing code")
+
+    @staticmethod
+    async def _count(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...]) -> int:
+        async with db.execute(sql, params) as cursor:
+            row = await cursor.fetchone()
+        return int(row[0])
+
+    async def list_codes(self) -> list[dict[str, Any]]:
+        """Codes waiting for the operator (pending and not expired), oldest first."""
+        rows = await self.store.fetchall(
+            "SELECT code, sender, created_at, expires_at FROM pairing_codes"
+            " WHERE status = 'pending' AND expires_at > ? ORDER BY created_at", (self.clock(),))
+        return [dict(row) for row in rows]
+
+    async def approve(self, code: str, level: str = "supervised", by: str = "cli:local") -> str:
+        """Grant `level` to the sender who received `code`; returns that sender."""
+        if level not in LEVELS:
+            raise PairingError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
+        return await self._answer(code, "approved", level, by)
+
+    async def deny(self, code: str, by: str = "cli:local") -> str:
+        """Refuse `code`; the sender stays unknown. Returns that sender."""
+        return await self._answer(code, "denied", None, by)
+
+    async def _answer(self, code: str, status: str, level: str | None, by: str) -> str:
+        code = _normalise(code)
+        now = self.clock()
+        async with self.store.transaction() as db:
+            async with db.execute("SELECT * FROM pairing_codes WHERE code = ?", (code,)) as cursor:
+                row = await cursor.fetchone()
+            problem = _why_not_answerable(row, now)
+            if problem is None:
+                await self._apply(db, row["sender"], code, status, level, by, now)
+            elif row is not None and row["status"] == "pending":  # seen expired: record it
+                await db.execute("UPDATE pairing_codes SET status = 'expired', resolved_at = ?"
+                                 " WHERE code = ? AND status = 'pending'", (now, code))
+        if problem is not None:
+            raise PairingError(problem)
+        return row["sender"]
+
+    async def _apply(self, db: aiosqlite.Connection, sender: str, code: str, status: str,
+                     level: str | None, by: str, now: float) -> None:
+        await db.execute("UPDATE pairing_codes SET status = ?, level = ?, resolved_at = ?"
+                         " WHERE code = ? AND status = 'pending'", (status, level, now, code))
+        if level is not None:
+            await db.execute(
+                "INSERT INTO granted_senders(sender, level, granted_at, granted_by) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT(sender) DO UPDATE SET level = excluded.level,"
+                " granted_at = excluded.granted_at, granted_by = excluded.granted_by",
+                (sender, level, now, by))
+        await self.store.record_audit(sender=by, decision="pair", outcome=status,
+                                      detail=f"{sender} -> {level or 'none'} (code {code})", db=db)
+
+
+def _normalise(code: str) -> str:
+    return "".join(str(code).split()).upper()[:32]
+
+
+def _why_not_answerable(row: aiosqlite.Row | None, now: float) -> str | None:
+    if row is None:
+        return "unknown pairing code (check `myclaw pair list`)"
+    if row["status"] == "approved":
+        return f"pairing code {row['code']} was already used for {row['sender']}"
+    if row["status"] == "denied":
+        return f"pairing code {row['code']} was denied"
+    if row["status"] != "pending" or row["expires_at"] <= now:
+        return f"pairing code {row['code']} has expired; ask {row['sender']} to write again"
+    return None
