@@ -1,0 +1,232 @@
+"""Rendering one turn's events on Discord.
+
+A `TurnSink` receives the agent's events and turns them into Discord messages through an
+*outlet*: `ChannelOutlet` posts into a text channel or DM (with a DM to the requester for
+private notices), `InteractionOutlet` answers a slash command with ephemeral followups. Every
+send passes `allowed_mentions=NO_MENTIONS`, so nothing the model writes can ping anyone.
+
+Delivery failures (Discord refusing a message) are logged with their traceback and do not abort
+the turn: the agent has already stored the conversation, and there is no one else to tell.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Protocol
+
+import discord
+
+from bot.events import (
+    ApprovalNeeded,
+    Done,
+    ErrorEvent,
+    Event,
+    Notice,
+    TextDelta,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+)
+from channels._discord_format import split_message
+
+if TYPE_CHECKING:
+    from channels._discord_approvals import ApprovalDesk
+
+log = logging.getLogger(__name__)
+
+NO_MENTIONS = discord.AllowedMentions.none()
+STATUS_MIN_INTERVAL = 1.0       # seconds between edits of the tool status line (rate limits)
+DM_REFUSED = "I couldn't send you a direct message — allow DMs from server members and try again."
+
+
+class Outlet(Protocol):
+    client: discord.Client
+
+    async def send(self, text: str, *, view: discord.ui.View | None = None) -> discord.Message | None: ...
+
+    async def send_private(self, text: str) -> None: ...
+
+    async def approval_outlet(self) -> Outlet: ...
+
+    def typing(self) -> Any: ...
+
+
+@asynccontextmanager
+async def keep_typing(channel: discord.abc.Messageable) -> AsyncIterator[None]:
+    """Discord's typing indicator for the duration of a block; a refused indicator is not fatal."""
+    indicator = channel.typing()
+    try:
+        await indicator.__aenter__()
+    except discord.HTTPException:
+        log.warning("discord: typing indicator refused", exc_info=True)
+        yield
+        return
+    try:
+        yield
+    finally:
+        await indicator.__aexit__(None, None, None)
+
+
+async def _send_chunks(channel: discord.abc.Messageable, text: str, *,
+                       view: discord.ui.View | None = None,
+                       reference: discord.MessageReference | None = None) -> discord.Message | None:
+    """Post `text` split at 2000 characters; the view (buttons) goes on the last chunk."""
+    chunks = split_message(text)
+    sent: discord.Message | None = None
+    for index, chunk in enumerate(chunks):
+        last = index == len(chunks) - 1
+        kwargs: dict[str, Any] = {"allowed_mentions": NO_MENTIONS}
+        if view is not None and last:
+            kwargs["view"] = view
+        if reference is not None and index == 0:
+            kwargs.update(reference=reference, mention_author=False)
+        sent = await channel.send(chunk, **kwargs)
+    return sent
+
+
+class ChannelOutlet:
+    """Posts into a channel (guild text channel or DM) on behalf of one requester."""
+
+    def __init__(self, client: discord.Client, channel: discord.abc.Messageable, requester_id: int, *,
+                 in_guild: bool, approvals_in_dm: bool = False,
+                 reply_to: discord.MessageReference | None = None):
+        self.client = client
+        self.channel = channel
+        self.requester_id = requester_id
+        self.in_guild = in_guild
+        self.approvals_in_dm = approvals_in_dm
+        self._reply_to = reply_to
+
+    async def send(self, text: str, *, view: discord.ui.View | None = None) -> discord.Message | None:
+        # Only the first message of a turn replies to the user's message; later ones just follow.
+        reference, self._reply_to = self._reply_to, None
+        return await _send_chunks(self.channel, text, view=view, reference=reference)
+
+    async def _dm(self) -> discord.DMChannel:
+        return await self.client.create_dm(discord.Object(id=self.requester_id))
+
+    async def send_private(self, text: str) -> None:
+        if not self.in_guild:
+            await self.send(text)
+            return
+        try:
+            await _send_chunks(await self._dm(), text)
+        except discord.Forbidden:
+            # Never fall back to posting the private text in the channel: it may be a pairing code.
+            log.info("discord: user %s does not accept DMs", self.requester_id)
+            await self.send(DM_REFUSED)
+
+    async def approval_outlet(self) -> Outlet:
+        if not (self.in_guild and self.approvals_in_dm):
+            return self
+        try:
+            dm = await self._dm()
+        except discord.HTTPException:
+            log.warning("discord: cannot open a DM for an approval; using the channel", exc_info=True)
+            return self
+        return ChannelOutlet(self.client, dm, self.requester_id, in_guild=False)
+
+    def typing(self) -> Any:
+        return keep_typing(self.channel)
+
+    async def typing_pulse(self) -> None:
+        """One typing indicator (Discord shows it ~10 s) for work that continues in the background."""
+        try:
+            await self.channel.typing()
+        except discord.HTTPException:
+            log.warning("discord: typing indicator refused", exc_info=True)
+
+
+class InteractionOutlet:
+    """Answers a (deferred) slash command: every reply is an ephemeral followup."""
+
+    def __init__(self, interaction: discord.Interaction, channel_outlet: ChannelOutlet):
+        self.client = interaction.client
+        self.interaction = interaction
+        self.channel_outlet = channel_outlet       # approval buttons must live on a real message
+
+    async def send(self, text: str, *, view: discord.ui.View | None = None) -> discord.Message | None:
+        sent = None
+        for chunk in split_message(text):
+            sent = await self.interaction.followup.send(chunk, ephemeral=True, wait=True,
+                                                        allowed_mentions=NO_MENTIONS)
+        return sent
+
+    async def send_private(self, text: str) -> None:
+        await self.send(text)                      # ephemeral already: only the user sees it
+
+    async def approval_outlet(self) -> Outlet:
+        return await self.channel_outlet.approval_outlet()
+
+    def typing(self) -> Any:
+        return _no_typing()
+
+
+@asynccontextmanager
+async def _no_typing() -> AsyncIterator[None]:
+    yield          # a deferred interaction already shows "thinking…"
+
+
+class TurnSink:
+    """The `bot.events.Sink` of one turn (or of the continuation after an approval tap)."""
+
+    def __init__(self, outlet: Outlet, desk: ApprovalDesk):
+        self.outlet = outlet
+        self.desk = desk
+        self.emitted = False
+        self._deltas: list[str] = []
+        self._status: discord.Message | None = None
+        self._status_edited_at = 0.0
+
+    async def emit(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self._deltas.append(event.text)     # shown whole with Done; typing covers the wait
+            return
+        self.emitted = True
+        if self.outlet.client.is_closed():
+            # The channel was stopped while the agent finished a turn (e.g. one resumed after an
+            # approval); the conversation is stored, there is just no connection to show it on.
+            log.info("discord: channel stopped; %s not shown", type(event).__name__)
+            return
+        try:
+            await self._render(event)
+        except discord.HTTPException:
+            log.warning("discord: could not deliver %s", type(event).__name__, exc_info=True)
+
+    async def _render(self, event: Event) -> None:
+        if isinstance(event, Done):
+            text = event.text or "".join(self._deltas)
+            self._deltas.clear()
+            if text.strip():
+                await self.outlet.send(text)
+        elif isinstance(event, Notice):
+            if event.private:
+                await self.outlet.send_private(event.text)
+            else:
+                await self.outlet.send(event.text)
+        elif isinstance(event, ErrorEvent):
+            await self.outlet.send(f"⚠️ {event.message}")
+        elif isinstance(event, ApprovalNeeded):
+            await self.desk.post_request(event.approval, await self.outlet.approval_outlet())
+        elif isinstance(event, ToolStarted):
+            await self._set_status(f"⚙️ `{event.tool}` …", force=True)
+        elif isinstance(event, ToolProgress):
+            await self._set_status(f"⚙️ `{event.tool}` — {event.text}"[:1900], force=False)
+        elif isinstance(event, ToolFinished):
+            mark = "✅" if event.ok else "⚠️"
+            detail = f" — {event.summary}" if event.summary else ""
+            await self._set_status(f"{mark} `{event.tool}`{detail}"[:1900], force=True)
+
+    async def _set_status(self, text: str, *, force: bool) -> None:
+        """One status message per turn, edited in place; progress edits are throttled."""
+        now = time.monotonic()
+        if self._status is None:
+            self._status = await self.outlet.send(text)
+        elif force or now - self._status_edited_at >= STATUS_MIN_INTERVAL:
+            await self._status.edit(content=text, allowed_mentions=NO_MENTIONS)
+        else:
+            return
+        self._status_edited_at = now

@@ -1,0 +1,281 @@
+"""The Discord channel: DMs, mentions in configured guilds, slash commands, approval buttons.
+
+Who is talking: the sender is `discord:<user id>`. In a DM the bot always listens; in a guild
+listed in `[discord] guilds` it answers only when mentioned (or replied to) and passes the
+member's role names so the agent can map them to an autonomy level (`[discord] roles`); in any
+other guild it stays silent. Other bots are ignored. Everything channel-agnostic (commands,
+pairing, undo, stop) is the agent's: this module only translates.
+
+`create(config, agent)` returns a `DiscordChannel`; `start()` logs in, syncs the slash commands,
+connects to the gateway and returns once READY (or raises `ChannelError` with one line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import aiohttp
+import discord
+from discord import app_commands
+
+from bot.config import Config
+from bot.errors import ChannelError
+from bot.events import AgentAPI, IncomingMessage
+from channels._discord_approvals import ApprovalButton, ApprovalDesk
+from channels._discord_sink import ChannelOutlet, InteractionOutlet, TurnSink
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 10.0
+SLASH_COMMANDS = {   # name -> description when the agent offers none
+    "whoami": "Who you are to the bot: sender id, autonomy level, tools",
+    "tools": "The tools you can use",
+    "new": "Start a fresh conversation",
+    "stop": "Cancel the running turn",
+    "undo": "Revert the last revertible action",
+}
+ATTACHMENT_ONLY = "[the user sent an attachment without text; this channel can only pass text]"
+NOT_HERE = "I don't answer in this server."
+
+
+def create(config: Config, agent: AgentAPI) -> DiscordChannel:
+    return DiscordChannel(config, agent)
+
+
+def intents() -> discord.Intents:
+    """Only what is used: guild metadata (roles), guild and DM messages, and their text."""
+    wanted = discord.Intents.none()
+    wanted.guilds = True
+    wanted.guild_messages = True
+    wanted.dm_messages = True
+    wanted.message_content = True     # privileged: replies to the bot that do not ping it need it
+    return wanted
+
+
+class MyclawClient(discord.Client):
+    """A discord.py client that forwards messages to the channel and knows the approval desk."""
+
+    def __init__(self, channel: DiscordChannel, desk: ApprovalDesk, **options: Any):
+        super().__init__(**options)
+        self.myclaw = channel
+        self.approval_desk = desk
+
+    async def setup_hook(self) -> None:
+        self.add_dynamic_items(ApprovalButton)
+
+    async def on_message(self, message: discord.Message) -> None:
+        with self.myclaw.in_flight():
+            await self.myclaw.on_message(message)
+
+
+class DiscordChannel:
+    def __init__(self, config: Config, agent: AgentAPI):
+        section = config["discord"]
+        self.config = config
+        self.agent = agent
+        self.guilds = frozenset(str(g) for g in section["guilds"])
+        self.approvals_in_dm = bool(section["approvals_in_dm"])
+        self.guild_ready_timeout = float(section["guild_ready_timeout"])
+        self.desk = ApprovalDesk(agent, config["approvals"]["approvers"], self.approvals_in_dm)
+        self.client: MyclawClient | None = None
+        self._connection: asyncio.Task[None] | None = None
+        self._handlers: set[asyncio.Task[Any]] = set()    # turns being handled right now
+
+    @contextlib.contextmanager
+    def in_flight(self) -> Iterator[None]:
+        """Track the running handler so `stop()` can let it finish before disconnecting."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+        try:
+            yield
+        finally:
+            self._handlers.discard(task)
+
+    @property
+    def connected(self) -> bool:
+        client = self.client
+        return client is not None and client.is_ready() and not client.is_closed()
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        token = self.config.secret("DISCORD_BOT_TOKEN")
+        if token is None:
+            raise ChannelError("Discord: DISCORD_BOT_TOKEN is not set")
+        client = MyclawClient(self, self.desk, intents=intents(), max_messages=None,
+                              allowed_mentions=discord.AllowedMentions.none(),
+                              guild_ready_timeout=self.guild_ready_timeout)
+        self.client = client
+        tree = self._command_tree(client)
+        try:
+            await self.desk.load_pending()
+            await _login(client, token)
+            await _sync_commands(tree)
+            self._connection = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+            await self._wait_until_ready(client, self._connection)
+        except BaseException:
+            await self.stop()
+            raise
+        self._connection.add_done_callback(_log_connection_end)
+        log.info("discord: connected as %s (%s)", client.user, client.user.id if client.user else "?")
+
+    async def _wait_until_ready(self, client: discord.Client, connection: asyncio.Task[None]) -> None:
+        ready = asyncio.create_task(client.wait_until_ready())
+        try:
+            done, _ = await asyncio.wait({ready, connection}, timeout=READY_TIMEOUT,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+        if connection in done:
+            raise _gateway_error(connection.exception())
+        if ready not in done:
+            raise ChannelError(f"Discord: the gateway did not become ready within {READY_TIMEOUT:.0f}s")
+
+    async def stop(self) -> None:
+        """Let turns in progress finish (up to STOP_TIMEOUT), then disconnect."""
+        client, connection = self.client, self._connection
+        self._connection = None
+        running = {t for t in self._handlers if t is not asyncio.current_task()}
+        if running:
+            _, late = await asyncio.wait(running, timeout=STOP_TIMEOUT)
+            if late:
+                log.warning("discord: stopping with %d turn(s) still running", len(late))
+        if client is not None and not client.is_closed():
+            await client.close()
+        if connection is not None and not connection.done():
+            try:
+                await asyncio.wait_for(connection, STOP_TIMEOUT)
+            except (TimeoutError, discord.DiscordException, OSError, aiohttp.ClientError):
+                log.warning("discord: the gateway did not close cleanly", exc_info=True)
+
+    # --- slash commands -----------------------------------------------------------------------
+
+    def _command_tree(self, client: discord.Client) -> app_commands.CommandTree:
+        tree = app_commands.CommandTree(client)
+        offered = {name.lstrip("/"): text for name, text in self.agent.command_descriptions()}
+        for name, fallback in SLASH_COMMANDS.items():
+            description = (offered.get(name) or fallback)[:100]
+            tree.add_command(app_commands.Command(name=name, description=description,
+                                                  callback=self._slash_callback(name)))
+        return tree
+
+    def _slash_callback(self, name: str) -> Any:
+        async def run(interaction: discord.Interaction) -> None:
+            with self.in_flight():
+                await self.on_slash_command(interaction, name)
+        return run
+
+    async def on_slash_command(self, interaction: discord.Interaction, name: str) -> None:
+        if interaction.guild_id is not None and str(interaction.guild_id) not in self.guilds:
+            await interaction.response.send_message(NOT_HERE, ephemeral=True)
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        user = interaction.user
+        channel = interaction.channel or interaction.client.get_partial_messageable(interaction.channel_id)
+        in_guild = interaction.guild_id is not None
+        fallback = ChannelOutlet(interaction.client, channel, user.id, in_guild=in_guild,
+                                 approvals_in_dm=self.approvals_in_dm)
+        sink = TurnSink(InteractionOutlet(interaction, fallback), self.desk)
+        await self.agent.handle(IncomingMessage(
+            sender=f"discord:{user.id}", chat=str(channel.id), text=f"/{name}", channel="discord",
+            message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
+            display_name=user.display_name), sink)
+        if not sink.emitted:     # the agent stayed silent (an ignored sender): drop "thinking…"
+            try:
+                await interaction.delete_original_response()
+            except discord.HTTPException:
+                log.warning("discord: could not remove a deferred reply", exc_info=True)
+
+    # --- messages -----------------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        client = self.client
+        if client is None or client.user is None or message.author.bot:
+            return
+        me = client.user
+        in_guild = message.guild is not None
+        if in_guild:
+            if str(message.guild.id) not in self.guilds or not _addressed_to(message, me):
+                return
+        text = _strip_mentions(message.content, me.id, message)
+        if not text:
+            # A bare mention asks what the bot can do; an attachment alone is described, so the
+            # agent still decides (pairing, silence for ignored senders) and the model can answer.
+            text = ATTACHMENT_ONLY if message.attachments or message.stickers else "/help"
+        outlet = ChannelOutlet(client, message.channel, message.author.id, in_guild=in_guild,
+                               approvals_in_dm=self.approvals_in_dm,
+                               reply_to=message.to_reference(fail_if_not_exists=False) if in_guild else None)
+        incoming = IncomingMessage(
+            sender=f"discord:{message.author.id}", chat=str(message.channel.id), text=text,
+            channel="discord", message_id=str(message.id), roles=_role_names(message.author),
+            is_group=in_guild, display_name=message.author.display_name)
+        async with outlet.typing():
+            await self.agent.handle(incoming, TurnSink(outlet, self.desk))
+
+
+def _addressed_to(message: discord.Message, me: discord.ClientUser) -> bool:
+    """Mentioned by user mention or by the bot's own managed role, or replied to."""
+    if any(user.id == me.id for user in message.mentions):
+        return True
+    if any(role.tags is not None and role.tags.bot_id == me.id for role in message.role_mentions):
+        return True
+    reference = message.reference
+    replied = reference.resolved if reference is not None else None
+    return isinstance(replied, discord.Message) and replied.author.id == me.id
+
+
+def _strip_mentions(content: str, bot_id: int, message: discord.Message) -> str:
+    ids = [str(bot_id)] + [str(r.id) for r in message.role_mentions
+                           if r.tags is not None and r.tags.bot_id == bot_id]
+    pattern = r"<@[!&]?(?:" + "|".join(ids) + r")>"
+    return re.sub(pattern, " ", content).strip()
+
+
+def _role_names(user: discord.abc.User) -> tuple[str, ...]:
+    roles = getattr(user, "roles", None) or []
+    return tuple(role.name for role in roles if not role.is_default())
+
+
+async def _login(client: discord.Client, token: str) -> None:
+    try:
+        await client.login(token)
+    except discord.LoginFailure as exc:
+        raise ChannelError("Discord rejected the bot token (DISCORD_BOT_TOKEN): 401 Unauthorized") from exc
+    except discord.HTTPException as exc:
+        raise ChannelError(f"Discord login failed: HTTP {exc.status} {exc.text or ''}".strip()) from exc
+    except (aiohttp.ClientError, OSError) as exc:
+        raise ChannelError(f"Discord: cannot reach the API ({type(exc).__name__}: {exc})") from exc
+
+
+async def _sync_commands(tree: app_commands.CommandTree) -> None:
+    """Register the slash commands; a failure leaves them unavailable but the bot still works."""
+    try:
+        synced = await tree.sync()
+    except discord.HTTPException:
+        log.warning("discord: slash commands could not be synced", exc_info=True)
+        return
+    log.info("discord: %d slash commands synced", len(synced))
+
+
+def _gateway_error(exc: BaseException | None) -> ChannelError:
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        return ChannelError("Discord refused the Message Content intent: enable it for the bot in the "
+                            "Developer Portal (Bot → Privileged Gateway Intents)")
+    if isinstance(exc, discord.ConnectionClosed) and exc.code == 4004:
+        return ChannelError("Discord rejected the bot token (DISCORD_BOT_TOKEN) at the gateway")
+    return ChannelError(f"Discord: the gateway connection failed ({type(exc).__name__}: {exc})")
+
+
+def _log_connection_end(task: asyncio.Task[None]) -> None:
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        log.error("discord: the gateway connection ended", exc_info=exc)
