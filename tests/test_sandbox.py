@@ -23,12 +23,13 @@ from tools._sandbox import (
 
 @pytest.fixture
 def hostile(tmp_path: Path) -> CallContext:
-    """A workspace holding the bot's own data dir, config and .env files, plus traps."""
+    """A workspace holding the bot's data dir, config, custom tools and .env files, plus traps."""
     ws = tmp_path / "workspace"
     data = ws / "db"
     ws.mkdir()
     cfg = config_mod.from_dict(
-        {"agent": {"workspace": str(ws)}, "store": {"path": str(data / "myclaw.db")}},
+        {"agent": {"workspace": str(ws)}, "store": {"path": str(data / "myclaw.db")},
+         "tools": {"custom_paths": [str(ws / "mytools")]}},
         source=ws / "myclaw.toml", env=dict(FAKE_ENV))
     data.mkdir(parents=True)
     for name in ("myclaw.db", "myclaw.db-wal", "receipt.key", "other.bin"):
@@ -83,6 +84,9 @@ HOSTILE_PATHS = [
     ("sub/.env", PROTECTED),
     (".env/anything", PROTECTED),
     ("innocent.txt", PROTECTED),
+    ("sub/.ENV", PROTECTED),
+    ("mytools/evil.py", PROTECTED),
+    ("mytools", PROTECTED),
 ]
 
 

@@ -179,6 +179,33 @@ async def test_fs_write_refuses_the_bots_own_files_and_outside_paths(ctx, ws, co
     assert not (ws.parent / "escape.txt").exists()
 
 
+async def test_overwriting_a_huge_file_is_previewed_by_size_and_cannot_be_undone(ctx, ws, config):
+    (ws / "big.log").write_bytes(b"x\n" * (fs_write.MAX_UNDO_BYTES // 2 + 10))
+    tool = fs_write.build(config)
+    preview = await tool.dry_run(ctx, path="big.log", content="small")
+    assert preview["summary"] == "Overwrite big.log (1.9 MB → 5 B; too large to compare, cannot be undone)"
+    result = await tool.execute(ctx, path="big.log", content="small")
+    with pytest.raises(UnrevertibleError, match="too large"):
+        await tool.revert(ctx, {}, result)
+    assert (ws / "big.log").read_text() == "small"
+
+
+async def test_fs_edit_refuses_a_file_too_large_to_keep_for_undo(ctx, ws, config):
+    (ws / "big.txt").write_text("needle\n" + "y" * fs_write.MAX_UNDO_BYTES)
+    with pytest.raises(ToolUnsupportedError, match="too large"):
+        await fs_edit.build(config).execute(ctx, path="big.txt", old_text="needle", new_text="pin")
+
+
+async def test_fs_write_refuses_to_revert_a_file_that_grew_since(ctx, ws, config):
+    tool = fs_write.build(config)
+    result = await tool.execute(ctx, path="log.txt", content="first line\n")
+    with (ws / "log.txt").open("a") as handle:
+        handle.write("appended by someone else\n")
+    with pytest.raises(UnrevertibleError):
+        await tool.revert(ctx, {}, result)
+    assert (ws / "log.txt").read_text() == "first line\nappended by someone else\n"
+
+
 async def test_fs_write_onto_a_directory_is_a_clear_error(ctx, ws, config):
     (ws / "notes").mkdir()
     with pytest.raises(ToolInvalidArgsError, match="is a directory"):

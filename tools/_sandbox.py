@@ -17,10 +17,12 @@ import errno
 import os
 import secrets
 import stat
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from bot.tool import (
     CallContext,
@@ -37,12 +39,14 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def is_env_name(name: str) -> bool:
     """`.env` and `.env.<anything>` hold secrets by convention, wherever they are."""
+    name = name.lower()  # case-insensitive file systems (macOS) treat .ENV as .env
     return name == ".env" or name.startswith(".env.")
 
 
 @dataclass(frozen=True)
 class Protected:
-    """The bot's own files, as real paths, plus their inodes (hard links get caught too)."""
+    """The bot's own files and folders as real paths, plus the files' inodes (so a hard link to
+    the store inside the workspace is caught too)."""
 
     files: frozenset[str]
     dirs: tuple[str, ...]
@@ -58,24 +62,45 @@ def protected_paths(ctx: CallContext, root: str) -> Protected:
     config = getattr(ctx.services, "config", None)
     if config is None:
         return Protected(frozenset(), (), frozenset())
-    store = str(config.store_path)
-    files = {os.path.realpath(store + suffix) for suffix in STORE_SIBLINGS}
-    files.add(os.path.realpath(config.data_dir / RECEIPT_KEY_NAME))
-    if config.source is not None:
-        files.add(os.path.realpath(config.source))
-    data_dir = os.path.realpath(config.data_dir)
-    # If the operator put the workspace inside the data dir, protecting the whole data dir would
-    # forbid the whole workspace; the named files above stay protected in that case.
-    workspace_in_data = root == data_dir or root.startswith(data_dir + os.sep)
-    dirs = () if workspace_in_data else (data_dir,)
+    files, dirs = _protected_locations(config, root)
     inodes = set()
-    for name in files:
+    for name in files:  # per call: the store's -wal file, for one, comes and goes
         try:
             st = os.stat(name)
         except OSError:
             continue
         inodes.add((st.st_dev, st.st_ino))
-    return Protected(frozenset(files), dirs, frozenset(inodes))
+    return Protected(files, dirs, frozenset(inodes))
+
+
+# Resolving the protected locations costs a dozen realpath calls; they depend only on the
+# (immutable) config and the workspace, so they are computed once per pair. The weak reference
+# guards against a new Config reusing a dead one's id().
+_LOCATIONS: dict[tuple[int, str], tuple[weakref.ref, tuple[frozenset[str], tuple[str, ...]]]] = {}
+_LOCATIONS_MAX = 64
+
+
+def _protected_locations(config: Any, root: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    key = (id(config), root)
+    cached = _LOCATIONS.get(key)
+    if cached is not None and cached[0]() is config:
+        return cached[1]
+    store = str(config.store_path)
+    files = {os.path.realpath(store + suffix) for suffix in STORE_SIBLINGS}
+    files.add(os.path.realpath(config.data_dir / RECEIPT_KEY_NAME))
+    if config.source is not None:
+        files.add(os.path.realpath(config.source))
+    # Custom tool folders are code the bot loads at start-up: writing there would be running
+    # arbitrary code outside every policy, so they are as protected as the data dir.
+    custom = [os.path.realpath(Path(p).expanduser()) for p in config["tools"].get("custom_paths", [])]
+    # A protected folder that *contains* the workspace (the operator put the workspace inside the
+    # data dir) would forbid the whole workspace; the named files above stay protected then.
+    dirs = tuple(d for d in (os.path.realpath(config.data_dir), *custom)
+                 if not (root == d or root.startswith(d + os.sep)))
+    if len(_LOCATIONS) >= _LOCATIONS_MAX:
+        _LOCATIONS.clear()
+    _LOCATIONS[key] = (weakref.ref(config), (frozenset(files), dirs))
+    return frozenset(files), dirs
 
 
 def workspace_root(ctx: CallContext) -> str:
@@ -248,13 +273,6 @@ def read_regular_file(ctx: CallContext, real: Path, limit: int | None = None) ->
                 return data, st.st_size
     except OSError as exc:
         raise _os_failure(ctx, real, exc, "read") from exc
-
-
-def read_if_exists(ctx: CallContext, real: Path) -> bytes | None:
-    try:
-        return read_regular_file(ctx, real)[0]
-    except ToolNotFoundError:
-        return None
 
 
 def _not_a_file(ctx: CallContext, real: Path, st: os.stat_result) -> Exception:

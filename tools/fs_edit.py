@@ -16,7 +16,14 @@ from bot.tool import (
     ToolUnsupportedError,
 )
 from tools._sandbox import display_path, read_regular_file, resolve_in_workspace, write_atomic
-from tools.fs_write import MAX_CONTENT_CHARS, line_changes, revert_write, undo_record
+from tools.fs_write import (
+    MAX_CONTENT_CHARS,
+    MAX_UNDO_BYTES,
+    Previous,
+    describe_lines,
+    revert_write,
+    undo_record,
+)
 
 MAX_DIFF_CHARS = 20_000
 _COUNT_CAP = 1000  # counting stops here: "1000 or more" is already a clear answer
@@ -78,7 +85,8 @@ class FsEdit(BaseTool):
         new_bytes = plan.new_text.encode("utf-8")
         write_atomic(ctx, plan.real, new_bytes)
         return {"path": plan.shown, "replacements": 1, "summary": plan.summary, "diff": plan.diff,
-                "undo": undo_record(plan.old_bytes, new_bytes, [])}
+                "undo": undo_record(Previous(True, len(plan.old_bytes), plan.old_bytes),
+                                    new_bytes, [])}
 
     async def revert(self, ctx: CallContext, args: dict[str, Any], result: dict[str, Any]) -> dict:
         return await revert_write(ctx, result)
@@ -90,7 +98,12 @@ def plan_edit(ctx: CallContext, path: str, old_text: str, new_text: str) -> Plan
                                    "Pass the replacement you want in new_text.")
     real = resolve_in_workspace(ctx, path, must_exist=True, for_write=True)
     shown = display_path(ctx, real)
-    old_bytes, _ = read_regular_file(ctx, real)
+    old_bytes, size = read_regular_file(ctx, real, limit=MAX_UNDO_BYTES + 1)
+    if size > MAX_UNDO_BYTES or len(old_bytes) > MAX_UNDO_BYTES:
+        raise ToolUnsupportedError(
+            f"{shown} is too large for fs_edit ({size} bytes; the limit is {MAX_UNDO_BYTES}).",
+            "Edit a smaller file, or tell the user this file is too large to edit safely here.",
+        )
     try:
         content = old_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -101,8 +114,7 @@ def plan_edit(ctx: CallContext, path: str, old_text: str, new_text: str) -> Plan
         ) from exc
     _require_single_match(shown, content, old_text)
     updated = content.replace(old_text, new_text, 1)
-    added, removed = line_changes(content, updated)
-    summary = f"Edit {shown} (+{added} −{removed} lines)"
+    summary = f"Edit {shown} ({describe_lines(old_bytes, updated.encode('utf-8'))})"
     return PlannedEdit(real, shown, old_bytes, updated, _unified_diff(shown, content, updated),
                        summary)
 

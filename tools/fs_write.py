@@ -9,12 +9,14 @@ from __future__ import annotations
 import base64
 import difflib
 import hashlib
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
-from bot.tool import BaseTool, CallContext, ToolMeta, UnrevertibleError
+from bot.tool import BaseTool, CallContext, ToolMeta, ToolNotFoundError, UnrevertibleError
 from tools._sandbox import (
     display_path,
-    read_if_exists,
+    read_regular_file,
     remove_empty_dirs,
     remove_file,
     resolve_in_workspace,
@@ -22,8 +24,27 @@ from tools._sandbox import (
 )
 
 MAX_CONTENT_CHARS = 2_000_000
-# Previous content larger than this is not kept for undo (it would bloat the undo log).
+# Previous content larger than this is not read whole nor kept for undo (it would bloat the
+# undo log); such an overwrite is previewed by size only and cannot be reverted.
 MAX_UNDO_BYTES = 2_000_000
+MAX_DIFF_LINES = 20_000  # line counting is quadratic in the worst case: skip it beyond this
+
+
+@dataclass(frozen=True)
+class Previous:
+    """The file about to be replaced: absent, too large to keep (content None), or its bytes."""
+
+    exists: bool
+    size: int = 0
+    content: bytes | None = None
+
+
+def read_previous(ctx: CallContext, real: Path) -> Previous:
+    try:
+        data, size = read_regular_file(ctx, real, limit=MAX_UNDO_BYTES + 1)
+    except ToolNotFoundError:
+        return Previous(exists=False)
+    return Previous(True, size, data if len(data) <= MAX_UNDO_BYTES else None)
 
 
 class FsWrite(BaseTool):
@@ -60,19 +81,19 @@ class FsWrite(BaseTool):
 
     async def dry_run(self, ctx: CallContext, path: str, content: str, **_: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=False, for_write=True)
-        previous = read_if_exists(ctx, real)
+        previous = read_previous(ctx, real)
         new = content.encode("utf-8")
         shown = display_path(ctx, real)
-        return {"path": shown, "creates_file": previous is None, "would_write": len(new),
+        return {"path": shown, "creates_file": not previous.exists, "would_write": len(new),
                 "summary": change_summary(shown, previous, new)}
 
     async def execute(self, ctx: CallContext, path: str, content: str, **_: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=False, for_write=True)
-        previous = read_if_exists(ctx, real)
+        previous = read_previous(ctx, real)
         new = content.encode("utf-8")
         created_dirs = write_atomic(ctx, real, new)
         shown = display_path(ctx, real)
-        return {"path": shown, "created": previous is None, "bytes_written": len(new),
+        return {"path": shown, "created": not previous.exists, "bytes_written": len(new),
                 "summary": change_summary(shown, previous, new),
                 "undo": undo_record(previous, new, created_dirs)}
 
@@ -91,10 +112,13 @@ def format_size(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
-def line_changes(old: str, new: str) -> tuple[int, int]:
-    """(lines added, lines removed) between two texts."""
+def line_changes(old: str, new: str) -> tuple[int, int] | None:
+    """(lines added, lines removed) between two texts; None when they are too long to compare."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    if max(len(old_lines), len(new_lines)) > MAX_DIFF_LINES:
+        return None
     added = removed = 0
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag in ("replace", "delete"):
             removed += i2 - i1
@@ -103,34 +127,40 @@ def line_changes(old: str, new: str) -> tuple[int, int]:
     return added, removed
 
 
-def change_summary(shown: str, previous: bytes | None, new: bytes) -> str:
+def change_summary(shown: str, previous: Previous, new: bytes) -> str:
     """"Create notes/a.md (1.2 KB)" or "Overwrite notes/a.md (3.0 KB → 1.2 KB, +12 −40 lines)"."""
-    if previous is None:
+    if not previous.exists:
         return f"Create {shown} ({format_size(len(new))})"
-    sizes = f"{format_size(len(previous))} → {format_size(len(new))}"
-    old_text = previous.decode("utf-8", errors="replace")
-    added, removed = line_changes(old_text, new.decode("utf-8"))
-    return f"Overwrite {shown} ({sizes}, +{added} −{removed} lines)"
+    sizes = f"{format_size(previous.size)} → {format_size(len(new))}"
+    if previous.content is None:
+        return f"Overwrite {shown} ({sizes}; too large to compare, cannot be undone)"
+    return f"Overwrite {shown} ({sizes}, {describe_lines(previous.content, new)})"
+
+
+def describe_lines(old: bytes, new: bytes) -> str:
+    changes = line_changes(old.decode("utf-8", errors="replace"),
+                           new.decode("utf-8", errors="replace"))
+    return "lines not compared" if changes is None else f"+{changes[0]} −{changes[1]} lines"
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def undo_record(previous: bytes | None, new: bytes, created_dirs: list[str]) -> dict[str, Any]:
-    """What revert needs: the previous content (or that the file was created) and a hash of
-    what was written, so a later change by someone else is never clobbered."""
-    record: dict[str, Any] = {"written_sha256": sha256(new)}
-    if previous is None:
+def undo_record(previous: Previous, new: bytes, created_dirs: list[str]) -> dict[str, Any]:
+    """What revert needs: the previous content (or that the file was created) and the size and
+    hash of what was written, so a later change by someone else is never clobbered."""
+    record: dict[str, Any] = {"written_bytes": len(new), "written_sha256": sha256(new)}
+    if not previous.exists:
         record["created"] = True
         record["created_dirs"] = created_dirs
-    elif len(previous) > MAX_UNDO_BYTES:
+    elif previous.content is None:
         record["previous_kept"] = False
     else:
         try:
-            record["previous_text"] = previous.decode("utf-8")
+            record["previous_text"] = previous.content.decode("utf-8")
         except UnicodeDecodeError:
-            record["previous_b64"] = base64.b64encode(previous).decode("ascii")
+            record["previous_b64"] = base64.b64encode(previous.content).decode("ascii")
     return record
 
 
@@ -140,8 +170,7 @@ async def revert_write(ctx: CallContext, result: dict[str, Any]) -> dict[str, An
     if not isinstance(undo, dict) or not isinstance(shown, str):
         raise UnrevertibleError("This result carries no undo information.")
     real = resolve_in_workspace(ctx, shown, must_exist=False, for_write=True)
-    current = read_if_exists(ctx, real)
-    if current is None or sha256(current) != undo.get("written_sha256"):
+    if not _still_as_written(ctx, real, undo):
         raise UnrevertibleError(
             f"{shown} changed after it was written; reverting would lose those changes.",
             "Tell the user the file was modified since; offer to restore it by hand.",
@@ -159,6 +188,17 @@ async def revert_write(ctx: CallContext, result: dict[str, Any]) -> dict[str, An
         raise UnrevertibleError(f"The previous content of {shown} was too large to keep for undo.")
     write_atomic(ctx, real, previous)
     return {"path": shown, "reverted": True, "restored_bytes": len(previous)}
+
+
+def _still_as_written(ctx: CallContext, real: Path, undo: dict[str, Any]) -> bool:
+    expected_size = undo.get("written_bytes")
+    if not isinstance(expected_size, int):
+        return False
+    try:  # read one byte more than written: a grown file differs without reading all of it
+        current, _ = read_regular_file(ctx, real, limit=expected_size + 1)
+    except ToolNotFoundError:
+        return False
+    return len(current) == expected_size and sha256(current) == undo.get("written_sha256")
 
 
 def build(config: Any = None) -> FsWrite:
