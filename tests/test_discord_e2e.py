@@ -296,3 +296,37 @@ async def test_a_bad_token_fails_start_with_one_clear_line(bot, discord_fake):
     message = str(failure.value)
     assert "\n" not in message and "token" in message.lower() and "not-the-token" not in message
     assert discord_fake.identifies == []
+
+
+async def test_a_forged_request_id_is_refused_ephemerally_and_changes_nothing(bot, discord_fake,
+                                                                             fake_anthropic):
+    app, _ = await bot(SUPERVISED)
+    writer = with_writer(app)
+    request = await ask_approval_in_dm(discord_fake, fake_anthropic)
+    forged_id = "myclaw:ap:ZZZZZZZZZZZZZZZZ:a"
+    forged = copy.deepcopy(request)
+    forged["components"][0]["components"][0]["custom_id"] = forged_id    # a modified client
+    click = await discord_fake.click(message_id=int(request["id"]), custom_id=forged_id, user_id=ALICE,
+                                     as_seen=forged)
+    await discord_fake.wait_for(lambda: discord_fake.followups(click["token"]))
+    (refusal,) = discord_fake.followups(click["token"])
+    assert refusal.json["flags"] == EPHEMERAL and refusal.json["content"] == "Unknown approval request."
+    assert discord_fake.messages[int(request["id"])]["components"] == request["components"]
+    assert writer.executed == []
+
+
+async def test_always_approves_this_call_and_the_next_of_the_session_without_asking(bot, discord_fake,
+                                                                                    fake_anthropic):
+    app, _ = await bot(SUPERVISED)
+    writer = with_writer(app)
+    request = await ask_approval_in_dm(discord_fake, fake_anthropic)
+    fake_anthropic.script(text("Written."))
+    always = buttons(request)["Always (this session)"]
+    await discord_fake.click(message_id=int(request["id"]), custom_id=always, user_id=ALICE)
+    await discord_fake.wait_for_text(ALICE_DM, "Written.")
+    assert "Approved (always, this session)" in discord_fake.messages[int(request["id"])]["content"]
+    fake_anthropic.script(reply(tool_use("writer", {"note": "eggs"})), text("Eggs written too."))
+    await discord_fake.send_message(author_id=ALICE, content="and eggs", channel_id=ALICE_DM)
+    await discord_fake.wait_for_text(ALICE_DM, "Eggs written too.")
+    assert writer.executed == ["milk", "eggs"]
+    assert sum(1 for m in discord_fake.bot_messages(ALICE_DM) if "Approval needed" in m["content"]) == 1

@@ -70,6 +70,7 @@ class FakeDiscord:
         self.application_id = application_id
         self.guilds = {g.id: g for g in guilds}
         self.refuse_privileged_intents = refuse_privileged_intents
+        self.refuse_dms: set[int] = set()      # users who do not accept DMs from the bot (403)
         self.requests: list[Request] = []
         self.messages: dict[int, dict[str, Any]] = {}
         self.identifies: list[dict[str, Any]] = []
@@ -399,6 +400,8 @@ class FakeDiscord:
         if method == "POST" and parts[2:] == ["typing"]:
             return web.Response(status=204)
         if method == "POST" and parts[2:] == ["messages"]:
+            if any(self._dm_channels.get(user) == channel_id for user in self.refuse_dms):
+                return _json({"message": "Cannot send messages to this user", "code": 50007}, status=403)
             return _json(self._message(channel_id, self.bot_user, body))
         if method == "PATCH" and len(parts) == 4 and parts[2] == "messages":
             return self._edit(int(parts[3]), body)
