@@ -205,3 +205,11 @@ def test_an_atomic_write_leaves_no_temporary_file_and_keeps_the_file_mode(hostil
     assert target.read_bytes() == b"new"
     assert target.stat().st_mode & 0o777 == 0o750
     assert not [p for p in hostile.workspace.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_workspace_that_itself_lives_below_a_folder_named_env_still_works(tmp_path):
+    ws = tmp_path / ".env" / "workspace"
+    ws.mkdir(parents=True)
+    (ws / "a.txt").write_text("x")
+    ctx = CallContext(workspace=ws)
+    assert resolve_in_workspace(ctx, "a.txt", must_exist=True, for_write=False) == ws / "a.txt"

@@ -303,6 +303,9 @@ def tree(ws: Path, tmp_path: Path) -> Path:
     (tmp_path / "elsewhere" / "leak.md").write_text("outside")
     (ws / "outlink").symlink_to(tmp_path / "elsewhere")
     (ws / "inlink.md").symlink_to(ws / "notes" / "a.md")
+    (ws / "cfg" / ".env").mkdir(parents=True)
+    (ws / "cfg" / ".env" / "token.md").write_text("secret")
+    (ws / "alias.md").symlink_to(ws / "cfg" / ".env" / "token.md")
     os.mkfifo(ws / "notes" / "pipe.md")
     return ws
 
@@ -316,6 +319,9 @@ def tree(ws: Path, tmp_path: Path) -> Path:
     ("notes/[!a]*", ["notes/b.txt", "notes/deep/"]),
     ("src/**", ["src/main.py"]),
     ("./notes/deep/*", ["notes/deep/c.md"]),
+    ("README.md", ["README.md"]),
+    ("notes/deep/c.md", ["notes/deep/c.md"]),
+    ("notes/deep", ["notes/deep/"]),
 ])
 async def test_glob_list_matches_sorted_paths_inside_the_workspace(ctx, tree, pattern, expected):
     result = await glob_list.build().execute(ctx, pattern=pattern)
@@ -326,14 +332,14 @@ async def test_glob_list_matches_sorted_paths_inside_the_workspace(ctx, tree, pa
 async def test_glob_list_never_lists_env_files_fifos_or_what_a_symlink_leads_to_outside(ctx, tree):
     result = await glob_list.build().execute(ctx, pattern="**/*")
     listed = set(result["matches"])
-    assert not {".env", "notes/.env.local", "notes/pipe.md", "outlink/", "outlink"} & listed
-    assert not [p for p in listed if "leak" in p]
+    assert not {".env", "notes/.env.local", "alias.md", "notes/pipe.md", "outlink/", "outlink"} & listed
+    assert not [p for p in listed if "leak" in p or "token" in p]
     assert "notes/deep/c.md" in listed
 
 
 async def test_glob_list_caps_the_results_and_says_so(ctx, tree):
     result = await glob_list.build().execute(ctx, pattern="**/*", max_results=2)
-    assert result["matches"] == ["README.md", "inlink.md"]
+    assert result["matches"] == ["README.md", "cfg/"]
     assert result["truncated"] is True
     assert result["total_matches"] > 2
 
@@ -368,3 +374,10 @@ async def test_glob_list_with_no_match_explains_how_to_search_deeper(ctx, tree):
 async def test_glob_list_rejects_a_malformed_character_set(ctx):
     with pytest.raises(ToolInvalidArgsError, match="not a valid glob"):
         await glob_list.build().execute(ctx, pattern="[z-a]*")
+
+
+async def test_glob_list_does_not_walk_through_a_symlinked_folder(ctx, tree):
+    (tree / "notes_alias").symlink_to(tree / "notes")
+    assert (await glob_list.build().execute(ctx, pattern="notes_alias/*"))["matches"] == []
+    with pytest.raises(ToolPermissionError):
+        await glob_list.build().execute(ctx, pattern="outlink/*")

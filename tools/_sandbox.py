@@ -135,9 +135,7 @@ def _forbidden(ctx: CallContext, path: str) -> ToolPermissionError:
 def _lstat(real: str) -> os.stat_result | None:
     try:
         return os.lstat(real)
-    except FileNotFoundError:
-        return None
-    except NotADirectoryError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
@@ -161,7 +159,8 @@ def resolve_in_workspace(ctx: CallContext, path: str, *, must_exist: bool, for_w
     real = os.path.realpath(candidate)
     if real != root and not real.startswith(root + os.sep):
         raise outside_error(ctx, path, "it resolves outside the workspace")
-    if any(is_env_name(part) for part in (*Path(path).parts, *Path(real).parts)):
+    # The real path's parts below the root, and the name asked for (a symlink called .env).
+    if any(is_env_name(part) for part in (*Path(os.path.relpath(real, root)).parts, Path(path).name)):
         raise _forbidden(ctx, path)
     try:
         st = _lstat(real)

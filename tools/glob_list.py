@@ -83,10 +83,11 @@ class GlobList(BaseTool):
         root = workspace_root(ctx)
         walk = Walk(root, compiled, protected_paths(ctx, root), ctx.cancelled)
         start = os.path.join(root, *compiled.base)
-        if compiled.base:  # the literal prefix goes through the sandbox like any other path
-            start = str(resolve_in_workspace(ctx, "/".join(compiled.base), must_exist=False,
-                                             for_write=False))
-        await asyncio.to_thread(_walk_tree, walk, start)
+        # The literal prefix goes through the sandbox like any other path; a prefix that passes
+        # through a symlink is not walked, as symlinked folders are never entered.
+        if not compiled.base or str(resolve_in_workspace(
+                ctx, "/".join(compiled.base), must_exist=False, for_write=False)) == start:
+            await asyncio.to_thread(_walk_tree, walk, start)
         found = sorted(walk.found)
         result: dict[str, Any] = {
             "pattern": pattern, "matches": found[:max_results], "count": min(len(found), max_results),
@@ -119,7 +120,7 @@ def compile_pattern(ctx: CallContext, pattern: str) -> CompiledPattern:
             regex += r"[^/]+(?:/[^/]+)*" if last else r"(?:[^/]+/)*"
             continue
         regex += _translate_component(part) + ("" if last else "/")
-    for part in parts:
+    for part in parts[:-1]:  # the walk starts in the folder holding the last component
         if _MAGIC.search(part):
             break
         base.append(part)
@@ -197,8 +198,9 @@ def _visit(walk: Walk, entry: os.DirEntry[str]) -> bool:
     is_dir = stat.S_ISDIR(mode)
     if stat.S_ISLNK(mode):
         real = os.path.realpath(entry.path)
-        inside = real.startswith(walk.root + os.sep)
-        if not inside or is_env_name(os.path.basename(real)) or walk.protected.covers(real, None):
+        if not real.startswith(walk.root + os.sep) or walk.protected.covers(real, None):
+            return False
+        if any(is_env_name(part) for part in os.path.relpath(real, walk.root).split(os.sep)):
             return False
         is_dir = os.path.isdir(real)
     elif not (is_dir or stat.S_ISREG(mode)):
