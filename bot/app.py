@@ -27,10 +27,22 @@ BUILTIN_TOOLS_PACKAGE = "tools"
 CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord_bot"}
 
 
-def build_registry(config: Config) -> Registry:
-    """Built-in tools from the `tools` package, then custom tool modules (issue 8)."""
+def build_registry(config: Config, cwd: Any = None) -> Registry:
+    """Built-in tools from the `tools` package, then custom tool modules (issue 8).
+
+    Custom modules are looked up relative to `cwd` (default: the process's working directory).
+    The loader's report stays on the registry: `registry.custom_tools` (a LoadReport) and
+    `registry.load_errors` (file -> one-line error), which `myclaw doctor` shows.
+    """
+    from pathlib import Path
+
+    from bot.custom_tools import load_custom_tools
+
     registry = Registry(Profile.from_config(config.profile()))
     registry.discover(BUILTIN_TOOLS_PACKAGE, config)
+    report = load_custom_tools(registry, config, Path.cwd() if cwd is None else Path(cwd))
+    registry.custom_tools = report  # type: ignore[attr-defined]
+    registry.load_errors = report.errors  # type: ignore[attr-defined]
     return registry
 
 
@@ -49,7 +61,7 @@ class App:
     async def open(cls, config: Config) -> App:
         from bot.approvals import Approvals
         from bot.llm import LLMClient
-        from bot.receipts import Receipts, load_or_create_key
+        from bot.receipts import Receipts, receipt_key
         from bot.senders import Senders
         from bot.undo import UndoLog
 
@@ -60,7 +72,7 @@ class App:
             config=config, store=store, registry=build_registry(config), llm=LLMClient(config),
             approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
                                 approvers=approvals_cfg["approvers"]),
-            receipts=Receipts(store, load_or_create_key(config.data_dir / "receipt.key")),
+            receipts=Receipts(store, receipt_key(config)),
             undo=UndoLog(store),
             senders=Senders(config, store),
         )

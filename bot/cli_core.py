@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 from typing import Any
 
@@ -33,7 +34,7 @@ async def cmd_run(args: argparse.Namespace, config: Config) -> int:
     try:
         names = app.configured_channels()
         if not names:
-            return await _terminal(app)
+            return await _terminal(app, args)
         await app.serve(names)
     finally:
         await app.close()
@@ -46,17 +47,17 @@ async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
     require_api_key(config)
     app = await App.open(config)
     try:
-        return await _terminal(app)
+        return await _terminal(app, args)
     finally:
         await app.close()
 
 
-async def _terminal(app: Any) -> int:
-    import logging
-
+async def _terminal(app: Any, args: argparse.Namespace) -> int:
     from channels.cli import TerminalChannel
 
     logging.getLogger("bot.app").info("myclaw ready (channels: terminal)")
+    if args.log_level is None:  # keep per-turn log lines out of the conversation
+        logging.getLogger().setLevel(logging.WARNING)
     await TerminalChannel(app.agent).run()
     return 0
 

@@ -55,6 +55,9 @@ _MCP_SERVER = _obj({
     "url": {"type": "string"},
     "headers": {"type": "object", "additionalProperties": {"type": "string"}},
     "risk": _RISK,
+    "has_side_effects": {"type": "boolean"},
+    "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+    "startup_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
     "enabled": {"type": "boolean"},
     "tools": {"type": "object", "additionalProperties": _obj({
         "risk": _RISK,
@@ -207,16 +210,26 @@ class Config:
         return self.data[section]
 
     @property
+    def home(self) -> Path:
+        return Path(self.env.get("HOME") or Path.home())
+
+    def expand(self, path: str) -> Path:
+        """`~` expanded against this config's HOME, then made absolute."""
+        if path == "~" or path.startswith("~/"):
+            path = str(self.home) + path[1:]
+        return Path(path).expanduser().resolve()
+
+    @property
     def workspace(self) -> Path:
-        return Path(self.data["agent"]["workspace"]).expanduser().resolve()
+        return self.expand(self.data["agent"]["workspace"])
 
     @property
     def store_path(self) -> Path:
         configured = self.data["store"]["path"]
         if configured:
-            return Path(configured).expanduser().resolve()
-        xdg = self.env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        return Path(xdg).expanduser().resolve() / "myclaw" / "myclaw.db"
+            return self.expand(configured)
+        xdg = self.env.get("XDG_DATA_HOME") or str(self.home / ".local" / "share")
+        return self.expand(xdg) / "myclaw" / "myclaw.db"
 
     @property
     def data_dir(self) -> Path:

@@ -30,6 +30,7 @@ from bot.events import (
 )
 
 SENDER = "cli:local"
+PROMPT = "you> "
 CHAT = "local"
 CHOICES = {"y": "approve", "yes": "approve", "a": "always", "always": "always"}
 
@@ -125,7 +126,7 @@ class TerminalChannel:
                 loop.remove_signal_handler(signal.SIGINT)
             except (NotImplementedError, RuntimeError):
                 pass
-        self.sink.write("bye\n")
+        self.sink.write("\nbye\n")
 
     async def _next_line(self, reader: LineReader, exit_event: asyncio.Event) -> str | None:
         read = asyncio.ensure_future(reader.readline())
@@ -139,6 +140,7 @@ class TerminalChannel:
 
     async def _loop(self, reader: LineReader, exit_event: asyncio.Event) -> None:
         while not exit_event.is_set():
+            self.sink.write(PROMPT)
             line = await self._next_line(reader, exit_event)
             if line is None:
                 return

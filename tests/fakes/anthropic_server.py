@@ -330,7 +330,8 @@ class FakeAnthropic:
         app.router.add_post("/v1/messages", self._handle_messages)
         app.router.add_post("/_fake/script", self._handle_script)
         app.router.add_get("/_fake/requests", self._handle_requests)
-        self._runner = web.AppRunner(app, access_log=None)
+        # Pending (delayed) replies are cancelled promptly on shutdown.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         # A deep backlog: the benchmarks open hundreds of connections at once.
         await web.TCPSite(self._runner, "127.0.0.1", self._port, backlog=2048).start()

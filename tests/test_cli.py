@@ -1,0 +1,134 @@
+"""The `myclaw` command line and the terminal channel, driven as a user would."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, env: dict[str, str], stdin: str = "", timeout: float = 60):
+    return subprocess.run([sys.executable, "-m", "bot", *args], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=ROOT)
+
+
+def base_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT),
+            "MYCLAW_CONFIG": str(write_config(tmp_path)), **extra}
+
+
+def write_config(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "myclaw.toml"
+    if not path.exists():
+        path.write_text(f'[agent]\nworkspace = "{tmp_path / "ws"}"\nllm_max_retries = 0\n'
+                        f'[store]\npath = "{tmp_path / "data" / "myclaw.db"}"\n{extra}')
+    return path
+
+
+def test_run_without_an_api_key_says_what_to_set_instead_of_crashing(tmp_path):
+    proc = run_cli("run", env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert proc.returncode == 2
+    assert "ANTHROPIC_API_KEY is not set" in proc.stderr and "export ANTHROPIC_API_KEY" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_argument_errors_print_usage_not_a_traceback(tmp_path):
+    proc = run_cli("frobnicate", env=base_env(tmp_path))
+    assert proc.returncode == 2 and "usage: myclaw" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_tools_for_an_unknown_telegram_sender_says_they_must_pair(tmp_path):
+    proc = run_cli("tools", "--sender", "telegram:42", env=base_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "telegram:42: autonomy pairing" in proc.stdout and "must pair first" in proc.stdout
+
+
+def test_tools_for_a_supervised_sender_lists_offered_and_hidden_tools_with_reasons(tmp_path):
+    write_config(tmp_path, '[senders]\n"telegram:42" = "supervised"\n'
+                           '[profiles.default]\nexcluded_tools = ["time_now"]\n')
+    proc = run_cli("tools", "--sender", "telegram:42", env=base_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    offered, _, hidden = proc.stdout.partition("Hidden")
+    assert "fs_read" in offered
+    assert "time_now" in hidden and "excluded from non-CLI channels" in hidden
+    cli = run_cli("tools", "--sender", "cli:local", env=base_env(tmp_path))
+    assert "time_now" in cli.stdout.partition("Hidden")[0]
+
+
+def test_chat_on_a_pipe_answers_and_asks_for_approval(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        fake.script(text("Hello from the model."),
+                    reply(text("Writing."), tool_use("fs_write", {"path": "a.txt", "content": "hi"})),
+                    text("Done."))
+        write_config(tmp_path, '[senders]\n"cli:local" = "supervised"\n')
+        env = base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
+        proc = run_cli("chat", env=env, stdin="hello\nwrite a file\ny\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "myclaw> Hello from the model." in proc.stdout
+    assert "Approval needed — fs_write" in proc.stdout and "Create a.txt" in proc.stdout
+    assert "Done." in proc.stdout
+    assert (tmp_path / "ws" / "a.txt").read_text() == "hi"
+
+
+def test_usage_lists_the_recorded_tokens(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        env = base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
+        run_cli("chat", env=env, stdin="hello\n")
+    proc = run_cli("usage", env=env)
+    assert "cli:local" in proc.stdout and "claude-sonnet-5-5" in proc.stdout
+
+
+def _read_until(fd: int, needle: bytes, timeout: float = 20) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while needle not in seen:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"did not see {needle!r} in {seen[-500:]!r}"
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+def test_ctrl_c_in_a_terminal_stops_the_turn_and_a_second_one_exits(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        fake.script(text("too slow to ever arrive", delay=30), text("after stop"))
+        env = base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
+        pid, fd = pty.fork()
+        if pid == 0:  # child: the CLI on a real terminal
+            os.chdir(ROOT)
+            os.execve(sys.executable, [sys.executable, "-m", "bot", "chat"], env)
+        try:
+            _read_until(fd, b"Ctrl-D to quit")
+            os.write(fd, b"think for a long time\n")
+            fake.wait_for_requests(1)
+            os.kill(pid, signal.SIGINT)
+            assert b"too slow" not in _read_until(fd, b"Stopped.")
+            os.write(fd, b"are you there?\n")
+            _read_until(fd, b"after stop")
+            _read_until(fd, b"you> ")  # the turn is over: Ctrl-C now means quit
+            os.kill(pid, signal.SIGINT)
+            _read_until(fd, b"bye")
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+        finally:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(fd)
