@@ -22,6 +22,7 @@ from bot.errors import MyclawError
 COMMAND_MODULES = (
     "bot.cli_core",      # run, chat, tools, doctor, usage
     "bot.cli_safety",    # pair, receipts, audit  (issue 3)
+    "bot.cli_ops",       # doctor [--security] [--telegram]  (issue 9)
 )
 
 

@@ -1,0 +1,211 @@
+"""`myclaw doctor [--security] [--telegram]`: what is ready, what is missing, what is risky.
+
+One line per check: `ok`, `warn` (works, but something is off or off on purpose) or `FAIL`
+(start-up is blocked, or `--security` found a high-severity setting). Exit status 1 when any line
+is FAIL. An invalid config file never reaches here: loading it fails first, with the file, key and
+expected value on one line (exit 2).
+
+Secret values are never printed, only whether each is set and what it enables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import logging
+import sqlite3
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, Any, Literal
+
+from bot.config import Config
+from bot.errors import MyclawError
+from bot.migrations import MIGRATIONS
+
+log = logging.getLogger(__name__)
+
+Status = Literal["ok", "warn", "FAIL"]
+LATEST_SCHEMA = max(number for number, _, _ in MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class Check:
+    status: Status
+    name: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status:<4} {self.name}: {self.detail}"
+
+
+class _RollBack(Exception):
+    """Raised inside the write probe so its transaction is rolled back."""
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    doctor = subparsers.add_parser(
+        "doctor", help="check configuration, store, secrets and tools",
+        description="Check what myclaw needs to start. Exit status 1 when something blocks it.")
+    doctor.add_argument("--security", action="store_true",
+                        help="also audit the configuration for risky settings")
+    doctor.add_argument("--telegram", action="store_true",
+                        help="also check TELEGRAM_BOT_TOKEN with the Bot API (getMe)")
+    doctor.set_defaults(handler=_doctor_command)
+
+
+async def _doctor_command(args: argparse.Namespace, config: Config) -> int:
+    return await run_doctor(config, security=args.security, telegram=args.telegram)
+
+
+async def run_doctor(config: Config, *, security: bool = False, telegram: bool = False,
+                     out: IO[str] | None = None,
+                     import_module: Callable[[str], Any] = importlib.import_module) -> int:
+    """Print every check and return the exit status (1 if any check FAILed)."""
+    out = sys.stdout if out is None else out
+    checks = [*config_checks(config), *(await store_checks(config)), *secret_checks(config),
+              *tool_checks(config)]
+    if telegram:
+        checks.append(await telegram_check(config, import_module))
+    if security:
+        checks.extend(security_checks(config))
+    for check in checks:
+        print(check.line(), file=out)
+    failed = sum(c.status == "FAIL" for c in checks)
+    print(f"{len(checks)} checks, {failed} failed", file=out)
+    return 1 if failed else 0
+
+
+def config_checks(config: Config) -> list[Check]:
+    if config.source is None:
+        where = Check("warn", "config", "no config file (--config, $MYCLAW_CONFIG, ./myclaw.toml); "
+                      "using the built-in defaults")
+    else:
+        where = Check("ok", "config", f"{config.source} is valid")
+    workspace = config.workspace
+    state = "exists" if workspace.is_dir() else "will be created at start"
+    return [where, Check("ok", "workspace", f"{workspace} ({state})")]
+
+
+async def store_checks(config: Config) -> list[Check]:
+    from bot.store import Store  # aiosqlite is needed only by the checks that open the store
+
+    existed = config.store_path.exists()
+    store = Store(config.store_path)
+    try:
+        await store.open()
+    except MyclawError as exc:
+        return [Check("FAIL", "store", str(exc))]
+    try:
+        version = await store.schema_version()
+        writable = await _probe_write(store)
+    finally:
+        await store.close()
+    created = "" if existed else ", created now"
+    checks = [Check("ok", "store", f"{config.store_path} opens (schema version {version}{created})")]
+    if version > LATEST_SCHEMA:
+        checks.append(Check("FAIL", "store schema", f"version {version} is newer than this "
+                            f"myclaw knows ({LATEST_SCHEMA}): upgrade myclaw"))
+    checks.append(Check("ok", "store writable", "a write transaction succeeds") if writable is None
+                  else Check("FAIL", "store writable", writable))
+    return checks
+
+
+async def _probe_write(store: Any) -> str | None:
+    """Try a real schema write and roll it back; None if it worked, else why not."""
+    try:
+        async with store.transaction() as db:
+            await db.execute("CREATE TABLE doctor_write_probe (x INTEGER)")
+            raise _RollBack
+    except _RollBack:
+        return None
+    except sqlite3.Error as exc:
+        return f"{store.path}: {exc}"
+
+
+def secret_checks(config: Config) -> list[Check]:
+    checks = [Check("ok", "ANTHROPIC_API_KEY", "set: the agent can chat")
+              if config.secret("ANTHROPIC_API_KEY")
+              else Check("FAIL", "ANTHROPIC_API_KEY", "not set: needed to chat on any channel")]
+    for name, section, label in (("TELEGRAM_BOT_TOKEN", "telegram", "Telegram"),
+                                 ("DISCORD_BOT_TOKEN", "discord", "Discord")):
+        if not config[section]["enabled"]:
+            checks.append(Check("ok", name, f"{label} is disabled in [{section}]"))
+        elif config.secret(name):
+            checks.append(Check("ok", name, f"set: the {label} channel starts"))
+        else:
+            checks.append(Check("warn", name, f"not set: the {label} channel stays off"))
+    telegram = config["telegram"]
+    if config.telegram_enabled and telegram["mode"] == "webhook":
+        checks.append(Check("ok", "TELEGRAM_WEBHOOK_SECRET", "set: webhook updates are verified")
+                      if config.secret("TELEGRAM_WEBHOOK_SECRET")
+                      else Check("FAIL", "TELEGRAM_WEBHOOK_SECRET",
+                                 "not set: webhook mode needs it to reject forged updates"))
+    if config["tools"]["web_search"]["provider"] == "brave":
+        checks.append(Check("ok", "BRAVE_API_KEY", "set: web_search can use Brave")
+                      if config.secret("BRAVE_API_KEY")
+                      else Check("warn", "BRAVE_API_KEY", "not set: web_search is unavailable "
+                                 '(or use [tools.web_search] provider = "searxng")'))
+    return checks
+
+
+def tool_checks(config: Config) -> list[Check]:
+    from bot.app import build_registry
+
+    try:
+        registry = build_registry(config)
+    # A tool module can fail in any way at import or build time; doctor's job is to name the
+    # failure instead of dying on it (the traceback is kept at DEBUG).
+    except Exception as exc:
+        log.debug("building the tool registry failed", exc_info=True)
+        return [Check("FAIL", "tools", f"the tool registry cannot be built: "
+                      f"{type(exc).__name__}: {exc}")]
+    names = registry.names()
+    checks = [Check("ok" if names else "warn", "tools",
+                    f"{len(names)} registered" + (f" ({', '.join(names)})" if names else ""))]
+    for name, why in sorted(registry.unavailable.items()):
+        checks.append(Check("warn", f"tool {name}", f"not registered: {why}"))
+    load_errors = getattr(registry, "load_errors", None) or {}
+    items = load_errors.items() if isinstance(load_errors, dict) else enumerate(load_errors)
+    for where, error in items:
+        label = where if isinstance(where, str) else "custom tools"
+        checks.append(Check("warn", label, f"failed to load: {error}"))
+    return checks
+
+
+async def telegram_check(config: Config,
+                         import_module: Callable[[str], Any] = importlib.import_module) -> Check:
+    if not config.secret("TELEGRAM_BOT_TOKEN"):
+        return Check("FAIL", "telegram getMe", "TELEGRAM_BOT_TOKEN is not set")
+    try:
+        check_token = import_module("channels.telegram").check_token
+    except (ImportError, AttributeError) as exc:
+        return Check("warn", "telegram getMe", f"cannot check: channels.telegram.check_token is "
+                     f"not available ({exc})")
+    try:
+        result = check_token(config)
+        if inspect.isawaitable(result):
+            result = await result
+    except MyclawError as exc:
+        return Check("FAIL", "telegram getMe", str(exc))
+    return Check("ok", "telegram getMe", f"token accepted{_describe_bot(result)}")
+
+
+def _describe_bot(result: Any) -> str:
+    username = result.get("username") if isinstance(result, dict) else getattr(result, "username",
+                                                                                None)
+    if username:
+        return f" (@{username})"
+    return f" ({result})" if isinstance(result, str) and result else ""
+
+
+def security_checks(config: Config) -> list[Check]:
+    from bot.security_audit import audit
+
+    findings = audit(config)
+    if not findings:
+        return [Check("ok", "security", "no risky settings found")]
+    status: dict[str, Status] = {"high": "FAIL", "medium": "warn", "low": "warn"}
+    return [Check(status[f.severity], f"security [{f.severity}] {f.key}", f"{f.problem}. Fix: {f.fix}")
+            for f in findings]
