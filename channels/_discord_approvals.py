@@ -22,6 +22,7 @@ from typing import Any
 import discord
 
 from bot.approvals import SUPERSEDED
+from bot.errors import MyclawError
 from bot.events import AgentAPI, ApprovalView
 from channels._discord_sink import ChannelOutlet, Outlet, TurnSink
 
@@ -37,6 +38,7 @@ BUTTONS = {   # choice -> (label, style), in display order
     "always": ("Always (this session)", discord.ButtonStyle.secondary),
 }
 NOT_YOURS = "Only the person who asked, or a configured approver, can answer this request."
+NOT_RECORDED = "Your answer could not be recorded just now; please tap again in a moment."
 NO_PREVIEW = "(preview not available for this tool)"
 SUMMARY_LIMIT = 1500
 DISCORD_SENDER = re.compile(r"discord:(\d{1,20})")
@@ -144,7 +146,7 @@ class ApprovalDesk:
 
     async def post_request(self, approval: ApprovalView, outlet: Outlet) -> None:
         self._remember(approval)
-        message = await outlet.send(request_text(approval), view=buttons_for(approval.id))
+        message = await outlet.send_approval(request_text(approval), buttons_for(approval.id))
         if message is not None:
             await self.agent.set_approval_message_ref(approval.id, f"{message.channel.id}:{message.id}")
 
@@ -166,7 +168,12 @@ class ApprovalDesk:
         # The agent resolves at once and continues the conversation in the background, into
         # `sink`; nothing is emitted before this call returns, so the stored request (the
         # truth, also after a restart) can still decide where the conversation continues.
-        resolution = await self.agent.resolve_approval(approval_id, tapper, choice, sink)
+        try:
+            resolution = await self.agent.resolve_approval(approval_id, tapper, choice, sink)
+        except MyclawError:
+            # Nothing was decided (the store refused); say so instead of leaving a silent button.
+            await interaction.followup.send(NOT_RECORDED, ephemeral=True)
+            raise
         request = resolution.request
         if resolution.ok:
             self._pending.pop(approval_id, None)

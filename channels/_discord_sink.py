@@ -49,7 +49,7 @@ class Outlet(Protocol):
 
     async def send_private(self, text: str) -> None: ...
 
-    async def approval_outlet(self) -> Outlet: ...
+    async def send_approval(self, text: str, view: discord.ui.View) -> discord.Message | None: ...
 
     def typing(self) -> Any: ...
 
@@ -119,15 +119,16 @@ class ChannelOutlet:
             log.info("discord: user %s does not accept DMs", self.requester_id)
             await self.send(DM_REFUSED)
 
-    async def approval_outlet(self) -> Outlet:
-        if not (self.in_guild and self.approvals_in_dm):
-            return self
-        try:
-            dm = await self._dm()
-        except discord.HTTPException:
-            log.warning("discord: cannot open a DM for an approval; using the channel", exc_info=True)
-            return self
-        return ChannelOutlet(self.client, dm, self.requester_id, in_guild=False)
+    async def send_approval(self, text: str, view: discord.ui.View) -> discord.Message | None:
+        """The request with its buttons: here, or by DM to the requester (`approvals_in_dm`)."""
+        if self.in_guild and self.approvals_in_dm:
+            try:
+                return await _send_chunks(await self._dm(), text, view=view)
+            except discord.HTTPException:
+                # Buttons nobody can see would leave the request unanswerable: use the channel.
+                log.warning("discord: cannot DM an approval request; posting it in the channel",
+                            exc_info=True)
+        return await self.send(text, view=view)
 
     def typing(self) -> Any:
         return keep_typing(self.channel)
@@ -149,6 +150,8 @@ class InteractionOutlet:
         self.channel_outlet = channel_outlet       # approval buttons must live on a real message
 
     async def send(self, text: str, *, view: discord.ui.View | None = None) -> discord.Message | None:
+        if view is not None:
+            return await self.channel_outlet.send(text, view=view)
         sent = None
         for chunk in split_message(text):
             sent = await self.interaction.followup.send(chunk, ephemeral=True, wait=True,
@@ -158,8 +161,9 @@ class InteractionOutlet:
     async def send_private(self, text: str) -> None:
         await self.send(text)                      # ephemeral already: only the user sees it
 
-    async def approval_outlet(self) -> Outlet:
-        return await self.channel_outlet.approval_outlet()
+    async def send_approval(self, text: str, view: discord.ui.View) -> discord.Message | None:
+        # Buttons live on a normal message: an ephemeral one cannot be edited after a restart.
+        return await self.channel_outlet.send_approval(text, view)
 
     def typing(self) -> Any:
         return _no_typing()
@@ -210,7 +214,7 @@ class TurnSink:
         elif isinstance(event, ErrorEvent):
             await self.outlet.send(f"⚠️ {event.message}")
         elif isinstance(event, ApprovalNeeded):
-            await self.desk.post_request(event.approval, await self.outlet.approval_outlet())
+            await self.desk.post_request(event.approval, self.outlet)
         elif isinstance(event, ToolStarted):
             await self._set_status(f"⚙️ `{event.tool}` …", force=True)
         elif isinstance(event, ToolProgress):

@@ -253,3 +253,17 @@ async def test_stop_disconnects_and_connected_turns_false(start, discord_fake):
     assert channel.connected
     await channel.stop()
     assert not channel.connected
+
+
+async def test_an_approval_request_falls_back_to_the_channel_when_dms_are_refused(start, discord_fake):
+    discord_fake.refuse_dms.add(USER)
+    view = ApprovalView(id="B" * 16, tool="fs_write", risk="medium", summary="Write a.txt",
+                        sender=f"discord:{USER}", chat=str(CHANNEL), channel="discord", args={},
+                        expires_at=4_000_000_000)
+    agent = ScriptedAgent(ApprovalNeeded(view))
+    await start(agent, approvals_in_dm=True)
+    await discord_fake.send_message(author_id=USER, content="write", channel_id=CHANNEL, guild_id=GUILD.id,
+                                    mentions_bot=True)
+    request = await discord_fake.wait_for_buttons(CHANNEL)
+    await discord_fake.wait_for(lambda: agent.refs)
+    assert agent.refs == {"B" * 16: f"{CHANNEL}:{request['id']}"}

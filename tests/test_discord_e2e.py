@@ -330,3 +330,22 @@ async def test_always_approves_this_call_and_the_next_of_the_session_without_ask
     await discord_fake.wait_for_text(ALICE_DM, "Eggs written too.")
     assert writer.executed == ["milk", "eggs"]
     assert sum(1 for m in discord_fake.bot_messages(ALICE_DM) if "Approval needed" in m["content"]) == 1
+
+
+async def test_with_approvals_in_dm_the_request_goes_by_dm_and_the_answer_returns_to_the_guild(
+        bot, discord_fake, fake_anthropic):
+    app, _ = await bot({**SUPERVISED, "discord": {**BASE["discord"], "approvals_in_dm": True}})
+    writer = with_writer(app)
+    fake_anthropic.script(reply(text("Writing."), tool_use("writer", {"note": "milk"})))
+    await discord_fake.send_message(author_id=ALICE, content="write milk", channel_id=GUILD_CHANNEL,
+                                    guild_id=GUILD.id, mentions_bot=True)
+    await discord_fake.wait_for(lambda: discord_fake.dm_channel_of(ALICE) is not None)
+    request = copy.deepcopy(await discord_fake.wait_for_buttons(discord_fake.dm_channel_of(ALICE)))
+    assert not any(m["components"] for m in discord_fake.bot_messages(GUILD_CHANNEL))
+    fake_anthropic.script(text("Written, back in the server."))
+    approve = buttons(request)["Approve"]
+    await discord_fake.click(message_id=int(request["id"]), custom_id=approve, user_id=ALICE)
+    await discord_fake.wait_for_text(GUILD_CHANNEL, "Written, back in the server.")
+    await app.agent.queue.drain(5)
+    assert writer.executed == ["milk"]
+    assert discord_fake.messages[int(request["id"])]["components"] == []
