@@ -241,16 +241,21 @@ class Approvals:
             " ORDER BY created_at", (session_id, self.clock()))
         return [_from_row(row) for row in rows]
 
-    async def supersede_session(self, session_id: str) -> list[ApprovalRequest]:
-        """The user wrote again instead of answering: every pending request of the session ends."""
-        now = self.clock()
-        async with self.store.transaction() as db:
-            async with db.execute(
-                "UPDATE approvals SET status = 'expired', resolved_by = ?, resolved_at = ?"
-                " WHERE session_id = ? AND status = 'pending' RETURNING *",
-                (SUPERSEDED, now, session_id),
-            ) as cursor:
-                rows = list(await cursor.fetchall())
+    async def supersede_session(self, session_id: str,
+                                db: aiosqlite.Connection | None = None) -> list[ApprovalRequest]:
+        """The user wrote again instead of answering: every pending request of the session ends.
+
+        Runs inside the caller's transaction `db` when given (the runtime does this together
+        with storing the new message, in one transaction).
+        """
+        sql = ("UPDATE approvals SET status = 'expired', resolved_by = ?, resolved_at = ?"
+               " WHERE session_id = ? AND status = 'pending' RETURNING *")
+        params = (SUPERSEDED, self.clock(), session_id)
+        if db is not None:
+            rows = await db.execute_fetchall(sql, params)
+        else:
+            async with self.store.transaction() as tx:
+                rows = await tx.execute_fetchall(sql, params)
         return sorted((_from_row(row) for row in rows), key=lambda r: r.created_at)
 
     async def pending(self, channel: str | None = None) -> list[ApprovalRequest]:

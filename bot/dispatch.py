@@ -13,8 +13,9 @@ import difflib
 import hashlib
 import json
 import logging
+import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,13 +23,14 @@ from bot import history
 from bot.events import Sink, ToolFinished, ToolProgress, ToolStarted
 from bot.policy import Caller, Decision, decide
 from bot.services import Services
+from bot.store import audit_row
 from bot.tool import NO_PREVIEW, CallContext, Tool, ToolError, risk_of, to_tool_error
 from bot.wrap import source_of, wrap_untrusted
 
 log = logging.getLogger(__name__)
 
 MAX_RESULT_CHARS = 200_000
-Write = Callable[[Any], Awaitable[None]]
+Write = Callable[[sqlite3.Connection], None]  # runs inside the step's Store.run transaction
 
 
 @dataclass
@@ -45,6 +47,7 @@ class Turn:
     run_allowlist: frozenset[str] | None = None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     writes: list[Write] = field(default_factory=list)
+    journal: asyncio.Future | None = None   # the chain of this turn's pending store writes
     log_calls: list[str] = field(default_factory=list)
 
     @property
@@ -115,13 +118,10 @@ class Dispatcher:
 
     def _audit(self, turn: Turn, tool: str, args: Any, decision: str, outcome: str,
                detail: str = "") -> None:
-        store, digest = self.services.store, args_digest(args)
-
-        async def write(db: Any) -> None:
-            await store.record_audit(sender=turn.sender, session_id=turn.session_id, tool=tool,
-                                     args_hash=digest, decision=decision, outcome=outcome,
-                                     detail=detail[:500], db=db)
-        turn.writes.append(write)
+        digest = args_digest(args)
+        turn.writes.append(lambda conn: audit_row(
+            conn, sender=turn.sender, session_id=turn.session_id, tool=tool, args_hash=digest,
+            decision=decision, outcome=outcome, detail=detail[:500]))
 
     # --- running -------------------------------------------------------------------------
 
@@ -168,16 +168,16 @@ class Dispatcher:
         self._audit(turn, tool.meta.name, args, "allow" if approver is None else "approved",
                     "executed", f"approver={approver}" if approver else "")
 
-        async def write(db: Any) -> None:
+        def write(conn: sqlite3.Connection) -> None:
             if services.receipts is not None:
-                await services.receipts.issue(
-                    session_id=turn.session_id, tool=tool.meta.name, args=args,
+                services.receipts.issue_in(
+                    conn, session_id=turn.session_id, tool=tool.meta.name, args=args,
                     result=result if isinstance(result, dict) else {"value": result},
                     sender=turn.sender, approver=approver, started_at=started,
-                    finished_at=finished, db=db)
+                    finished_at=finished)
             if revertible and services.undo is not None:
-                await services.undo.record(session_id=turn.session_id, sender=turn.sender,
-                                           tool=tool.meta.name, args=args, result=result, db=db)
+                services.undo.record_in(conn, session_id=turn.session_id, sender=turn.sender,
+                                        tool=tool.meta.name, args=args, result=result)
         turn.writes.append(write)
 
     def result_block(self, tool: Tool, args: dict[str, Any], result: Any,

@@ -14,7 +14,8 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 Message = dict[str, Any]
-INTERRUPTED = "(no result: the call was interrupted before it finished)"
+INTERRUPTED = ("(no result: the call was not completed — it was interrupted, or the user sent a "
+               "new message instead of approving it)")
 CANCELLED = "(cancelled)"
 
 
@@ -103,9 +104,14 @@ def split_point(messages: list[Message], keep_tokens: int) -> int:
 Summariser = Callable[[str], Awaitable[str]]
 
 
-async def compact(messages: list[Message], budget_tokens: int, summarise: Summariser) -> list[Message] | None:
-    """When the history nears the budget, summarise the older part. None when not needed."""
-    if estimate_tokens(messages) < budget_tokens * 0.75:
+async def compact(messages: list[Message], budget_tokens: int, summarise: Summariser,
+                  size_chars: int | None = None) -> list[Message] | None:
+    """When the history nears the budget, summarise the older part. None when not needed.
+
+    `size_chars`, when known (the stored JSON length), saves serialising the history again.
+    """
+    tokens = size_chars // 4 + 1 if size_chars is not None else estimate_tokens(messages)
+    if tokens < budget_tokens * 0.75:
         return None
     cut = split_point(messages, keep_tokens=int(budget_tokens * 0.3))
     if cut <= 0:

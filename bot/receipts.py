@@ -14,6 +14,7 @@ import hmac
 import json
 import os
 import secrets
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,6 +110,17 @@ def receipt_key(config: Config, *, create: bool = True) -> bytes | None:
     return load_or_create_key(path) if create else read_key(path)
 
 
+_INSERT_SQL = ("INSERT INTO receipts(session_id, tool, args_hash, result_hash, sender, approver,"
+               " started_at, finished_at, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '')")
+_SIGN_SQL = "UPDATE receipts SET signature = ? WHERE id = ?"
+
+
+def _values(session_id: str, tool: str, args: dict[str, Any], result: Any, sender: str,
+            approver: str | None, started_at: float, finished_at: float) -> list[Any]:
+    return [session_id, tool, args_hash(args), result_hash(result), sender, approver,
+            float(started_at), float(finished_at)]
+
+
 def result_hash(result: Any) -> str:
     """sha256 hex of the canonical JSON of a tool result (non-JSON values by their str)."""
     canonical = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
@@ -145,16 +157,21 @@ class Receipts:
     async def _insert(self, db: aiosqlite.Connection, session_id: str, tool: str,
                       args: dict[str, Any], result: Any, sender: str, approver: str | None,
                       started_at: float, finished_at: float) -> int:
-        values = [session_id, tool, args_hash(args), result_hash(result), sender, approver,
-                  float(started_at), float(finished_at)]
+        values = _values(session_id, tool, args, result, sender, approver, started_at, finished_at)
         # The id is part of what is signed, so insert first and sign once the id is known;
         # both statements are in one transaction, so no unsigned row is ever visible.
-        cursor = await db.execute(
-            "INSERT INTO receipts(session_id, tool, args_hash, result_hash, sender, approver,"
-            " started_at, finished_at, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '')", values)
+        cursor = await db.execute(_INSERT_SQL, values)
         receipt_id = int(cursor.lastrowid)
-        await db.execute("UPDATE receipts SET signature = ? WHERE id = ?",
-                         (self.sign([receipt_id, *values]), receipt_id))
+        await db.execute(_SIGN_SQL, (self.sign([receipt_id, *values]), receipt_id))
+        return receipt_id
+
+    def issue_in(self, conn: sqlite3.Connection, *, session_id: str, tool: str,
+                 args: dict[str, Any], result: Any, sender: str, approver: str | None,
+                 started_at: float, finished_at: float) -> int:
+        """`issue`, synchronously, inside a `Store.run` transaction (the per-turn write path)."""
+        values = _values(session_id, tool, args, result, sender, approver, started_at, finished_at)
+        receipt_id = int(conn.execute(_INSERT_SQL, values).lastrowid)
+        conn.execute(_SIGN_SQL, (self.sign([receipt_id, *values]), receipt_id))
         return receipt_id
 
     async def verify_all(self) -> list[str]:

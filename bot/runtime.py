@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from typing import Any
 
@@ -30,11 +31,13 @@ from bot.events import (
 from bot.prompt import PromptBuilder
 from bot.services import Services
 from bot.sessions import SessionQueue, Stopped
+from bot.store import append_rows
 from bot.tool import ToolError, to_tool_error
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 20_000
+SESSION_CACHE_SIZE = 50_000
 
 
 class Agent:
@@ -44,6 +47,7 @@ class Agent:
         self.queue = SessionQueue()
         self.dispatcher = Dispatcher(services)
         self.prompt = PromptBuilder(services)
+        self._sessions: dict[tuple[str, str], str] = {}
 
     # --- the channel-facing API (bot.events.AgentAPI) ------------------------------------
 
@@ -92,19 +96,29 @@ class Agent:
             return f"chat:{sender.partition(':')[0]}:{chat}"
         return f"{sender}|{chat}"
 
-    async def session_id(self, message: IncomingMessage) -> str:
-        owner = message.sender
+    def _owner(self, message: IncomingMessage) -> str:
         if self.config["agent"]["session_scope"] == "chat":
-            owner = f"{message.channel}:chat:{message.chat}"
-        return await self.services.store.active_session(owner, message.chat, message.channel)
+            return f"{message.channel}:chat:{message.chat}"
+        return message.sender
+
+    async def session_id(self, message: IncomingMessage) -> str:
+        """The active session of (sender, chat); remembered so a turn costs no lookup."""
+        key = (self._owner(message), message.chat)
+        cached = self._sessions.get(key)
+        if cached is None:
+            cached = await self.services.store.active_session(*key, message.channel)
+            if len(self._sessions) >= SESSION_CACHE_SIZE:
+                self._sessions.clear()
+            self._sessions[key] = cached
+        return cached
 
     async def new_session(self, message: IncomingMessage) -> str:
-        owner = message.sender
-        if self.config["agent"]["session_scope"] == "chat":
-            owner = f"{message.channel}:chat:{message.chat}"
-        old = await self.services.store.active_session(owner, message.chat, message.channel)
+        old = await self.session_id(message)
         await self.services.approvals.supersede_session(old)
-        return await self.services.store.new_session(owner, message.chat, message.channel)
+        new = await self.services.store.new_session(self._owner(message), message.chat,
+                                                    message.channel)
+        self._sessions[(self._owner(message), message.chat)] = new
+        return new
 
     def stop(self, message: IncomingMessage) -> bool:
         return self.queue.stop(self.session_key(message.sender, message.chat))
@@ -136,61 +150,67 @@ class Agent:
 
     async def _user_turn(self, message: IncomingMessage, autonomy: str, sink: Sink) -> None:
         session_id = await self.session_id(message)
-        superseded = await self.services.approvals.supersede_session(session_id)
-        text_block = {"type": "text", "text": message.text}
-        results = [history.error_result(r.tool_use_id, "The user sent a new message instead of "
-                                        "answering the approval request; the call was not run.")
-                   for r in superseded]
-        await self.services.store.append_messages(
-            session_id, [{"role": "user", "content": [*results, text_block]}])
-        turn = await self._turn(session_id, message.sender, message.chat, message.channel,
-                                autonomy, sink)
-        await self._loop(turn)
+        store, approvals = self.services.store, self.services.approvals
+        turn = Turn(session_id, message.sender, message.chat, message.channel, autonomy, sink)
+        (stored, size), turn.session_auto_approve = await asyncio.gather(
+            store.load_history_sized(session_id), approvals.session_auto_approve(session_id))
+        waiting = _open_tool_uses(stored)
+        base = await self._repaired(turn, stored, size)
+        user = {"role": "user", "content": [{"type": "text", "text": message.text}]}
+        if waiting:
+            # Calls still waiting for a tap: the new message supersedes them (their tool_use gets
+            # a "not completed" result from repair). Done before anything else, so a late tap
+            # cannot run a call the model was told did not happen.
+            async with store.transaction() as db:
+                await approvals.supersede_session(session_id, db=db)
+                await store.append_messages(session_id, [user], db=db)
+        else:
+            self._write_behind(turn, [user], None)  # overlaps with the model call
+        await self._loop(turn, history.repair([*base, user]))
 
     async def _turn(self, session_id: str, sender: str, chat: str, channel: str, autonomy: str,
                     sink: Sink) -> Turn:
         auto = await self.services.approvals.session_auto_approve(session_id)
         return Turn(session_id, sender, chat, channel, autonomy, sink, auto)
 
-    async def _loop(self, turn: Turn) -> None:
+    async def _repaired(self, turn: Turn, stored: list[dict[str, Any]],
+                        size: int | None = None) -> list[dict[str, Any]]:
+        """The stored history, repaired and compacted; rewritten in the store when it changed."""
+        messages = history.repair(stored)
+        compacted = await history.compact(
+            messages, self.config["agent"]["context_budget_tokens"], self._summarise, size)
+        if compacted is not None:
+            messages = compacted
+        if messages != stored:
+            await self.services.store.replace_history(turn.session_id, messages)
+        return messages
+
+    async def _loop(self, turn: Turn, messages: list[dict[str, Any]]) -> None:
         started = time.monotonic()
-        messages = await self._load_history(turn)
         usage: dict[str, int] = {}
-        answer = ""
         try:
             for _ in range(self.config["agent"]["max_steps"]):
                 response = await self._call_model(turn, messages)
                 _add_usage(usage, response.usage)
                 assistant = {"role": "assistant", "content": response.content}
                 if not response.tool_uses:
-                    await self._persist(turn, [assistant], response)
-                    answer = response.text
-                    await turn.sink.emit(Done(answer, usage))
+                    self._write_behind(turn, [assistant], response)
+                    await self._flush(turn)
+                    await turn.sink.emit(Done(response.text, usage))
                     return
-                waiting = await self._step(turn, messages, assistant, response)
-                if waiting:
+                if await self._step(turn, messages, assistant, response):
                     await turn.sink.emit(Done(response.text, usage, waiting_for_approval=True))
                     return
             limit = self.config["agent"]["max_steps"]
+            await self._flush(turn)
             await turn.sink.emit(Notice(f"I stopped after {limit} steps without a final answer. "
                                         "Everything so far is saved; send 'continue' to go on."))
             await turn.sink.emit(Done("", usage))
         finally:
+            await self._flush(turn)
             log.info("turn", extra={"sender": turn.sender, "session": turn.session_id,
                                     "tools": turn.log_calls, "tokens": usage,
                                     "latency_ms": round((time.monotonic() - started) * 1000, 1)})
-
-    async def _load_history(self, turn: Turn) -> list[dict[str, Any]]:
-        stored = await self.services.store.load_history(turn.session_id)
-        messages = history.repair(stored)
-        if messages != stored:
-            await self.services.store.replace_history(turn.session_id, messages)
-        compacted = await history.compact(
-            messages, self.config["agent"]["context_budget_tokens"], self._summarise)
-        if compacted is not None:
-            await self.services.store.replace_history(turn.session_id, compacted)
-            return compacted
-        return messages
 
     async def _summarise(self, transcript: str) -> str:
         answer = await self.services.llm.ask(
@@ -219,8 +239,7 @@ class Agent:
             partial = getattr(exc, "results", {})
             cancelled = [partial.get(p.block["id"]) or history.error_result(p.block["id"], history.CANCELLED)
                          for p in plans]
-            await asyncio.shield(self._persist(turn, [assistant, {"role": "user", "content": cancelled}],
-                                               response))
+            self._write_behind(turn, [assistant, {"role": "user", "content": cancelled}], response)
             raise
         pending_views = []
         for plan in asks:
@@ -231,8 +250,10 @@ class Agent:
                 pending_views.append(view)
         ordered = [results[p.block["id"]] for p in plans if p.block["id"] in results]
         new = [assistant] + ([{"role": "user", "content": ordered}] if ordered else [])
-        await self._persist(turn, new, response)
+        self._write_behind(turn, new, response)
         messages.extend(new)
+        if pending_views:
+            await self._flush(turn)  # stored before the buttons can be tapped
         for view in pending_views:
             await turn.sink.emit(ApprovalNeeded(view))
         return bool(pending_views)
@@ -249,22 +270,43 @@ class Agent:
             summary=summary)
         return request.view(), None
 
-    async def _persist(self, turn: Turn, new: list[dict[str, Any]], response: Any) -> None:
-        """One transaction per step: history, queued audit/receipt/undo rows and usage."""
-        store, writes = self.services.store, turn.writes[:]
+    def _write_behind(self, turn: Turn, new: list[dict[str, Any]], response: Any) -> None:
+        """Queue one step's store writes behind the previous ones, without waiting for them.
+
+        The next model call overlaps with the write; `_flush` waits before anything is shown
+        that depends on it (the final answer, approval buttons) and at the end of every turn.
+        """
+        previous, writes = turn.journal, turn.writes[:]
         turn.writes.clear()
-        async with store.transaction() as db:
-            await store.append_messages(turn.session_id, new, db=db)
+
+        async def write() -> None:
+            if previous is not None:
+                await previous
+            await self._persist(turn, new, response, writes)
+        turn.journal = asyncio.ensure_future(write())
+
+    async def _flush(self, turn: Turn) -> None:
+        if turn.journal is not None:
+            journal, turn.journal = turn.journal, None
+            await asyncio.shield(journal)
+
+    async def _persist(self, turn: Turn, new: list[dict[str, Any]], response: Any,
+                       writes: list[Any]) -> None:
+        """One transaction (one hop to SQLite) per step: history, audit/receipt/undo, usage."""
+        usage = response.usage if response is not None else None
+
+        def work(conn: sqlite3.Connection) -> None:
+            append_rows(conn, turn.session_id, new)
             for write in writes:
-                await write(db)
-            if response is not None and response.usage:
-                u = response.usage
-                await db.execute(
+                write(conn)
+            if usage:
+                conn.execute(
                     "INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
                     " cache_read_tokens, cache_write_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (time.time(), turn.session_id, turn.sender, response.model,
-                     u.get("input_tokens", 0), u.get("output_tokens", 0),
-                     u.get("cache_read_tokens", 0), u.get("cache_write_tokens", 0)))
+                     usage.get("input_tokens", 0), usage.get("output_tokens", 0),
+                     usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0)))
+        await self.services.store.run(work)
 
     # --- approvals resumed ---------------------------------------------------------------
 
@@ -274,12 +316,14 @@ class Agent:
         turn = await self._turn(request.session_id, request.sender, request.chat,
                                 request.channel, autonomy, sink)
         result = await self._resolved_result(turn, request, resolver)
-        await self._persist(turn, [{"role": "user", "content": [result]}], None)
+        self._write_behind(turn, [{"role": "user", "content": [result]}], None)
+        await self._flush(turn)
         if await self.services.approvals.pending_for_session(request.session_id):
             return  # other calls of the same step still wait for their answer
         active = await self.services.store.session_info(request.session_id)
         if active and active.get("active"):
-            await self._loop(turn)
+            stored = await self.services.store.load_history(request.session_id)
+            await self._loop(turn, await self._repaired(turn, stored))
 
     async def _resolved_result(self, turn: Turn, request: Any, resolver: str) -> dict[str, Any]:
         call_id = request.tool_use_id
@@ -300,6 +344,12 @@ class Agent:
                                                approver=resolver)
         await self.services.approvals.mark_finished(request.id, not result.get("is_error"))
         return result
+
+
+def _open_tool_uses(messages: list[dict[str, Any]]) -> bool:
+    """Does the history end with tool calls that have no result yet?"""
+    return bool(messages) and messages[-1].get("role") == "assistant" and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" for b in messages[-1]["content"])
 
 
 def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:

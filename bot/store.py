@@ -16,10 +16,10 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -27,6 +27,7 @@ from bot.errors import StoreError
 from bot.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
+T = TypeVar("T")
 
 
 class Store:
@@ -99,13 +100,14 @@ class Store:
 
     # --- generic access --------------------------------------------------------------------
 
+    # Each aiosqlite call is one hop to the connection's thread; execute_fetchall does the
+    # statement and the fetch in a single hop, which matters on the per-turn path.
     async def fetchone(self, sql: str, params: tuple | dict = ()) -> aiosqlite.Row | None:
-        async with self.db.execute(sql, params) as cursor:
-            return await cursor.fetchone()
+        rows = await self.db.execute_fetchall(sql, params)
+        return next(iter(rows), None)
 
     async def fetchall(self, sql: str, params: tuple | dict = ()) -> list[aiosqlite.Row]:
-        async with self.db.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        return list(await self.db.execute_fetchall(sql, params))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -118,6 +120,29 @@ class Store:
                 await self.db.execute("ROLLBACK")
                 raise
             await self.db.execute("COMMIT")
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work(conn)` as one write transaction in the connection's thread: one hop.
+
+        The per-turn writes (history, audit, receipts, usage) go through here, so a step costs
+        a single round trip to the SQLite thread instead of one per statement. `work` must be
+        quick, synchronous, and touch only `conn`.
+        """
+        def in_transaction() -> T:
+            conn = self.db._conn  # aiosqlite's own connection, used on its own thread
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        async with self._write_lock:
+            # aiosqlite's documented methods are thin wrappers over _execute(fn); calling it
+            # directly is the one way to batch several statements into one thread hop.
+            return await self.db._execute(in_transaction)
 
     async def execute(self, sql: str, params: tuple | dict = ()) -> int:
         """A single write; returns the number of rows changed."""
@@ -161,27 +186,25 @@ class Store:
         return dict(row) if row else None
 
     async def load_history(self, session_id: str) -> list[dict[str, Any]]:
+        return (await self.load_history_sized(session_id))[0]
+
+    async def load_history_sized(self, session_id: str) -> tuple[list[dict[str, Any]], int]:
+        """The history and the length of its stored JSON (a cheap size for the token budget)."""
         rows = await self.fetchall(
             "SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
         )
-        return [{"role": r["role"], "content": json.loads(r["content"])} for r in rows]
+        size = sum(len(r["content"]) for r in rows)
+        return [{"role": r["role"], "content": json.loads(r["content"])} for r in rows], size
 
     async def append_messages(self, session_id: str, messages: list[dict[str, Any]],
                               db: aiosqlite.Connection | None = None) -> None:
         """Append messages in one transaction (or inside the caller's transaction `db`)."""
         if not messages:
             return
-        now = time.time()
-        rows = [(session_id, m["role"], json.dumps(m["content"], ensure_ascii=False), now)
-                for m in messages]
-        sql = "INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, ?)"
         if db is not None:
-            await db.executemany(sql, rows)
-            await db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+            await db.executemany(APPEND_SQL, _message_rows(session_id, messages))
             return
-        async with self.transaction() as tx:
-            await tx.executemany(sql, rows)
-            await tx.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+        await self.run(lambda conn: append_rows(conn, session_id, messages))
 
     async def replace_history(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         """Rewrite a session's history (after repair or compaction) atomically."""
@@ -193,13 +216,38 @@ class Store:
                            session_id: str | None = None, tool: str | None = None,
                            args_hash: str | None = None, detail: str = "",
                            db: aiosqlite.Connection | None = None) -> None:
-        sql = ("INSERT INTO audit(ts, session_id, sender, tool, args_hash, decision, outcome,"
-               " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
         params = (time.time(), session_id, sender, tool, args_hash, decision, outcome, detail)
         if db is not None:
-            await db.execute(sql, params)
+            await db.execute(AUDIT_SQL, params)
         else:
-            await self.execute(sql, params)
+            await self.execute(AUDIT_SQL, params)
+
+
+APPEND_SQL = "INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, ?)"
+
+
+def _message_rows(session_id: str, messages: list[dict[str, Any]]) -> list[tuple]:
+    now = time.time()
+    return [(session_id, m["role"], json.dumps(m["content"], ensure_ascii=False), now)
+            for m in messages]
+
+
+def append_rows(conn: sqlite3.Connection, session_id: str, messages: list[dict[str, Any]]) -> None:
+    """Synchronous append, for use inside `Store.run`."""
+    if messages:
+        conn.executemany(APPEND_SQL, _message_rows(session_id, messages))
+
+
+AUDIT_SQL = ("INSERT INTO audit(ts, session_id, sender, tool, args_hash, decision, outcome, detail)"
+             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def audit_row(conn: sqlite3.Connection, *, sender: str, decision: str, outcome: str,
+              session_id: str | None = None, tool: str | None = None,
+              args_hash: str | None = None, detail: str = "") -> None:
+    """Synchronous audit insert, for use inside `Store.run`."""
+    conn.execute(AUDIT_SQL, (time.time(), session_id, sender, tool, args_hash, decision, outcome,
+                             detail))
 
 
 def _split_sql(script: str) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
 import weakref
 from typing import Any
@@ -38,14 +39,16 @@ class UndoLog:
     async def record(self, *, session_id: str, sender: str, tool: str, args: dict[str, Any],
                      result: dict[str, Any], db: aiosqlite.Connection | None = None) -> None:
         """Remember a successful call of a revertible tool (inside the caller's transaction `db`)."""
-        sql = ("INSERT INTO undo_log(session_id, sender, tool, args, result, created_at)"
-               " VALUES (?, ?, ?, ?, ?, ?)")
-        params = (session_id, sender, tool, json.dumps(args, ensure_ascii=False),
-                  json.dumps(result, ensure_ascii=False, default=str), time.time())
+        params = _row(session_id, sender, tool, args, result)
         if db is not None:
-            await db.execute(sql, params)
+            await db.execute(_RECORD_SQL, params)
         else:
-            await self.store.execute(sql, params)
+            await self.store.execute(_RECORD_SQL, params)
+
+    def record_in(self, conn: sqlite3.Connection, *, session_id: str, sender: str, tool: str,
+                  args: dict[str, Any], result: dict[str, Any]) -> None:
+        """`record`, synchronously, inside a `Store.run` transaction (the per-turn write path)."""
+        conn.execute(_RECORD_SQL, _row(session_id, sender, tool, args, result))
 
     async def undo_last(self, session_id: str, registry: Registry, ctx: CallContext) -> str:
         """Revert the newest not-yet-reverted entry of the session; a sentence for the user."""
@@ -100,3 +103,12 @@ def _label(args: dict[str, Any]) -> str:
             text = " ".join(str(value).split())
             return text if len(text) <= _LABEL_MAX else text[:_LABEL_MAX - 1] + "…"
     return ""
+
+
+_RECORD_SQL = ("INSERT INTO undo_log(session_id, sender, tool, args, result, created_at)"
+               " VALUES (?, ?, ?, ?, ?, ?)")
+
+
+def _row(session_id: str, sender: str, tool: str, args: dict[str, Any], result: Any) -> tuple:
+    return (session_id, sender, tool, json.dumps(args, ensure_ascii=False),
+            json.dumps(result, ensure_ascii=False, default=str), time.time())

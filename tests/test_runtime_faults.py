@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from bot import history
 from bot.events import CollectingSink, ErrorEvent, IncomingMessage
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
 
@@ -70,8 +71,7 @@ async def test_history_left_with_an_unanswered_tool_use_is_repaired(app_factory,
     assert (await say(app, "after the crash")).text == "ok: after the crash"
     sent = fake_anthropic.last_request.json["messages"]
     assert sent[2]["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_lost",
-                                     "is_error": True,
-                                     "content": "(no result: the call was interrupted before it finished)"}
+                                     "is_error": True, "content": history.INTERRUPTED}
     assert sent[2]["content"][1]["text"] == "after the crash"
 
 

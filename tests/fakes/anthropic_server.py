@@ -157,6 +157,16 @@ def echo_responder(body: dict[str, Any]) -> Reply:
     return text(f"ok: {last_user_text(body)}")
 
 
+def tool_then_text_responder(body: dict[str, Any]) -> Reply:
+    """One `time_now` call per user message, then a text answer (benchmarks use it)."""
+    if tool_results(body):
+        return text("done: the tool answered")
+    return reply(text("checking"), tool_use("time_now", {}))
+
+
+RESPONDERS = {"echo": echo_responder, "tool-then-text": tool_then_text_responder}
+
+
 def _pairing_problem(messages: list[dict[str, Any]]) -> str | None:
     """The real API's 400 when tool_use and tool_result blocks do not pair up, else None."""
     previous_ids: set[str] = set()
@@ -543,6 +553,7 @@ def load_script(path: Path) -> list[Reply | ErrorReply]:
 
 async def _serve(args: argparse.Namespace) -> None:
     fake = FakeAnthropic(delay=args.delay, port=args.port)
+    fake.responder = RESPONDERS[args.responder]
     if args.script:
         fake.script(*load_script(Path(args.script)))
     stop = asyncio.Event()
@@ -559,6 +570,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="0 = let the OS choose")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds added to every reply")
     parser.add_argument("--script", help="JSON file: a list of reply specs (see from_spec)")
+    parser.add_argument("--responder", choices=sorted(RESPONDERS), default="echo",
+                        help="how to answer once the script is empty (default echo)")
     asyncio.run(_serve(parser.parse_args(argv)))
 
 
