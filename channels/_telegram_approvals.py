@@ -1,0 +1,97 @@
+"""How an approval request looks on Telegram: the message, its buttons and its outcome.
+
+The dry_run summary can contain text the model or a web page chose, so it is always HTML-escaped
+and shown in a <pre> block. Callback data carries only the request id and the choice
+("ap:<id>:a|d|s", far below Telegram's 64-byte limit); everything else is looked up in the store
+when the button is tapped, so a forged or replayed tap can change nothing by itself.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+from bot.events import ApprovalView
+from channels._telegram_format import Part, escape, truncate
+
+CALLBACK_PREFIX = "ap:"
+CALLBACK_PATTERN = re.compile(r"^ap:([A-Za-z0-9_-]{1,56}):([ads])$")
+CHOICE_BY_LETTER = {"a": "approve", "d": "deny", "s": "always"}
+MAX_CALLBACK_BYTES = 64
+MAX_SUMMARY_UNITS = 3000
+RISK_ICON = {"low": "🟢", "medium": "🟠", "high": "🔴"}
+OUTCOME = {"approve": "✅ Approved", "deny": "❌ Denied", "always": "✅ Approved for this session"}
+ANSWER = {"approve": "Approved", "deny": "Denied", "always": "Approved for this session"}
+
+
+def callback_data(approval_id: str, letter: str) -> str:
+    return f"{CALLBACK_PREFIX}{approval_id}:{letter}"
+
+
+def parse_callback(data: str | None) -> tuple[str, str] | None:
+    """(approval id, choice) from button data, or None when the data is not ours/malformed."""
+    match = CALLBACK_PATTERN.match(data or "")
+    if match is None:
+        return None
+    return match.group(1), CHOICE_BY_LETTER[match.group(2)]
+
+
+def keyboard(approval_id: str) -> InlineKeyboardMarkup | None:
+    """The three buttons, or None when the id would not fit in callback data."""
+    if len(callback_data(approval_id, "a").encode()) > MAX_CALLBACK_BYTES:
+        return None
+    return InlineKeyboardMarkup([
+        [InlineKeyboardButton("✅ Approve", callback_data=callback_data(approval_id, "a")),
+         InlineKeyboardButton("❌ Deny", callback_data=callback_data(approval_id, "d"))],
+        [InlineKeyboardButton("✅ Always (this session)", callback_data=callback_data(approval_id, "s"))],
+    ])
+
+
+def belongs_to(markup: InlineKeyboardMarkup | None, approval_id: str) -> bool:
+    """True when the tapped message really carries this request's buttons."""
+    if markup is None:
+        return False
+    prefix = f"{CALLBACK_PREFIX}{approval_id}:"
+    return any(isinstance(button.callback_data, str) and button.callback_data.startswith(prefix)
+               for row in markup.inline_keyboard for button in row)
+
+
+def clock(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%H:%M UTC")
+
+
+def _body(view: ApprovalView) -> Part:
+    summary = truncate(view.summary or "(no summary)", MAX_SUMMARY_UNITS, "\n… (truncated)")
+    icon = RISK_ICON.get(view.risk, "⚪")
+    html = (f"🔐 <b>Approval needed</b>\n"
+            f"Tool: <code>{escape(view.tool)}</code>\n"
+            f"Risk: {icon} {escape(view.risk)}\n"
+            f"Requested by: {escape(view.sender)}\n\n"
+            f"<pre>{escape(summary)}</pre>")
+    plain = (f"🔐 Approval needed\nTool: {view.tool}\nRisk: {icon} {view.risk}\n"
+             f"Requested by: {view.sender}\n\n{summary}")
+    return Part(html, plain)
+
+
+def request_message(view: ApprovalView) -> Part:
+    """The request as shown with buttons."""
+    body = _body(view)
+    tail = f"\n\nExpires at {clock(view.expires_at)}."
+    return Part(body.html + escape(tail), body.plain + tail)
+
+
+def request_fallback(view: ApprovalView) -> Part:
+    """The request as plain commands, for when the buttons cannot be sent."""
+    body = _body(view)
+    tail = (f"\n\nReply /approve {view.id} to allow it or /deny {view.id} to refuse "
+            f"(expires at {clock(view.expires_at)}).")
+    return Part(body.html + escape(tail), body.plain + tail)
+
+
+def outcome_message(view: ApprovalView, choice: str, who: str, when: float) -> Part:
+    """The request once answered: same body, the outcome instead of the buttons."""
+    body = _body(view)
+    line = f"\n\n{OUTCOME.get(choice, choice)} by {who} at {clock(when)}."
+    return Part(body.html + escape(line), body.plain + line)

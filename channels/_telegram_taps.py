@@ -1,0 +1,80 @@
+"""A tap on an approval button: resolve through the agent, answer the tap, show the outcome.
+
+Telegram shows a spinner on the button until `answerCallbackQuery`, so every tap is answered:
+with the outcome when it counted, with the agent's reason when it did not (a stranger, a second
+tap, an expired or unknown request) — and in that case nothing else changes. The request message
+is edited only when it really carries this request's buttons, so forged callback data cannot
+rewrite some other message of the bot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from telegram import CallbackQuery, Message
+from telegram.error import TelegramError
+
+from bot.events import AgentAPI
+from channels._telegram_approvals import ANSWER, belongs_to, outcome_message, parse_callback
+from channels._telegram_send import DeliveryError, Messenger
+from channels._telegram_sink import ChatSink, SinkSettings, Target
+
+log = logging.getLogger(__name__)
+
+INVALID_BUTTON = "This button is not valid any more."
+MAX_ANSWER_CHARS = 200   # Telegram's limit for callback query answers
+
+
+def _chat_target(chat: str, sender: str) -> Target:
+    """Where the resumed conversation is posted: the chat of the request."""
+    chat_id = int(chat)
+    _, _, user = sender.partition(":")
+    return Target(chat_id=chat_id, user_id=int(user) if user.isdigit() else None, reply_to=None,
+                  is_group=chat_id < 0)
+
+
+class TapHandler:
+    def __init__(self, messenger: Messenger, agent: AgentAPI, settings: SinkSettings):
+        self._messenger = messenger
+        self._agent = agent
+        self._settings = settings
+
+    async def handle(self, query: CallbackQuery) -> None:
+        parsed = parse_callback(query.data)
+        if parsed is None or query.message is None:
+            await self._answer(query, INVALID_BUTTON, alert=False)
+            return
+        approval_id, choice = parsed
+        resolver = f"telegram:{query.from_user.id}"
+        message = query.message
+        sink = ChatSink(self._messenger, self._agent,
+                        Target(message.chat.id, None, None, message.chat.id < 0), self._settings)
+        resolution = await self._agent.resolve_approval(approval_id, resolver, choice, sink)
+        if not resolution.ok or resolution.request is None:
+            await self._answer(query, resolution.reason, alert=True)
+            return
+        request = resolution.request
+        # No await since resolve_approval returned: the resumed turn has not emitted yet, so it
+        # will post into the chat of the request, whatever message the tap came from.
+        if request.chat.lstrip("-").isdigit():
+            sink.retarget(_chat_target(request.chat, request.sender))
+        sink.start_typing()
+        await self._answer(query, ANSWER.get(choice, "Done"), alert=False)
+        if isinstance(message, Message) and belongs_to(message.reply_markup, approval_id):
+            who = request.resolved_by or resolver
+            if who == resolver and query.from_user.full_name:
+                who = f"{query.from_user.full_name} ({resolver})"
+            part = outcome_message(request.view(), choice, who, request.resolved_at or time.time())
+            try:
+                await self._messenger.edit(message.chat.id, message.message_id, part, markup=None)
+            except DeliveryError:
+                log.warning("telegram: could not mark approval %s as answered", approval_id,
+                            exc_info=True)
+
+    @staticmethod
+    async def _answer(query: CallbackQuery, text: str, *, alert: bool) -> None:
+        try:
+            await query.answer(text[:MAX_ANSWER_CHARS], show_alert=alert)
+        except TelegramError:
+            log.warning("telegram: could not answer a button tap", exc_info=True)

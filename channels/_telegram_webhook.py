@@ -1,0 +1,94 @@
+"""The Telegram webhook endpoint, served with aiohttp (PTB's own needs tornado, not installed).
+
+Telegram (or the reverse proxy in front of us) POSTs each update as JSON with the header
+`X-Telegram-Bot-Api-Secret-Token` set to the secret given to setWebhook. A request without the
+right secret is refused with 403 before its body is even read, so nothing it carries is
+processed. A good update is parsed and put on the application's update queue, and Telegram gets
+its 200 at once; the answer to the user is sent later through the Bot API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import re
+
+from aiohttp import web
+from telegram import Bot, Update
+
+from bot.errors import ChannelError
+
+log = logging.getLogger(__name__)
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+# What Telegram accepts as secret_token: 1-256 characters A-Z, a-z, 0-9, _ and -.
+_SECRET_SHAPE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+MAX_UPDATE_BYTES = 1 << 20
+
+
+def check_secret_shape(secret: str | None) -> str:
+    """The webhook secret, or a one-line ChannelError when it is missing or malformed."""
+    if not secret:
+        raise ChannelError("Telegram webhook mode needs TELEGRAM_WEBHOOK_SECRET in the environment")
+    if not _SECRET_SHAPE.match(secret):
+        raise ChannelError("TELEGRAM_WEBHOOK_SECRET must be 1-256 characters of A-Z, a-z, 0-9, _ or -")
+    return secret
+
+
+class WebhookServer:
+    """Receives updates on `path` and feeds them to `queue` (the application's update queue)."""
+
+    def __init__(self, bot: Bot, queue: asyncio.Queue, *, secret: str, path: str,
+                 listen: str, port: int):
+        self._bot = bot
+        self._queue = queue
+        self._secret = secret.encode()
+        self._path = path if path.startswith("/") else f"/{path}"
+        self._listen = listen
+        self._port = port
+        self._runner: web.AppRunner | None = None
+        self.bound_port: int | None = None
+
+    async def start(self) -> int:
+        app = web.Application(client_max_size=MAX_UPDATE_BYTES)
+        app.router.add_post(self._path, self._receive)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self._listen, self._port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise ChannelError(f"cannot listen for the Telegram webhook on "
+                               f"{self._listen}:{self._port}: {exc.strerror or exc}") from exc
+        self._runner = runner
+        addresses = runner.addresses
+        self.bound_port = int(addresses[0][1]) if addresses else self._port
+        log.info("telegram webhook listening on %s:%s%s", self._listen, self.bound_port, self._path)
+        return self.bound_port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def _receive(self, request: web.Request) -> web.Response:
+        given = request.headers.get(SECRET_HEADER, "").encode()
+        if not hmac.compare_digest(given, self._secret):
+            log.warning("telegram webhook: refused a request without the right secret token")
+            return web.Response(status=403, text="forbidden")
+        try:
+            data = json.loads(await request.read())
+        except (ValueError, UnicodeDecodeError):
+            return web.Response(status=400, text="body is not JSON")
+        if not isinstance(data, dict) or not isinstance(data.get("update_id"), int):
+            return web.Response(status=400, text="not a Telegram update")
+        try:
+            update = Update.de_json(data, self._bot)
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning("telegram webhook: malformed update %s: %s", data.get("update_id"), exc)
+            return web.Response(status=400, text="malformed update")
+        await self._queue.put(update)
+        return web.Response(text="ok")

@@ -1,0 +1,312 @@
+"""The Telegram channel: python-telegram-bot in, agent events out.
+
+    channel = create(config, agent); await channel.start(); ...; await channel.stop()
+
+- The token comes from TELEGRAM_BOT_TOKEN; `[telegram] base_url`/`base_file_url` point at the Bot
+  API (a self-hosted server works). A wrong token or an unreachable API is one ChannelError line.
+- `mode = "polling"` (default, deleteWebhook + getUpdates) or `"webhook"` (our own aiohttp endpoint,
+  secret from TELEGRAM_WEBHOOK_SECRET, checked on every request; see _telegram_webhook).
+- The sender is always `telegram:<from.id>` (the user, never the chat). Autonomy, pairing, silence
+  for ignored senders and every command are the agent's business: the channel only forwards text.
+- In groups listed in `[telegram] groups` the bot answers when mentioned (@name), replied to, or
+  sent a command (bare or /cmd@thisbot); in any other group it stays silent.
+- Each chat's updates are handled in order, different chats concurrently (_telegram_updates).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from telegram import Bot, BotCommand, Message, MessageEntity, Update
+from telegram.error import InvalidToken, NetworkError, TelegramError
+from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, ContextTypes, MessageHandler
+from telegram.ext import filters as tg_filters
+
+from bot.config import Config
+from bot.errors import ChannelError
+from bot.events import AgentAPI, IncomingMessage
+from channels._telegram_send import Messenger
+from channels._telegram_sink import ChatSink, SinkSettings, Target
+from channels._telegram_taps import INVALID_BUTTON, TapHandler
+from channels._telegram_updates import ChatOrderedProcessor
+from channels._telegram_webhook import WebhookServer, check_secret_shape
+
+log = logging.getLogger(__name__)
+
+TOKEN_SHAPE = re.compile(r"^\d{3,20}:[A-Za-z0-9_-]{10,100}$")
+ALLOWED_UPDATES = ["message", "callback_query"]
+GROUP_TYPES = ("group", "supergroup")
+
+
+def _token(config: Config) -> str:
+    token = config.secret("TELEGRAM_BOT_TOKEN")
+    if not token:
+        raise ChannelError("TELEGRAM_BOT_TOKEN is not set: create a bot with @BotFather and export its token")
+    if not TOKEN_SHAPE.match(token):
+        raise ChannelError("TELEGRAM_BOT_TOKEN does not look like a bot token (expected 123456:ABC-...)")
+    return token
+
+
+def _start_error(exc: TelegramError, config: Config, token: str) -> ChannelError:
+    """One clear line for a failed start-up; the token never appears in it."""
+    base = config["telegram"]["base_url"]
+    if isinstance(exc, InvalidToken):
+        return ChannelError("Telegram rejected TELEGRAM_BOT_TOKEN (unauthorized): check the token "
+                            "from @BotFather")
+    detail = str(exc).replace(token, "[redacted]")
+    if isinstance(exc, NetworkError):
+        return ChannelError(f"cannot reach the Telegram Bot API at {base}: {detail}")
+    return ChannelError(f"Telegram start-up failed: {detail}")
+
+
+async def check_token(config: Config) -> str:
+    """For `myclaw doctor --telegram`: "@botname" when the token works, else ChannelError."""
+    token = _token(config)
+    bot = Bot(token, base_url=config["telegram"]["base_url"],
+              base_file_url=config["telegram"]["base_file_url"])
+    try:
+        async with bot:
+            return f"@{bot.username}"
+    except TelegramError as exc:
+        raise _start_error(exc, config, token) from exc
+
+
+@dataclass(frozen=True)
+class _Addressed:
+    """Whether a group message is meant for the bot, and its text without the mention."""
+
+    yes: bool
+    text: str
+
+
+def _strip_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """Remove entity spans (offsets in UTF-16 units, as Telegram counts them)."""
+    encoded = text.encode("utf-16-le")
+    for offset, length in sorted(spans, reverse=True):
+        encoded = encoded[:offset * 2] + encoded[(offset + length) * 2:]
+    return " ".join(encoded.decode("utf-16-le").split(" ")).strip()
+
+
+class TelegramChannel:
+    def __init__(self, config: Config, agent: AgentAPI, settings: SinkSettings | None = None):
+        self.config = config
+        self.agent = agent
+        self.settings = settings or SinkSettings()
+        self._groups = {str(g) for g in config["telegram"]["groups"]}
+        self._app: Application | None = None
+        self._messenger: Messenger | None = None
+        self._taps: TapHandler | None = None
+        self._webhook: WebhookServer | None = None
+        self._processor: ChatOrderedProcessor | None = None
+        self._username = ""
+        self._bot_id = 0
+        self._connected = False
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._connected and self._app is not None and self._app.running
+
+    @property
+    def application(self) -> Application | None:
+        """The python-telegram-bot application (None before start / after stop)."""
+        return self._app
+
+    @property
+    def webhook_port(self) -> int | None:
+        return self._webhook.bound_port if self._webhook else None
+
+    @property
+    def active_chat_locks(self) -> int:
+        return self._processor.active_chats if self._processor else 0
+
+    async def start(self) -> None:
+        tg = self.config["telegram"]
+        token = _token(self.config)
+        secret = check_secret_shape(self.config.secret("TELEGRAM_WEBHOOK_SECRET")) \
+            if tg["mode"] == "webhook" else ""
+        if tg["mode"] == "webhook" and not tg["webhook_url"]:
+            raise ChannelError("[telegram] mode = \"webhook\" needs webhook_url (the public https URL)")
+        self._processor = ChatOrderedProcessor(self._order_key)
+        builder = (ApplicationBuilder().token(token).base_url(tg["base_url"])
+                   .base_file_url(tg["base_file_url"]).concurrent_updates(self._processor))
+        if tg["mode"] == "webhook":
+            builder = builder.updater(None)
+        app = builder.build()
+        try:
+            await app.initialize()   # getMe: proves the token and the API address
+        except TelegramError as exc:
+            await app.bot.shutdown()  # close the HTTP clients initialize() had opened
+            raise _start_error(exc, self.config, token) from exc
+        self._app = app
+        self._username, self._bot_id = app.bot.username, app.bot.id
+        self._messenger = Messenger(app.bot)
+        self._taps = TapHandler(self._messenger, self.agent, self.settings)
+        self._add_handlers(app)
+        try:
+            await self._register_commands(app)
+            await self._start_receiving(app, secret)
+            await app.start()
+        except ChannelError:
+            await self.stop()
+            raise
+        except TelegramError as exc:
+            await self.stop()
+            raise _start_error(exc, self.config, token) from exc
+        pending = await self.agent.pending_approvals("telegram")
+        if pending:
+            log.info("telegram: %d approval request(s) still pending; their buttons keep working",
+                     len(pending))
+        self._connected = True
+        log.info("telegram connected as @%s (%s)", self._username, tg["mode"])
+
+    async def _register_commands(self, app: Application) -> None:
+        commands = [BotCommand(name, text[:256]) for name, text in self.agent.command_descriptions()]
+        await app.bot.set_my_commands(commands)
+
+    async def _start_receiving(self, app: Application, secret: str) -> None:
+        tg = self.config["telegram"]
+        if tg["mode"] == "polling":
+            assert app.updater is not None
+            await app.updater.start_polling(allowed_updates=ALLOWED_UPDATES,
+                                            error_callback=self._polling_error)
+            return
+        self._webhook = WebhookServer(app.bot, app.update_queue, secret=secret,
+                                      path=tg["webhook_path"], listen=tg["listen"], port=tg["port"])
+        await self._webhook.start()
+        await app.bot.set_webhook(url=tg["webhook_url"], secret_token=secret,
+                                  allowed_updates=ALLOWED_UPDATES)
+
+    @staticmethod
+    def _polling_error(exc: TelegramError) -> None:
+        log.warning("telegram polling error (retrying): %s", exc)
+
+    async def stop(self) -> None:
+        self._connected = False
+        app, self._app = self._app, None
+        if app is None:
+            return
+        if app.updater is not None and app.updater.running:
+            await app.updater.stop()
+        if self._webhook is not None:
+            await self._webhook.stop()
+            self._webhook = None
+        if app.running:
+            await app.stop()
+        await app.shutdown()
+
+    # --- routing ----------------------------------------------------------------------------
+
+    def _add_handlers(self, app: Application) -> None:
+        app.add_handler(MessageHandler(tg_filters.UpdateType.MESSAGE, self._on_message))
+        app.add_handler(CallbackQueryHandler(self._on_tap, pattern=r"^ap:"))
+        app.add_handler(CallbackQueryHandler(self._on_unknown_button))
+        app.add_error_handler(self._on_error)
+
+    def _order_key(self, update: object) -> Hashable | None:
+        """Per-chat ordering key; None for taps and /stop, which must not wait for the turn."""
+        if not isinstance(update, Update) or update.callback_query is not None:
+            return None
+        message = update.effective_message
+        if message is None:
+            return None
+        head = (message.text or "").split(maxsplit=1)[0:1]
+        if head and head[0].split("@", 1)[0].lower() == "/stop":
+            return None
+        return message.chat_id
+
+    async def _on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.message
+        if message is None or message.from_user is None or message.from_user.is_bot:
+            return
+        incoming = self._incoming(message)
+        if incoming is None:
+            return
+        assert self._messenger is not None
+        target = Target(chat_id=message.chat_id, user_id=message.from_user.id,
+                        reply_to=message.message_id if incoming.is_group else None,
+                        is_group=incoming.is_group,
+                        thread_id=message.message_thread_id if message.is_topic_message else None)
+        sink = ChatSink(self._messenger, self.agent, target, self.settings)
+        sink.start_typing()
+        try:
+            await self.agent.handle(incoming, sink)
+        finally:
+            await sink.close()
+
+    def _incoming(self, message: Message) -> IncomingMessage | None:
+        """The agent's view of a message, or None when the bot must stay silent."""
+        user = message.from_user
+        assert user is not None
+        is_group = message.chat.type in GROUP_TYPES
+        if message.chat.type not in ("private", *GROUP_TYPES):
+            return None
+        # A photo or document caption is passed on as text; a sticker or voice note arrives as
+        # empty text and the agent answers it politely (after its own sender checks).
+        text = message.text or message.caption or ""
+        if is_group:
+            if str(message.chat_id) not in self._groups:
+                return None
+            addressed = self._addressed(message, text)
+            if not addressed.yes:
+                return None
+            text = addressed.text
+        text = self._strip_command_suffix(text)
+        return IncomingMessage(sender=f"telegram:{user.id}", chat=str(message.chat_id), text=text,
+                               channel="telegram", message_id=str(message.message_id),
+                               is_group=is_group, display_name=user.full_name)
+
+    def _addressed(self, message: Message, text: str) -> _Addressed:
+        entities = message.parse_entities() if message.text else message.parse_caption_entities()
+        mention_spans = []
+        for entity, value in entities.items():
+            if entity.type == MessageEntity.MENTION and value[1:].lower() == self._username.lower():
+                mention_spans.append((entity.offset, entity.length))
+            elif entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == self._bot_id:
+                mention_spans.append((entity.offset, entity.length))
+        command = text.split(maxsplit=1)[0] if text.startswith("/") else ""
+        _, _, target = command.partition("@")
+        replied = message.reply_to_message
+        to_bot = bool(replied and replied.from_user and replied.from_user.id == self._bot_id)
+        if target and target.lower() != self._username.lower():
+            return _Addressed(False, text)   # a command for another bot in the same group
+        yes = bool(mention_spans) or to_bot or bool(command)
+        return _Addressed(yes, _strip_spans(text, mention_spans) if mention_spans else text)
+
+    def _strip_command_suffix(self, text: str) -> str:
+        """"/help@this_bot args" → "/help args" (only our own name is removed)."""
+        if not text.startswith("/"):
+            return text
+        head, sep, rest = text.partition(" ")
+        name, _, target = head.partition("@")
+        if target and target.lower() == self._username.lower():
+            return f"{name}{sep}{rest}"
+        return text
+
+    async def _on_tap(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        assert self._taps is not None and update.callback_query is not None
+        await self._taps.handle(update.callback_query)
+
+    async def _on_unknown_button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if update.callback_query is not None:
+            await update.callback_query.answer(INVALID_BUTTON)
+
+    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        log.error("telegram: handling an update failed", exc_info=context.error)
+        chat = update.effective_chat if isinstance(update, Update) else None
+        # Only where the bot may speak at all: never reveal itself in an unlisted group.
+        if chat is not None and self._messenger is not None and (
+                chat.type == "private" or str(chat.id) in self._groups):
+            line = "⚠️ Something went wrong on my side. Nothing was lost; please try again."
+            try:
+                await self._messenger.bot.send_message(chat.id, line)
+            except TelegramError:
+                log.warning("telegram: could not tell chat %s about the failure", chat.id, exc_info=True)
+
+
+def create(config: Config, agent: AgentAPI) -> TelegramChannel:
+    return TelegramChannel(config, agent)
