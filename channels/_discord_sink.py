@@ -175,19 +175,26 @@ async def _no_typing() -> AsyncIterator[None]:
 
 
 class TurnSink:
-    """The `bot.events.Sink` of one turn (or of the continuation after an approval tap)."""
+    """The `bot.events.Sink` of one turn (or of the continuation after an approval tap).
+
+    Streamed text is not edited in live (Discord rate-limits edits; the typing indicator covers
+    the wait). Text the model writes before calling a tool ("Let me check…") is posted when the
+    tool starts or asks for approval, so it comes before the status line or the buttons; the
+    final answer is posted whole with `Done`.
+    """
 
     def __init__(self, outlet: Outlet, desk: ApprovalDesk):
         self.outlet = outlet
         self.desk = desk
         self.emitted = False
-        self._deltas: list[str] = []
+        self._deltas: list[str] = []         # text of the current model step, not yet shown
+        self._step_text = ""                 # what was posted from the current step
         self._status: discord.Message | None = None
         self._status_edited_at = 0.0
 
     async def emit(self, event: Event) -> None:
         if isinstance(event, TextDelta):
-            self._deltas.append(event.text)     # shown whole with Done; typing covers the wait
+            self._deltas.append(event.text)
             return
         self.emitted = True
         if self.outlet.client.is_closed():
@@ -200,12 +207,21 @@ class TurnSink:
         except discord.HTTPException:
             log.warning("discord: could not deliver %s", type(event).__name__, exc_info=True)
 
+    async def _flush_step_text(self) -> None:
+        text, self._deltas = "".join(self._deltas), []
+        if text.strip():
+            self._step_text = text
+            self._status = None              # a new status line goes below this text
+            await self.outlet.send(text)
+
     async def _render(self, event: Event) -> None:
         if isinstance(event, Done):
-            text = event.text or "".join(self._deltas)
+            unshown = "".join(self._deltas).strip()
             self._deltas.clear()
-            if text.strip():
-                await self.outlet.send(text)
+            # Waiting for approval, Done repeats the step's text: it is already above the buttons.
+            repeated = not unshown and event.text.strip() == self._step_text.strip()
+            if event.text.strip() and not repeated:
+                await self.outlet.send(event.text)
         elif isinstance(event, Notice):
             if event.private:
                 await self.outlet.send_private(event.text)
@@ -214,8 +230,10 @@ class TurnSink:
         elif isinstance(event, ErrorEvent):
             await self.outlet.send(f"⚠️ {event.message}")
         elif isinstance(event, ApprovalNeeded):
+            await self._flush_step_text()
             await self.desk.post_request(event.approval, self.outlet)
         elif isinstance(event, ToolStarted):
+            await self._flush_step_text()
             await self._set_status(f"⚙️ `{event.tool}` …", force=True)
         elif isinstance(event, ToolProgress):
             await self._set_status(f"⚙️ `{event.tool}` — {event.text}"[:1900], force=False)

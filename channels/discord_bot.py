@@ -249,9 +249,13 @@ async def _login(client: discord.Client, token: str) -> None:
     except discord.LoginFailure as exc:
         raise ChannelError("Discord rejected the bot token (DISCORD_BOT_TOKEN): 401 Unauthorized") from exc
     except discord.HTTPException as exc:
-        raise ChannelError(f"Discord login failed: HTTP {exc.status} {exc.text or ''}".strip()) from exc
+        raise ChannelError(_one_line(f"Discord login failed: HTTP {exc.status} {exc.text or ''}")) from exc
     except (aiohttp.ClientError, OSError) as exc:
-        raise ChannelError(f"Discord: cannot reach the API ({type(exc).__name__}: {exc})") from exc
+        raise ChannelError(_one_line(f"Discord: cannot reach the API ({type(exc).__name__}: {exc})")) from exc
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 async def _sync_commands(tree: app_commands.CommandTree) -> None:
@@ -270,7 +274,7 @@ def _gateway_error(exc: BaseException | None) -> ChannelError:
                             "Developer Portal (Bot → Privileged Gateway Intents)")
     if isinstance(exc, discord.ConnectionClosed) and exc.code == 4004:
         return ChannelError("Discord rejected the bot token (DISCORD_BOT_TOKEN) at the gateway")
-    return ChannelError(f"Discord: the gateway connection failed ({type(exc).__name__}: {exc})")
+    return ChannelError(_one_line(f"Discord: the gateway connection failed ({type(exc).__name__}: {exc})"))
 
 
 def _log_connection_end(task: asyncio.Task[None]) -> None:

@@ -19,6 +19,7 @@ from bot.events import (
     Done,
     IncomingMessage,
     Notice,
+    TextDelta,
     ToolFinished,
     ToolProgress,
     ToolStarted,
@@ -267,3 +268,30 @@ async def test_an_approval_request_falls_back_to_the_channel_when_dms_are_refuse
     request = await discord_fake.wait_for_buttons(CHANNEL)
     await discord_fake.wait_for(lambda: agent.refs)
     assert agent.refs == {"B" * 16: f"{CHANNEL}:{request['id']}"}
+
+
+def approval_for(user: int, approval_id: str = "C" * 16) -> ApprovalView:
+    return ApprovalView(id=approval_id, tool="fs_write", risk="medium", summary="Write a.txt",
+                        sender=f"discord:{user}", chat=str(USER_DM), channel="discord", args={},
+                        expires_at=4_000_000_000)
+
+
+async def test_text_before_an_approval_is_posted_once_and_above_the_buttons(start, discord_fake):
+    agent = ScriptedAgent(TextDelta("I'll write "), TextDelta("it."), ApprovalNeeded(approval_for(USER)),
+                          Done("I'll write it.", waiting_for_approval=True))
+    await start(agent)
+    await discord_fake.send_message(author_id=USER, content="write", channel_id=USER_DM)
+    await discord_fake.wait_for_buttons(USER_DM)
+    await discord_fake.wait_for(lambda: agent.refs)
+    posted = [m["content"] for m in discord_fake.bot_messages(USER_DM)]
+    assert posted[0] == "I'll write it." and "Approval needed" in posted[1] and len(posted) == 2
+
+
+async def test_text_before_a_tool_and_the_final_answer_are_both_shown_in_order(start, discord_fake):
+    agent = ScriptedAgent(TextDelta("OK."), ToolStarted("c1", "time_now", {}),
+                          ToolFinished("c1", "time_now", True), TextDelta("OK."), Done("OK."))
+    await start(agent)
+    await discord_fake.send_message(author_id=USER, content="time?", channel_id=USER_DM)
+    await discord_fake.wait_for_bot_messages(USER_DM, count=3)
+    posted = [m["content"] for m in discord_fake.bot_messages(USER_DM)]
+    assert posted == ["OK.", "✅ `time_now`", "OK."]

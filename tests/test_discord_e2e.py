@@ -151,6 +151,10 @@ async def test_the_requester_approves_and_the_tool_runs_once(bot, discord_fake, 
                                      user_id=ALICE)
     await discord_fake.wait_for_text(ALICE_DM, "Written.")
     assert writer.executed == ["milk"]
+    posted = [m["id"] for m in discord_fake.bot_messages(ALICE_DM)]
+    texts = [m["content"] for m in discord_fake.bot_messages(ALICE_DM)]
+    assert texts[0] == "I'll write it." and posted[1] == request["id"] and texts[-1] == "Written."
+    assert texts.count("I'll write it.") == 1
     edited = discord_fake.messages[int(request["id"])]
     assert edited["components"] == []
     assert "Approved" in edited["content"] and f"<@{ALICE}>" in edited["content"]

@@ -203,12 +203,7 @@ class FakeDiscord:
                     for i, cid in enumerate(guild.channel_ids)]
         return {"id": str(guild.id), "name": guild.name, "unavailable": False, "owner_id": "1",
                 "roles": roles, "channels": channels, "members": [], "member_count": 2,
-                "features": [], "emojis": [], "stickers": [], "threads": [], "voice_states": [],
-                "presences": [], "large": False, "icon": None, "afk_timeout": 300,
-                "verification_level": 0, "default_message_notifications": 0,
-                "explicit_content_filter": 0, "mfa_level": 0, "premium_tier": 0,
-                "preferred_locale": "en-US", "nsfw_level": 0, "system_channel_flags": 0,
-                "joined_at": _iso_now()}
+                "features": [], "emojis": [], "stickers": [], "threads": [], "large": False}
 
     def _channel_payload(self, channel_id: int, guild_id: int | None) -> dict[str, Any]:
         if guild_id is None:
@@ -235,9 +230,6 @@ class FakeDiscord:
         return message
 
     # --- what a test sends through the gateway -----------------------------------------------
-
-    async def wait_until_identified(self, count: int = 1, timeout: float = 5.0) -> None:
-        await self.wait_for(lambda: len(self.identifies) >= count, timeout)
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
         self._seq += 1
@@ -405,8 +397,6 @@ class FakeDiscord:
             return _json(self._message(channel_id, self.bot_user, body))
         if method == "PATCH" and len(parts) == 4 and parts[2] == "messages":
             return self._edit(int(parts[3]), body)
-        if method == "GET" and len(parts) == 2:
-            return _json(self._channel_payload(channel_id, self._guild_of_channel(channel_id)))
         return _json({"message": "404: Not Found", "code": 0}, status=404)
 
     def _edit(self, message_id: int, body: dict[str, Any]) -> web.Response:
