@@ -260,3 +260,14 @@ async def test_stop_reaches_the_agent_while_a_slow_turn_of_the_same_chat_is_runn
     await fake_anthropic.wait_for_requests(1)
     tg.private_message(ADA, "/stop")
     await tg.wait_until(lambda: sent_to(tg, ADA) == ["Stopped."], timeout=2)
+
+
+async def test_an_answer_in_a_forum_topic_stays_in_that_topic(bot, tg, fake_anthropic):
+    await bot()
+    chat = {"id": GROUP, "type": "supergroup", "title": "Team", "is_forum": True}
+    handle = "@myclaw_test_bot"
+    message = tg.make_message(chat, BOB, f"{handle} hello topic", message_thread_id=77, is_topic_message=True,
+                              entities=[{"type": "mention", "offset": 0, "length": len(handle)}])
+    tg.inject({"message": message})
+    await tg.wait_until(lambda: sent_to(tg, GROUP) == ["ok: hello topic"])
+    assert all(c.params.get("message_thread_id") == 77 for c in tg.of("sendMessage"))
