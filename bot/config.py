@@ -165,7 +165,7 @@ DEFAULTS: dict[str, Any] = {
         "system_prompt": "",
         "profile": "default",
         "context_budget_tokens": 150_000,
-        "max_concurrent_llm_calls": 64,
+        "max_concurrent_llm_calls": 256,
         "llm_timeout_seconds": 120.0,
         "llm_max_retries": 3,
         "stream": True,

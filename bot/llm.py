@@ -88,6 +88,9 @@ class LLMClient:
                 base_url=self._config.anthropic_base_url,
                 max_retries=agent["llm_max_retries"],
                 timeout=agent["llm_timeout_seconds"],
+                # The SDK's aiohttp transport: httpx's pool costs grow with the number of
+                # connections in flight, which dominated CPU with hundreds of concurrent chats.
+                http_client=anthropic.DefaultAioHttpClient(),
             )
         return self._client
 
