@@ -60,12 +60,12 @@ def mention(sender: str | None) -> str:
     return f"<@{match.group(1)}>" if match else discord.utils.escape_markdown(sender)
 
 
-def _header(approval: ApprovalView) -> str:
+def _header(approval: ApprovalView, title: str = "Approval needed") -> str:
     summary = (approval.summary or NO_PREVIEW).strip()
     if len(summary) > SUMMARY_LIMIT:
         summary = summary[:SUMMARY_LIMIT] + "…"
     quoted = "\n".join(f"> {line}" for line in summary.splitlines() or [""])
-    return (f"🔐 **Approval needed** — `{approval.tool}` (risk: **{approval.risk}**)\n"
+    return (f"🔐 **{title}** — `{approval.tool}` (risk: **{approval.risk}**)\n"
             f"Requested by {mention(approval.sender)}\n{quoted}")
 
 
@@ -78,7 +78,7 @@ def outcome_text(approval: ApprovalView | None, label: str, resolver: str | None
                  when: float | None = None) -> str:
     moment = discord.utils.format_dt(datetime.fromtimestamp(when or time.time(), UTC), "T")
     by = f" by {mention(resolver)}" if resolver and resolver != SUPERSEDED else ""
-    head = _header(approval) if approval is not None else "🔐 **Approval request**"
+    head = _header(approval, "Approval request") if approval is not None else "🔐 **Approval request**"
     return f"{head}\n**{label}**{by} · {moment}"
 
 
