@@ -63,6 +63,7 @@ class ApprovalRequest:
     expires_at: float
     resolved_by: str | None = None
     resolved_at: float | None = None
+    autonomy: str | None = None   # the sender's level when the request was made
 
     def view(self) -> ApprovalView:
         return ApprovalView(self.id, self.tool, self.risk, self.summary, self.sender, self.chat,
@@ -91,7 +92,7 @@ def _from_row(row: aiosqlite.Row) -> ApprovalRequest:
         args=json.loads(row["args"]), args_hash=row["args_hash"], risk=row["risk"],
         summary=row["summary"], status=row["status"], created_at=row["created_at"],
         expires_at=row["expires_at"], resolved_by=row["resolved_by"],
-        resolved_at=row["resolved_at"],
+        resolved_at=row["resolved_at"], autonomy=row["autonomy"],
     )
 
 
@@ -128,21 +129,23 @@ class Approvals:
 
     async def create(self, *, session_id: str, sender: str, chat: str, channel: str, tool: str,
                      tool_use_id: str, args: dict[str, Any], risk: str,
-                     summary: str) -> ApprovalRequest:
+                     summary: str, autonomy: str | None = None) -> ApprovalRequest:
+        """`autonomy` is the sender's level when asking (it may come from Discord roles, which
+        are not known when the tap arrives); the resumed call is judged at that level."""
         now = self.clock()
         request = ApprovalRequest(
             id=secrets.token_urlsafe(12), session_id=session_id, sender=sender, chat=chat,
             channel=channel, tool=tool, tool_use_id=tool_use_id, args=dict(args),
             args_hash=args_hash(args), risk=risk, summary=summary, status="pending",
-            created_at=now, expires_at=now + self.timeout_seconds,
+            created_at=now, expires_at=now + self.timeout_seconds, autonomy=autonomy,
         )
         await self.store.execute(
             "INSERT INTO approvals(id, session_id, sender, chat, channel, tool, tool_use_id,"
-            " args, args_hash, risk, summary, status, created_at, expires_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+            " args, args_hash, risk, summary, status, created_at, expires_at, autonomy)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
             (request.id, session_id, sender, chat, channel, tool, tool_use_id,
              json.dumps(request.args, ensure_ascii=False), request.args_hash, risk, summary,
-             request.created_at, request.expires_at),
+             request.created_at, request.expires_at, autonomy),
         )
         return request
 

@@ -20,7 +20,7 @@ from bot.errors import MyclawError
 
 # Modules contributing subcommands; each has add_commands(subparsers).
 COMMAND_MODULES = (
-    "bot.cli_core",      # run, chat, tools, doctor, usage
+    "bot.cli_core",      # run, chat, tools, usage
     "bot.cli_safety",    # pair, receipts, audit  (issue 3)
     "bot.cli_ops",       # doctor [--security] [--telegram]  (issue 9)
 )

@@ -148,4 +148,7 @@ CREATE TABLE tool_quota (
     PRIMARY KEY (sender, tool, day)
 );
 """),
+    (2, "approvals remember the autonomy level the request was made at", """
+ALTER TABLE approvals ADD COLUMN autonomy TEXT;
+"""),
 ]

@@ -30,7 +30,7 @@ from bot.events import (
 )
 from bot.prompt import PromptBuilder
 from bot.services import Services
-from bot.sessions import SessionQueue, Stopped
+from bot.sessions import SessionQueue, ShuttingDown, Stopped
 from bot.store import append_rows
 from bot.tool import ToolError, to_tool_error
 
@@ -129,6 +129,14 @@ class Agent:
             await self.queue.run(key, lambda: self._guarded(sink, work()))
         except Stopped:
             await sink.emit(Notice("Stopped."))
+        except ShuttingDown:
+            await sink.emit(Notice("I'm restarting right now; please send that again in a minute."))
+
+    async def shutdown(self, grace: float = 10.0) -> bool:
+        """Finish or cancel the turns in flight; see SessionQueue.shutdown."""
+        finished = await self.queue.shutdown(grace)
+        await self.queue.drain(timeout=grace)
+        return finished
 
     async def _guarded(self, sink: Sink, coro: Any) -> None:
         """Run a turn; a model failure becomes one clear line, never a lost message."""
@@ -267,7 +275,7 @@ class Agent:
         request = await self.services.approvals.create(
             session_id=turn.session_id, sender=turn.sender, chat=turn.chat, channel=turn.channel,
             tool=tool.meta.name, tool_use_id=block["id"], args=block["input"], risk=plan.risk,
-            summary=summary)
+            summary=summary, autonomy=turn.autonomy)
         return request.view(), None
 
     def _write_behind(self, turn: Turn, new: list[dict[str, Any]], response: Any) -> None:
@@ -312,7 +320,8 @@ class Agent:
 
     async def _resume(self, request: Any, resolver: str, sink: Sink) -> None:
         """Run (or refuse) the resolved call, then re-enter the loop from the stored history."""
-        autonomy = await self.services.senders.autonomy(request.sender)
+        # The level the request was made at: Discord role levels are not known at tap time.
+        autonomy = request.autonomy or await self.services.senders.autonomy(request.sender)
         turn = await self._turn(request.session_id, request.sender, request.chat,
                                 request.channel, autonomy, sink)
         result = await self._resolved_result(turn, request, resolver)

@@ -18,6 +18,10 @@ class Stopped(Exception):
     """The running work was cancelled by /stop (not by shutdown)."""
 
 
+class ShuttingDown(Exception):
+    """The process is shutting down; the work was not started."""
+
+
 @dataclass
 class _Slot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -29,6 +33,9 @@ class SessionQueue:
     def __init__(self) -> None:
         self._slots: dict[str, _Slot] = {}
         self._background: set[asyncio.Task] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.closing = False
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -38,11 +45,17 @@ class SessionQueue:
         return bool(slot and slot.current and not slot.current.done())
 
     async def run(self, key: str, work: Callable[[], Awaitable[T]]) -> T:
-        """Run `work()` when every earlier work of `key` is done. Raises Stopped on /stop."""
+        """Run `work()` when every earlier work of `key` is done. Raises Stopped on /stop, and
+        ShuttingDown once `shutdown` has begun (new or still-queued work is not started)."""
+        if self.closing:
+            raise ShuttingDown()
         slot = self._slots.setdefault(key, _Slot())
         slot.users += 1
+        self._idle.clear()
         try:
             async with slot.lock:
+                if self.closing:
+                    raise ShuttingDown()
                 task = asyncio.ensure_future(work())
                 slot.current = task
                 try:
@@ -58,13 +71,15 @@ class SessionQueue:
             slot.users -= 1
             if slot.users == 0:
                 self._slots.pop(key, None)
+                if not self._slots:
+                    self._idle.set()
 
     def spawn(self, key: str, work: Callable[[], Awaitable[object]]) -> asyncio.Task:
         """Queue work for `key` in the background (e.g. a conversation resumed by a tap)."""
         async def runner() -> None:
             try:
                 await self.run(key, work)
-            except Stopped:
+            except (Stopped, ShuttingDown):
                 pass
         task = asyncio.create_task(runner())
         self._background.add(task)
@@ -87,3 +102,19 @@ class SessionQueue:
         for slot in self._slots.values():
             if slot.current and not slot.current.done():
                 slot.current.cancel()
+
+    async def shutdown(self, grace: float) -> bool:
+        """Refuse new work, let running turns finish for `grace` seconds, then cancel the rest
+        (a cancelled turn records "(cancelled)" results, so nothing is half-written).
+        Returns True when everything finished on its own."""
+        self.closing = True
+        try:
+            await asyncio.wait_for(self._idle.wait(), grace)
+            return True
+        except TimeoutError:
+            self.cancel_all()
+            try:
+                await asyncio.wait_for(self._idle.wait(), 10)
+            except TimeoutError:
+                pass
+            return False

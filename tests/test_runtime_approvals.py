@@ -189,3 +189,20 @@ async def test_an_approval_pending_across_a_restart_resumes_in_a_new_process(app
     outcome = json.loads(out.decode().strip().splitlines()[-1])
     assert outcome == {"ok": True, "again": False, "executed": ["milk"],
                        "answer": "Written after restart."}
+
+
+async def test_a_sender_whose_level_comes_from_a_discord_role_can_approve_and_the_tool_runs(
+        app_factory, fake_anthropic):
+    app = await app_factory({"discord": {"roles": {"Admins": "supervised"}}})
+    writer = Writer()
+    app.services.registry.register(writer, "tests")
+    fake_anthropic.script(tool_use("writer", {"note": "role"}))
+    sink = CollectingSink()
+    await app.agent.handle(IncomingMessage("discord:9", "chan", "write", "discord", roles=("Admins",)),
+                           sink)
+    (needed,) = sink.of(ApprovalNeeded)
+    fake_anthropic.script(text("written by role"))
+    follow = CollectingSink()
+    assert (await app.agent.resolve_approval(needed.approval.id, "discord:9", "approve", follow)).ok
+    await app.agent.queue.drain(5)
+    assert writer.executed == ["role"] and follow.text == "written by role"
