@@ -1,0 +1,522 @@
+"""MCP client: the tools of Model Context Protocol servers, registered as `<server>__<tool>`.
+
+Servers come from `[mcp.servers.<name>]`: stdio (`command`, `args`, `env`) or streamable HTTP
+(`url`, `headers`). `${VAR}` in an env or header value is read from the bot's environment, so a
+token never has to live in the config file. Each server is owned by one supervising task that
+connects, lists the tools, registers them and waits for the connection to end; when it ends (the
+process died, the HTTP server went away) the tools are unregistered — they vanish from every
+catalog — and the server is restarted with capped exponential backoff.
+
+Safety defaults, overridable per server or per tool: side effects assumed, risk high, output
+untrusted, no dry_run (the approval shows NO_PREVIEW). A stdio server's environment holds only
+PATH plus what its config names: none of the bot's secrets, not even HOME.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import hashlib
+import logging
+import os
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Implementation
+from pydantic import ValidationError
+
+from bot.config import SECRET_ENV_VARS
+from bot.registry import RegistrationError, Registry
+from bot.tool import NAME_RE, NO_PREVIEW, CallContext, ToolExternalError, ToolMeta, ToolNetworkError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CALL_TIMEOUT = 120.0
+DEFAULT_STARTUP_TIMEOUT = 30.0
+STABLE_AFTER_SECONDS = 60.0   # a connection that lived this long resets the backoff
+MAX_NAME = 64                 # Anthropic tool names are at most 64 characters
+MAX_DESCRIPTION = 1024
+MAX_RESULT_CHARS = 100_000
+MAX_LIST_PAGES = 50
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ServerConfigError(ValueError):
+    """A `[mcp.servers.<name>]` table that cannot be started as written."""
+
+
+class ConnectionLost(ConnectionError):
+    """The server's connection ended while the bot was using it."""
+
+
+# --- configuration -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    name: str                               # normalised: the prefix of every tool name
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    url: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    risk: str | None = None
+    has_side_effects: bool | None = None
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command else "http"
+
+
+def lower_snake(text: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
+
+
+def parse_spec(key: str, table: dict[str, Any], env: dict[str, str]) -> ServerSpec:
+    name = lower_snake(key)
+    if not NAME_RE.match(name):
+        raise ServerConfigError(f"[mcp.servers.{key}]: the name must start with a letter")
+    if bool(table.get("command")) == bool(table.get("url")):
+        raise ServerConfigError(f"[mcp.servers.{key}]: set either command (stdio) or url (HTTP)")
+    return ServerSpec(
+        name=name, command=table.get("command", ""), args=tuple(table.get("args", ())),
+        env=_interpolate(key, "env", table.get("env", {}), env), url=table.get("url", ""),
+        headers=_interpolate(key, "headers", table.get("headers", {}), env),
+        risk=table.get("risk"), has_side_effects=table.get("has_side_effects"),
+        tools=dict(table.get("tools", {})),
+        call_timeout=float(table.get("timeout_seconds", DEFAULT_CALL_TIMEOUT)),
+        startup_timeout=float(table.get("startup_timeout_seconds", DEFAULT_STARTUP_TIMEOUT)),
+    )
+
+
+def _interpolate(key: str, where: str, values: dict[str, str], env: dict[str, str]) -> dict[str, str]:
+    def value_of(match: re.Match[str]) -> str:
+        if match[1] in SECRET_ENV_VARS:
+            raise ServerConfigError(f"[mcp.servers.{key}] {where}: ${{{match[1]}}} is one of the "
+                                    "bot's own secrets and is never passed to an MCP server")
+        if not env.get(match[1]):
+            raise ServerConfigError(
+                f"[mcp.servers.{key}] {where}: ${{{match[1]}}} is not set in the environment")
+        return env[match[1]]
+
+    out = {name: _VAR.sub(value_of, value) for name, value in values.items()}
+    own = {env[var] for var in SECRET_ENV_VARS if len(env.get(var, "")) >= 4}
+    for name, value in out.items():
+        if any(secret in value for secret in own):
+            raise ServerConfigError(f"[mcp.servers.{key}] {where}.{name} holds one of the bot's own "
+                                    "secrets, which is never passed to an MCP server")
+    return out
+
+
+def stdio_parameters(spec: ServerSpec, bot_env: dict[str, str]) -> StdioServerParameters:
+    """Spawn parameters whose environment is exactly PATH plus the configured `env`."""
+    path = spec.env.get("PATH") or bot_env.get("PATH") or os.defpath
+    command = shutil.which(spec.command, path=path)
+    if command is None:
+        raise ServerConfigError(f"MCP server {spec.name}: command {spec.command!r} not found on PATH")
+    child_env = {"PATH": path, **spec.env}
+    if sys.platform == "win32":
+        return StdioServerParameters(command=command, args=list(spec.args), env=child_env)
+    # The SDK merges some of the bot's own variables (HOME, USER, SHELL, ...) into every child
+    # environment; `env -u` drops those the config did not name, without putting values in argv.
+    unset = [arg for var in DEFAULT_INHERITED_ENV_VARS if var not in child_env for arg in ("-u", var)]
+    env_program = shutil.which("env", path=os.defpath) or "/usr/bin/env"
+    return StdioServerParameters(command=env_program, args=[*unset, "--", command, *spec.args],
+                                 env=child_env)
+
+
+# --- tool adapter --------------------------------------------------------------------------
+
+
+def local_name(server: str, remote: str) -> str:
+    name = f"{server}__{lower_snake(remote) or 'tool'}"
+    if len(name) > MAX_NAME:
+        name = f"{name[:MAX_NAME - 9]}_{hashlib.sha256(remote.encode()).hexdigest()[:8]}"
+    return name
+
+
+def strict_schema(schema: Any) -> dict[str, Any]:
+    """The server's input schema, closed where it declares properties (top level always)."""
+    if not isinstance(schema, dict):
+        schema = {}
+    out = copy.deepcopy(schema)
+    out["type"] = "object"
+    out.setdefault("properties", {})
+    _close_objects(out)
+    out.setdefault("additionalProperties", False)
+    return out
+
+
+def _close_objects(schema: Any) -> None:
+    # Free-form objects (no properties) stay open: closing them would forbid every key.
+    if not isinstance(schema, dict):
+        return
+    if "properties" in schema:
+        schema.setdefault("additionalProperties", False)
+    for key, sub in schema.items():
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(sub, dict):
+            for child in sub.values():
+                _close_objects(child)
+        elif key in ("items", "not", "if", "then", "else", "additionalProperties"):
+            _close_objects(sub)
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(sub, list):
+            for child in sub:
+                _close_objects(child)
+
+
+def tool_meta(spec: ServerSpec, remote: Any) -> ToolMeta:
+    override = spec.tools.get(remote.name) or spec.tools.get(lower_snake(remote.name)) or {}
+    risk = override.get("risk") or spec.risk or "high"
+    side_effects = override.get("has_side_effects", spec.has_side_effects)
+    if side_effects is None:  # a risk below high vouches that the tool only reads
+        side_effects = risk == "high"
+    if side_effects and risk != "high":
+        log.warning("MCP %s/%s: side effects without preview are always high risk (risk %s ignored)",
+                    spec.name, remote.name, risk)
+        risk = "high"
+    description = " ".join((remote.description or remote.name).split())[:MAX_DESCRIPTION]
+    return ToolMeta(
+        name=local_name(spec.name, remote.name),
+        description=f"[MCP server {spec.name}] {description}",
+        schema=strict_schema(remote.input_schema), has_side_effects=side_effects, risk=risk,
+        returns_untrusted=override.get("returns_untrusted", True), idempotent=False,
+        supports_dry_run=False, capability_required=f"mcp:{spec.name}",
+    )
+
+
+class MCPTool:
+    """One remote tool. It holds its server, not a connection, so it survives reconnects."""
+
+    def __init__(self, meta: ToolMeta, server: ServerRunner, remote_name: str):
+        self.meta = meta
+        self._server = server
+        self.remote_name = remote_name
+
+    async def execute(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
+        return await self._server.call(self.remote_name, args, ctx)
+
+    async def dry_run(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
+        if not self.meta.has_side_effects:
+            return await self.execute(ctx, **args)
+        return {"summary": NO_PREVIEW}
+
+
+def result_to_dict(result: CallToolResult) -> dict[str, Any]:
+    parts: list[str] = []
+    for block in result.content:
+        if block.type == "text":
+            parts.append(block.text)
+        elif block.type in ("image", "audio"):
+            parts.append(f"[{block.type} {block.mime_type}, {len(block.data)} base64 chars omitted]")
+        elif block.type == "resource_link":
+            parts.append(f"[resource {block.uri}]")
+        elif block.type == "resource":
+            inner = block.resource
+            parts.append(getattr(inner, "text", None) or f"[binary resource {inner.uri}]")
+    text = "\n".join(parts)
+    out: dict[str, Any] = {"text": text[:MAX_RESULT_CHARS]}
+    if len(text) > MAX_RESULT_CHARS:
+        out["truncated"] = True
+    if result.structured_content is not None:
+        out["structured"] = result.structured_content
+    return out
+
+
+# --- one server ----------------------------------------------------------------------------
+
+
+class _WatchedStream:
+    """The transport's read stream, reporting its end: the only sign a server died while idle."""
+
+    def __init__(self, inner: Any, lost: asyncio.Event):
+        self._inner, self._lost = inner, lost
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._lost.set()
+            raise
+
+    def __aiter__(self) -> _WatchedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedStream:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _watched(transport: Any, lost: asyncio.Event):
+    async with transport as (read_stream, write_stream):
+        yield _WatchedStream(read_stream, lost), write_stream
+
+
+class ServerRunner:
+    """Connects one server, keeps its tools registered while it lives, restarts it when it dies."""
+
+    def __init__(self, spec: ServerSpec, manager: MCPManager):
+        self.spec, self.manager = spec, manager
+        self.state, self.error, self.restarts = "starting", "", 0
+        self.tools: list[str] = []
+        self.tool_errors: dict[str, str] = {}
+        self.first_attempt = asyncio.Event()
+        self._client: Client | None = None
+        self._lost = asyncio.Event()
+
+    def status(self) -> dict[str, Any]:
+        return {"transport": self.spec.transport, "state": self.state, "error": self.error,
+                "tools": list(self.tools), "tool_errors": dict(self.tool_errors),
+                "restarts": self.restarts}
+
+    async def supervise(self) -> None:
+        failures = 0
+        while True:
+            started = time.monotonic()
+            try:
+                await self._serve_once()
+            except ServerConfigError as exc:
+                self._set("failed", str(exc))
+                log.error("%s", exc)
+                return
+            except Exception as exc:  # supervision boundary: a server's failure never stops the bot
+                repeated = _one_line(exc) == self.error
+                self._set("down", _one_line(exc))
+                # The traceback once per kind of failure, not at every retry of a server that is away.
+                log.warning("MCP server %s is down: %s", self.spec.name, self.error,
+                            exc_info=None if repeated else exc)
+            finally:
+                self.first_attempt.set()
+            failures = 0 if time.monotonic() - started >= STABLE_AFTER_SECONDS else failures
+            delay = min(self.manager.base_delay * 2 ** failures, self.manager.max_delay)
+            failures += 1
+            await asyncio.sleep(delay)  # backoff before the restart, not synchronisation
+            self.restarts += 1
+            self._set("starting", self.error)
+
+    async def _serve_once(self) -> None:
+        self._lost = asyncio.Event()
+        async with contextlib.AsyncExitStack() as stack:
+            client = Client(await self._transport(stack), read_timeout_seconds=self.spec.startup_timeout,
+                            cache=None, client_info=Implementation(name="myclaw", version="1"))
+            await stack.enter_async_context(client)
+            remote_tools = await _list_tools(client)
+            self._client = client
+            try:
+                self._register(remote_tools)
+                self._set("running", "")
+                self.first_attempt.set()
+                await self._lost.wait()
+            finally:
+                self._client = None
+                self.unregister_tools()  # before the state changes: "down" never lists tools
+        raise ConnectionLost("the server closed the connection")
+
+    async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        if self.spec.transport == "stdio":
+            params = stdio_parameters(self.spec, self.manager.bot_env)
+            return _watched(stdio_client(params, errlog=sys.stderr), self._lost)
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=self.spec.headers, timeout=httpx2.Timeout(30.0, read=300.0)))
+        return _watched(streamable_http_client(self.spec.url, http_client=http), self._lost)
+
+    def _register(self, remote_tools: list[Any]) -> None:
+        registry = self.manager.registry
+        self.tool_errors = {}
+        for remote in remote_tools:
+            try:
+                tool = MCPTool(tool_meta(self.spec, remote), self, remote.name)
+                registry.register(tool, source=f"mcp:{self.spec.name}")
+            except (RegistrationError, TypeError, ValueError) as exc:
+                self.tool_errors[remote.name] = str(exc)
+                log.warning("MCP server %s: tool %s not registered: %s", self.spec.name, remote.name, exc)
+                continue
+            self.tools.append(tool.meta.name)
+
+    def unregister_tools(self) -> None:
+        for name in self.tools:
+            self.manager.registry.unregister(name)
+        self.tools = []
+
+    def _set(self, state: str, error: str) -> None:
+        self.state, self.error = state, error
+        self.manager.changed()
+
+    async def call(self, remote: str, args: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        client, name = self._client, self.spec.name
+        if client is None:
+            raise ToolNetworkError(f"MCP server {name} is not connected ({self.error or self.state})",
+                                   "The server is restarting; try again in a minute or answer without it.")
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            await ctx.progress(message or (f"{done:g}/{total:g}" if total else f"{done:g}"))
+
+        call = client.call_tool(remote, args, read_timeout_seconds=self.spec.call_timeout,
+                                progress_callback=progress)
+        try:
+            result = await _unless_cancelled(call, ctx.cancelled)
+        except MCPError as exc:
+            raise self._translate(exc) from exc
+        except (httpx2.TransportError, OSError, anyio.BrokenResourceError,
+                anyio.ClosedResourceError) as exc:
+            self._lost.set()
+            raise ToolNetworkError(f"MCP server {name} is unreachable: {_one_line(exc)}") from exc
+        except ValidationError as exc:
+            raise ToolExternalError(f"MCP server {name} sent a malformed result") from exc
+        if result.is_error:
+            text = result_to_dict(result)["text"][:2000] or "(no message)"
+            raise ToolExternalError(f"{name}/{remote} failed: {text}", details={"server": name})
+        return result_to_dict(result)
+
+    def _translate(self, exc: MCPError) -> Exception:
+        name = self.spec.name
+        if exc.code == CONNECTION_CLOSED:
+            self._lost.set()
+            return ToolNetworkError(f"MCP server {name} closed the connection during the call",
+                                    "The server is restarting; try again later or answer without it.")
+        if exc.code == REQUEST_TIMEOUT:
+            return ToolNetworkError(f"MCP server {name} did not answer within "
+                                    f"{self.spec.call_timeout:g}s")
+        return ToolExternalError(f"MCP server {name} refused the call: {exc.message}",
+                                 details={"code": exc.code})
+
+
+async def _unless_cancelled(coro: Any, cancelled: asyncio.Event) -> Any:
+    """Await `coro`, abandoning it (the SDK then cancels the request) when `cancelled` is set."""
+    if cancelled.is_set():
+        coro.close()
+        raise asyncio.CancelledError("cancelled before the call started")
+    call = asyncio.ensure_future(coro)
+    stop = asyncio.ensure_future(cancelled.wait())
+    try:
+        await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not call.done():
+            call.cancel()
+            await asyncio.wait({call})  # the SDK sends its cancel notice; the call's error is not raised
+        if call.done() and not call.cancelled():
+            call.exception()  # retrieved: a late failure of an abandoned call is not logged as lost
+    if call.cancelled():
+        raise asyncio.CancelledError("the call was cancelled")
+    return call.result()
+
+
+async def _list_tools(client: Client) -> list[Any]:
+    tools: list[Any] = []
+    cursor: str | None = None
+    for _ in range(MAX_LIST_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _one_line(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split())[:300]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# --- the manager ---------------------------------------------------------------------------
+
+
+class MCPManager:
+    """Starts every configured MCP server and keeps its tools in the registry while it lives."""
+
+    def __init__(self, config: Any, registry: Registry, *, base_delay: float = 1.0,
+                 max_delay: float = 60.0):
+        self.config, self.registry = config, registry
+        self.base_delay, self.max_delay = base_delay, max_delay
+        self.bot_env: dict[str, str] = dict(getattr(config, "env", None) or os.environ)
+        self._runners: dict[str, ServerRunner] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._problems: dict[str, dict[str, Any]] = {}
+        self._changed = asyncio.Event()
+
+    async def start(self) -> None:
+        """Start every enabled server; return once each has connected or failed its first try."""
+        for key, table in self.config["mcp"]["servers"].items():
+            if not table.get("enabled", True):
+                self._problems[key] = {"state": "disabled", "error": "", "tools": []}
+                continue
+            try:
+                spec = parse_spec(key, table, self.bot_env)
+            except ServerConfigError as exc:
+                log.error("%s", exc)
+                self._problems[key] = {"state": "failed", "error": str(exc), "tools": []}
+                continue
+            if spec.name in self._runners:
+                self._problems[key] = {"state": "failed", "tools": [],
+                                       "error": f"server name {spec.name!r} is used twice"}
+                continue
+            runner = ServerRunner(spec, self)
+            self._runners[spec.name] = runner
+            self._tasks.append(asyncio.create_task(runner.supervise(), name=f"mcp:{spec.name}"))
+        if not self._runners:
+            return
+        limit = max(r.spec.startup_timeout for r in self._runners.values()) + 5
+        with contextlib.suppress(TimeoutError):  # a slow server keeps starting in the background
+            await asyncio.wait_for(
+                asyncio.gather(*(r.first_attempt.wait() for r in self._runners.values())), limit)
+
+    async def stop(self) -> None:
+        """Stop every server (their processes are shut down) and unregister their tools."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for runner in self._runners.values():
+            runner.unregister_tools()
+            runner.state = "stopped"
+        self.changed()
+
+    def status(self) -> dict[str, dict[str, Any]]:
+        """Per server: transport, state (starting|running|down|failed|disabled|stopped), error,
+        tools, tool_errors, restarts. For `myclaw doctor` and /tools."""
+        out = {key: dict(value) for key, value in self._problems.items()}
+        out.update({name: runner.status() for name, runner in self._runners.items()})
+        return out
+
+    def changed(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait_for(self, predicate: Any, timeout: float) -> dict[str, dict[str, Any]]:
+        """Wait until `predicate(status())` holds; TimeoutError after `timeout` seconds."""
+        async with asyncio.timeout(timeout):
+            while not predicate(self.status()):
+                await self._changed.wait()
+        return self.status()
