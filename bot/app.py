@@ -114,17 +114,38 @@ class App:
                 log.warning("%s channel did not stop cleanly: %s", name, exc)
         self.channels.clear()
 
+    async def start_services(self) -> None:
+        """The long-lived parts besides channels: MCP servers, the /healthz endpoint."""
+        if self.config["mcp"]["servers"]:
+            from bot.mcp_client import MCPManager
+
+            manager = MCPManager(self.config, self.services.registry)
+            await manager.start()
+            self.services.extras["mcp"] = manager
+            self._extras.append(manager)
+        if self.config["health"]["enabled"]:
+            from bot.health import HealthServer
+
+            health = HealthServer(self.config, self.services.store, self.channels)
+            await health.start()
+            self._extras.append(health)
+
     async def serve(self, names: list[str]) -> None:
-        """Start the channels and wait for SIGTERM/SIGINT, then shut down gracefully."""
+        """Start everything, wait for SIGTERM/SIGINT, then shut down gracefully: turns in
+        flight finish (or are cancelled after `grace` seconds, their state recorded), then the
+        channels close; `close()` closes the store. Pending approvals stay valid."""
+        grace = self.config["agent"]["shutdown_grace_seconds"]
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         try:
+            await self.start_services()
             await self.start_channels(names)
             log.info("myclaw ready (channels: %s)", ", ".join(names) or "none")
             await stop.wait()
-            log.info("shutting down")
+            log.info("shutting down: finishing the turns in flight")
+            await self.agent.shutdown(grace)
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)

@@ -55,10 +55,13 @@ async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
 async def _terminal(app: Any, args: argparse.Namespace) -> int:
     from channels.cli import TerminalChannel
 
+    await app.start_services()
     logging.getLogger("bot.app").info("myclaw ready (channels: terminal)")
     if args.log_level is None:  # keep per-turn log lines out of the conversation
         logging.getLogger().setLevel(logging.WARNING)
-    await TerminalChannel(app.agent).run()
+    grace = app.config["agent"]["shutdown_grace_seconds"]
+    await TerminalChannel(app.agent, grace=grace).run()
+    await app.agent.shutdown(grace)
     return 0
 
 

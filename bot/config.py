@@ -82,6 +82,7 @@ SCHEMA: dict[str, Any] = _obj({
         "llm_max_retries": {"type": "integer", "minimum": 0, "maximum": 10},
         "stream": {"type": "boolean"},
         "session_scope": {"enum": ["sender", "chat"]},
+        "shutdown_grace_seconds": {"type": "number", "minimum": 0},
     }),
     "store": _obj({"path": {"type": "string", "minLength": 1}}),
     "senders": {
@@ -170,6 +171,7 @@ DEFAULTS: dict[str, Any] = {
         "llm_max_retries": 3,
         "stream": True,
         "session_scope": "sender",
+        "shutdown_grace_seconds": 10,
     },
     "store": {"path": ""},
     "senders": {"cli:local": "full", "unknown": "pairing"},

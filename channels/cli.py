@@ -90,8 +90,10 @@ class LineReader:
 
 
 class TerminalChannel:
-    def __init__(self, agent: AgentAPI, stdin: TextIO | None = None, stdout: TextIO | None = None):
+    def __init__(self, agent: AgentAPI, stdin: TextIO | None = None, stdout: TextIO | None = None,
+                 grace: float = 10.0):
         self.agent = agent
+        self.grace = grace
         self.stdin = stdin or sys.stdin
         self.sink = TerminalSink(stdout or sys.stdout)
         self._turn: asyncio.Task | None = None
@@ -110,11 +112,25 @@ class TerminalChannel:
             return
         exit_event.set()
 
+    def _on_terminate(self, exit_event: asyncio.Event) -> None:
+        """SIGTERM: quit once the running turn ends, cancelling it after the grace period."""
+        exit_event.set()
+        if self._turn is not None and not self._turn.done():
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.grace, self._cancel_turn)
+
+    def _cancel_turn(self) -> None:
+        stop = getattr(self.agent, "stop", None)
+        if self._turn is not None and not self._turn.done() and (
+                stop is None or not stop(self._message("/stop"))):
+            self._turn.cancel()
+
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         exit_event = asyncio.Event()
         try:
             loop.add_signal_handler(signal.SIGINT, self._on_interrupt, exit_event)
+            loop.add_signal_handler(signal.SIGTERM, self._on_terminate, exit_event)
         except (NotImplementedError, RuntimeError):
             pass
         reader = LineReader(self.stdin, loop)
@@ -122,10 +138,11 @@ class TerminalChannel:
         try:
             await self._loop(reader, exit_event)
         finally:
-            try:
-                loop.remove_signal_handler(signal.SIGINT)
-            except (NotImplementedError, RuntimeError):
-                pass
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.remove_signal_handler(sig)
+                except (NotImplementedError, RuntimeError):
+                    pass
         self.sink.write("\nbye\n")
 
     async def _next_line(self, reader: LineReader, exit_event: asyncio.Event) -> str | None:
