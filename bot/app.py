@@ -16,6 +16,7 @@ from typing import Any
 
 from bot.config import Config
 from bot.errors import ChannelError, ConfigError
+from bot.hooks import run_session_hooks
 from bot.policy import Profile
 from bot.registry import Registry
 from bot.services import Services
@@ -56,6 +57,7 @@ class App:
         self.channels: dict[str, Any] = {}
         self._extras: list[Any] = []  # other long-lived parts with async stop() (MCP, health)
         self._closed = False
+        self._started = False
 
     @classmethod
     async def open(cls, config: Config) -> App:
@@ -78,11 +80,20 @@ class App:
         )
         return cls(config, services)
 
+    def system_context(self) -> Any:
+        """The call context for process-level hooks (not tied to any sender's session)."""
+        from bot.tool import CallContext
+
+        return CallContext(sender="cli:local", session_id="", channel="cli",
+                           workspace=self.config.workspace, services=self.services)
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         await self.agent.queue.drain(timeout=5)
+        if self._started:
+            await run_session_hooks(self.services.registry, "shutdown", self.system_context())
         for part in reversed(self._extras):
             await part.stop()
         await self.services.llm.close()
@@ -129,6 +140,8 @@ class App:
             health = HealthServer(self.config, self.services.store, self.channels)
             await health.start()
             self._extras.append(health)
+        self._started = True
+        await run_session_hooks(self.services.registry, "start", self.system_context())
 
     async def serve(self, names: list[str]) -> None:
         """Start everything, wait for SIGTERM/SIGINT, then shut down gracefully: turns in

@@ -28,11 +28,12 @@ from bot.events import (
     Sink,
     TextDelta,
 )
+from bot.hooks import run_session_hooks
 from bot.prompt import PromptBuilder
 from bot.services import Services
 from bot.sessions import SessionQueue, ShuttingDown, Stopped
 from bot.store import append_rows
-from bot.tool import ToolError, to_tool_error
+from bot.tool import CallContext, ToolError, to_tool_error
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,9 @@ class Agent:
         new = await self.services.store.new_session(self._owner(message), message.chat,
                                                     message.channel)
         self._sessions[(self._owner(message), message.chat)] = new
+        ctx = CallContext(sender=message.sender, session_id=new, channel=message.channel,
+                          workspace=self.config.workspace, services=self.services)
+        await run_session_hooks(self.services.registry, "new_session", ctx)
         return new
 
     def stop(self, message: IncomingMessage) -> bool:

@@ -225,3 +225,30 @@ async def test_done_carries_the_final_text(app_factory, fake_anthropic):
     fake_anthropic.script(text("hello there"))
     sink = await say(app, "hi")
     assert sink.of(Done)[-1].text == "hello there"
+
+
+async def test_tools_hear_about_start_new_sessions_and_shutdown(app_factory):
+    from bot.tool import BaseTool, ToolMeta
+
+    class Listener(BaseTool):
+        meta = ToolMeta(name="listener", description="Listens to session events.", risk="low",
+                        schema={"type": "object", "properties": {}, "additionalProperties": False},
+                        has_side_effects=False, returns_untrusted=False, capability_required="t")
+
+        def __init__(self):
+            self.events = []
+
+        async def on_session(self, event, ctx):
+            self.events.append((event, ctx.sender))
+            if event == "new_session":
+                raise RuntimeError("a buggy hook must not break /new")
+
+    app = await app_factory()
+    listener = Listener()
+    app.services.registry.register(listener, "tests")
+    await app.start_services()
+    sink = await say(app, "/new", sender="cli:local")
+    assert sink.of(Notice)[0].text == "Started a fresh conversation."
+    await app.close()
+    assert listener.events == [("start", "cli:local"), ("new_session", "cli:local"),
+                               ("shutdown", "cli:local")]
