@@ -1,30 +1,24 @@
-"""MCP client: the tools of Model Context Protocol servers, registered as `<server>__<tool>`.
+"""MCP client: the lifecycle of Model Context Protocol servers whose tools the bot registers.
 
-Servers come from `[mcp.servers.<name>]`: stdio (`command`, `args`, `env`) or streamable HTTP
-(`url`, `headers`). `${VAR}` in an env or header value is read from the bot's environment, so a
-token never has to live in the config file. Each server is owned by one supervising task that
-connects, lists the tools, registers them and waits for the connection to end; when it ends (the
-process died, the HTTP server went away) the tools are unregistered — they vanish from every
-catalog — and the server is restarted with capped exponential backoff.
+Servers come from `[mcp.servers.<name>]` (parsed in bot/mcp_config.py): stdio or streamable HTTP.
+Each server is owned by one supervising task that connects, lists the tools, registers them (as
+bot/mcp_tools.py adapts them, named `<server>__<tool>`) and waits for the connection to end; when it
+ends (the process died, the HTTP server went away) the tools are unregistered — they vanish from
+every catalog — and the server is restarted with capped exponential backoff.
 
-Safety defaults, overridable per server or per tool: side effects assumed, risk high, output
-untrusted, no dry_run (the approval shows NO_PREVIEW). A stdio server's environment holds only
-PATH plus what its config names: none of the bot's secrets, not even HOME.
+A stdio server's environment holds only PATH plus what its config names: none of the bot's secrets,
+not even HOME.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
-import hashlib
 import logging
 import os
-import re
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -33,93 +27,65 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Implementation
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Implementation
 from pydantic import ValidationError
 
-from bot.config import SECRET_ENV_VARS
+from bot.mcp_config import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_STARTUP_TIMEOUT,
+    ServerConfigError,
+    ServerSpec,
+    lower_snake,
+    parse_spec,
+)
+from bot.mcp_tools import (
+    MAX_DESCRIPTION,
+    MAX_NAME,
+    MAX_RESULT_CHARS,
+    MCPTool,
+    local_name,
+    result_to_dict,
+    strict_schema,
+    tool_meta,
+)
 from bot.registry import RegistrationError, Registry
-from bot.tool import NAME_RE, NO_PREVIEW, CallContext, ToolExternalError, ToolMeta, ToolNetworkError
+from bot.tool import CallContext, ToolExternalError, ToolNetworkError
+
+# The configuration and tool-adapter names moved out of this module are still importable from it.
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_STARTUP_TIMEOUT",
+    "MAX_DESCRIPTION",
+    "MAX_LIST_PAGES",
+    "MAX_NAME",
+    "MAX_RESULT_CHARS",
+    "STABLE_AFTER_SECONDS",
+    "ConnectionLost",
+    "MCPManager",
+    "MCPTool",
+    "ServerConfigError",
+    "ServerRunner",
+    "ServerSpec",
+    "local_name",
+    "lower_snake",
+    "parse_spec",
+    "result_to_dict",
+    "stdio_parameters",
+    "strict_schema",
+    "tool_meta",
+]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CALL_TIMEOUT = 120.0
-DEFAULT_STARTUP_TIMEOUT = 30.0
 STABLE_AFTER_SECONDS = 60.0   # a connection that lived this long resets the backoff
-MAX_NAME = 64                 # Anthropic tool names are at most 64 characters
-MAX_DESCRIPTION = 1024
-MAX_RESULT_CHARS = 100_000
 MAX_LIST_PAGES = 50
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-class ServerConfigError(ValueError):
-    """A `[mcp.servers.<name>]` table that cannot be started as written."""
 
 
 class ConnectionLost(ConnectionError):
     """The server's connection ended while the bot was using it."""
 
 
-# --- configuration -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    name: str                               # normalised: the prefix of every tool name
-    command: str = ""
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    url: str = ""
-    headers: dict[str, str] = field(default_factory=dict)
-    risk: str | None = None
-    has_side_effects: bool | None = None
-    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
-    call_timeout: float = DEFAULT_CALL_TIMEOUT
-    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
-
-    @property
-    def transport(self) -> str:
-        return "stdio" if self.command else "http"
-
-
-def lower_snake(text: str) -> str:
-    return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
-
-
-def parse_spec(key: str, table: dict[str, Any], env: dict[str, str]) -> ServerSpec:
-    name = lower_snake(key)
-    if not NAME_RE.match(name):
-        raise ServerConfigError(f"[mcp.servers.{key}]: the name must start with a letter")
-    if bool(table.get("command")) == bool(table.get("url")):
-        raise ServerConfigError(f"[mcp.servers.{key}]: set either command (stdio) or url (HTTP)")
-    return ServerSpec(
-        name=name, command=table.get("command", ""), args=tuple(table.get("args", ())),
-        env=_interpolate(key, "env", table.get("env", {}), env), url=table.get("url", ""),
-        headers=_interpolate(key, "headers", table.get("headers", {}), env),
-        risk=table.get("risk"), has_side_effects=table.get("has_side_effects"),
-        tools=dict(table.get("tools", {})),
-        call_timeout=float(table.get("timeout_seconds", DEFAULT_CALL_TIMEOUT)),
-        startup_timeout=float(table.get("startup_timeout_seconds", DEFAULT_STARTUP_TIMEOUT)),
-    )
-
-
-def _interpolate(key: str, where: str, values: dict[str, str], env: dict[str, str]) -> dict[str, str]:
-    def value_of(match: re.Match[str]) -> str:
-        if match[1] in SECRET_ENV_VARS:
-            raise ServerConfigError(f"[mcp.servers.{key}] {where}: ${{{match[1]}}} is one of the "
-                                    "bot's own secrets and is never passed to an MCP server")
-        if not env.get(match[1]):
-            raise ServerConfigError(
-                f"[mcp.servers.{key}] {where}: ${{{match[1]}}} is not set in the environment")
-        return env[match[1]]
-
-    out = {name: _VAR.sub(value_of, value) for name, value in values.items()}
-    own = {env[var] for var in SECRET_ENV_VARS if len(env.get(var, "")) >= 4}
-    for name, value in out.items():
-        if any(secret in value for secret in own):
-            raise ServerConfigError(f"[mcp.servers.{key}] {where}.{name} holds one of the bot's own "
-                                    "secrets, which is never passed to an MCP server")
-    return out
+# --- transport -----------------------------------------------------------------------------
 
 
 def stdio_parameters(spec: ServerSpec, bot_env: dict[str, str]) -> StdioServerParameters:
@@ -137,106 +103,6 @@ def stdio_parameters(spec: ServerSpec, bot_env: dict[str, str]) -> StdioServerPa
     env_program = shutil.which("env", path=os.defpath) or "/usr/bin/env"
     return StdioServerParameters(command=env_program, args=[*unset, "--", command, *spec.args],
                                  env=child_env)
-
-
-# --- tool adapter --------------------------------------------------------------------------
-
-
-def local_name(server: str, remote: str) -> str:
-    name = f"{server}__{lower_snake(remote) or 'tool'}"
-    if len(name) > MAX_NAME:
-        name = f"{name[:MAX_NAME - 9]}_{hashlib.sha256(remote.encode()).hexdigest()[:8]}"
-    return name
-
-
-def strict_schema(schema: Any) -> dict[str, Any]:
-    """The server's input schema, closed where it declares properties (top level always)."""
-    if not isinstance(schema, dict):
-        schema = {}
-    out = copy.deepcopy(schema)
-    out["type"] = "object"
-    out.setdefault("properties", {})
-    _close_objects(out)
-    out.setdefault("additionalProperties", False)
-    return out
-
-
-def _close_objects(schema: Any) -> None:
-    # Free-form objects (no properties) stay open: closing them would forbid every key.
-    if not isinstance(schema, dict):
-        return
-    if "properties" in schema:
-        schema.setdefault("additionalProperties", False)
-    for key, sub in schema.items():
-        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(sub, dict):
-            for child in sub.values():
-                _close_objects(child)
-        elif key in ("items", "not", "if", "then", "else", "additionalProperties"):
-            _close_objects(sub)
-        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(sub, list):
-            for child in sub:
-                _close_objects(child)
-
-
-def tool_meta(spec: ServerSpec, remote: Any) -> ToolMeta:
-    override = spec.tools.get(remote.name) or spec.tools.get(lower_snake(remote.name)) or {}
-    risk = override.get("risk") or spec.risk or "high"
-    side_effects = override.get("has_side_effects", spec.has_side_effects)
-    if side_effects is None:  # a risk below high vouches that the tool only reads
-        side_effects = risk == "high"
-    if side_effects and risk != "high":
-        log.warning("MCP %s/%s: side effects without preview are always high risk (risk %s ignored)",
-                    spec.name, remote.name, risk)
-        risk = "high"
-    description = " ".join((remote.description or remote.name).split())[:MAX_DESCRIPTION]
-    return ToolMeta(
-        name=local_name(spec.name, remote.name),
-        description=f"[MCP server {spec.name}] {description}",
-        schema=strict_schema(remote.input_schema), has_side_effects=side_effects, risk=risk,
-        returns_untrusted=override.get("returns_untrusted", True), idempotent=False,
-        supports_dry_run=False, capability_required=f"mcp:{spec.name}",
-    )
-
-
-class MCPTool:
-    """One remote tool. It holds its server, not a connection, so it survives reconnects."""
-
-    def __init__(self, meta: ToolMeta, server: ServerRunner, remote_name: str):
-        self.meta = meta
-        self._server = server
-        self.remote_name = remote_name
-
-    async def execute(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
-        return await self._server.call(self.remote_name, args, ctx)
-
-    async def dry_run(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
-        if not self.meta.has_side_effects:
-            return await self.execute(ctx, **args)
-        return {"summary": NO_PREVIEW}
-
-
-def result_to_dict(result: CallToolResult) -> dict[str, Any]:
-    parts: list[str] = []
-    for block in result.content:
-        if block.type == "text":
-            parts.append(block.text)
-        elif block.type in ("image", "audio"):
-            parts.append(f"[{block.type} {block.mime_type}, {len(block.data)} base64 chars omitted]")
-        elif block.type == "resource_link":
-            parts.append(f"[resource {block.uri}]")
-        elif block.type == "resource":
-            inner = block.resource
-            parts.append(getattr(inner, "text", None) or f"[binary resource {inner.uri}]")
-    text = "\n".join(parts)
-    out: dict[str, Any] = {"text": text[:MAX_RESULT_CHARS]}
-    if len(text) > MAX_RESULT_CHARS:
-        out["truncated"] = True
-    if result.structured_content is not None:
-        out["structured"] = result.structured_content
-    return out
-
-
-# --- one server ----------------------------------------------------------------------------
 
 
 class _WatchedStream:
@@ -279,6 +145,9 @@ class _WatchedStream:
 async def _watched(transport: Any, lost: asyncio.Event):
     async with transport as (read_stream, write_stream):
         yield _WatchedStream(read_stream, lost), write_stream
+
+
+# --- one server ----------------------------------------------------------------------------
 
 
 class ServerRunner:
