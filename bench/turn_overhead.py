@@ -32,12 +32,15 @@ async def run(turns: int, warmup: int) -> None:
             return await original(**params)
 
         app.services.llm.create = capturing
-        raw = anthropic.AsyncAnthropic(api_key="bench-key", base_url=base_url, max_retries=0)
+        # The same client configuration as bot.llm (SDK with its aiohttp transport).
+        raw = anthropic.AsyncAnthropic(api_key="bench-key", base_url=base_url, max_retries=0,
+                                       http_client=anthropic.DefaultAioHttpClient())
         ours: list[float] = []
         theirs: list[float] = []
         for i in range(warmup + turns):
             captured.clear()
-            message = IncomingMessage("cli:local", f"chat{i}", f"what time is it? ({i})")
+            # Ten ongoing conversations, round robin: histories grow as in real use.
+            message = IncomingMessage("cli:local", f"chat{i % 10}", f"what time is it? ({i})")
             started = time.perf_counter()
             await app.agent.handle(message, NullSink())
             elapsed = (time.perf_counter() - started) * 1000

@@ -28,6 +28,7 @@ from bot.events import (
     Sink,
     TextDelta,
 )
+from bot.history_cache import HistoryCache
 from bot.hooks import run_session_hooks
 from bot.prompt import PromptBuilder
 from bot.services import Services
@@ -49,6 +50,8 @@ class Agent:
         self.dispatcher = Dispatcher(services)
         self.prompt = PromptBuilder(services)
         self._sessions: dict[tuple[str, str], str] = {}
+        self._auto_approve: dict[str, frozenset[str]] = {}
+        self._histories = HistoryCache()
 
     # --- the channel-facing API (bot.events.AgentAPI) ------------------------------------
 
@@ -77,6 +80,7 @@ class Agent:
         resolution = await approvals.resolve(approval_id, resolver, choice)
         if resolution.ok and resolution.request is not None:
             request = resolution.request
+            self._auto_approve.pop(request.session_id, None)  # "always" may have added a tool
             key = self.session_key(request.sender, request.chat)
             self.queue.spawn(key, lambda: self._guarded(sink, self._resume(request, resolver, sink)))
         return resolution
@@ -163,9 +167,9 @@ class Agent:
     async def _user_turn(self, message: IncomingMessage, autonomy: str, sink: Sink) -> None:
         session_id = await self.session_id(message)
         store, approvals = self.services.store, self.services.approvals
-        turn = Turn(session_id, message.sender, message.chat, message.channel, autonomy, sink)
-        (stored, size), turn.session_auto_approve = await asyncio.gather(
-            store.load_history_sized(session_id), approvals.session_auto_approve(session_id))
+        turn = await self._turn(session_id, message.sender, message.chat, message.channel,
+                                autonomy, sink)
+        stored, size = await self._history_of(session_id)
         waiting = _open_tool_uses(stored)
         base = await self._repaired(turn, stored, size)
         user = {"role": "user", "content": [{"type": "text", "text": message.text}]}
@@ -176,14 +180,29 @@ class Agent:
             async with store.transaction() as db:
                 await approvals.supersede_session(session_id, db=db)
                 await store.append_messages(session_id, [user], db=db)
+            self._histories.extend(session_id, [user])
         else:
             self._write_behind(turn, [user], None)  # overlaps with the model call
         await self._loop(turn, history.repair([*base, user]))
 
     async def _turn(self, session_id: str, sender: str, chat: str, channel: str, autonomy: str,
                     sink: Sink) -> Turn:
-        auto = await self.services.approvals.session_auto_approve(session_id)
+        auto = self._auto_approve.get(session_id)
+        if auto is None:
+            auto = await self.services.approvals.session_auto_approve(session_id)
+            if len(self._auto_approve) >= SESSION_CACHE_SIZE:
+                self._auto_approve.clear()
+            self._auto_approve[session_id] = auto
         return Turn(session_id, sender, chat, channel, autonomy, sink, auto)
+
+    async def _history_of(self, session_id: str) -> tuple[list[dict[str, Any]], int]:
+        """The stored history (from the cache of what this process wrote, else the store)."""
+        cached = self._histories.get(session_id)
+        if cached is not None:
+            return cached
+        stored, size = await self.services.store.load_history_sized(session_id)
+        self._histories.put(session_id, stored, size)
+        return stored, size
 
     async def _repaired(self, turn: Turn, stored: list[dict[str, Any]],
                         size: int | None = None) -> list[dict[str, Any]]:
@@ -194,6 +213,7 @@ class Agent:
         if compacted is not None:
             messages = compacted
         if messages != stored:
+            self._histories.drop(turn.session_id)
             await self.services.store.replace_history(turn.session_id, messages)
         return messages
 
@@ -206,8 +226,9 @@ class Agent:
                 _add_usage(usage, response.usage)
                 assistant = {"role": "assistant", "content": response.content}
                 if not response.tool_uses:
+                    # The answer is shown while its write completes; `finally` waits for the
+                    # write before the session takes its next message.
                     self._write_behind(turn, [assistant], response)
-                    await self._flush(turn)
                     await turn.sink.emit(Done(response.text, usage))
                     return
                 if await self._step(turn, messages, assistant, response):
@@ -219,6 +240,8 @@ class Agent:
                                         "Everything so far is saved; send 'continue' to go on."))
             await turn.sink.emit(Done("", usage))
         finally:
+            if turn.writes:  # audit rows of calls refused before the turn failed
+                self._write_behind(turn, [], None)
             await self._flush(turn)
             log.info("turn", extra={"sender": turn.sender, "session": turn.session_id,
                                     "tools": turn.log_calls, "tokens": usage,
@@ -290,11 +313,16 @@ class Agent:
         """
         previous, writes = turn.journal, turn.writes[:]
         turn.writes.clear()
+        self._histories.extend(turn.session_id, new)
 
         async def write() -> None:
-            if previous is not None:
-                await previous
-            await self._persist(turn, new, response, writes)
+            try:
+                if previous is not None:
+                    await previous
+                await self._persist(turn, new, response, writes)
+            except BaseException:
+                self._histories.drop(turn.session_id)  # the store is the truth: reload next time
+                raise
         turn.journal = asyncio.ensure_future(write())
 
     async def _flush(self, turn: Turn) -> None:
@@ -335,8 +363,8 @@ class Agent:
             return  # other calls of the same step still wait for their answer
         active = await self.services.store.session_info(request.session_id)
         if active and active.get("active"):
-            stored = await self.services.store.load_history(request.session_id)
-            await self._loop(turn, await self._repaired(turn, stored))
+            stored, size = await self._history_of(request.session_id)
+            await self._loop(turn, await self._repaired(turn, stored, size))
 
     async def _resolved_result(self, turn: Turn, request: Any, resolver: str) -> dict[str, Any]:
         call_id = request.tool_use_id

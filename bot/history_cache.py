@@ -1,0 +1,53 @@
+"""A bounded in-memory copy of recent sessions' histories, so a turn reads nothing from SQLite.
+
+The store stays the source of truth: the cache only ever holds what this process itself wrote
+(every history write of a session goes through its ordered queue, in this process), it is
+filled from the store on a miss, and an entry is dropped whenever a write fails. Bounded by the
+total size of the cached histories, least recently used first out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from typing import Any
+
+Messages = list[dict[str, Any]]
+
+
+class HistoryCache:
+    def __init__(self, max_chars: int = 32_000_000):
+        self.max_chars = max_chars
+        self._entries: OrderedDict[str, tuple[Messages, int]] = OrderedDict()
+        self._chars = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, session_id: str) -> tuple[Messages, int] | None:
+        entry = self._entries.get(session_id)
+        if entry is not None:
+            self._entries.move_to_end(session_id)
+            return list(entry[0]), entry[1]
+        return None
+
+    def put(self, session_id: str, messages: Messages, size: int) -> None:
+        self.drop(session_id)
+        self._entries[session_id] = (list(messages), size)
+        self._chars += size
+        while self._chars > self.max_chars and len(self._entries) > 1:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self._chars -= dropped
+
+    def extend(self, session_id: str, new: Messages) -> None:
+        """Record messages appended to a session (no-op when the session is not cached)."""
+        entry = self._entries.get(session_id)
+        if entry is None:
+            return
+        added = sum(len(json.dumps(m["content"], ensure_ascii=False)) for m in new)
+        self.put(session_id, entry[0] + new, entry[1] + added)
+
+    def drop(self, session_id: str) -> None:
+        entry = self._entries.pop(session_id, None)
+        if entry is not None:
+            self._chars -= entry[1]
