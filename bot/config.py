@@ -84,7 +84,7 @@ SCHEMA: dict[str, Any] = _obj({
         "session_scope": {"enum": ["sender", "chat"]},
         "shutdown_grace_seconds": {"type": "number", "minimum": 0},
     }),
-    "store": _obj({"path": {"type": "string", "minLength": 1}}),
+    "store": _obj({"path": {"type": "string"}}),  # "" = the default under the XDG data dir
     "senders": {
         "type": "object",
         "properties": {"unknown": {"enum": list(UNKNOWN_POLICIES)}},

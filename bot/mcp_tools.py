@@ -35,13 +35,23 @@ def local_name(server: str, remote: str) -> str:
 
 
 def strict_schema(schema: Any) -> dict[str, Any]:
-    """The server's input schema, closed where it declares properties (top level always)."""
+    """The server's input schema, closed where it declares properties.
+
+    The top level is closed over every property any of its branches names, so a schema built
+    with anyOf/oneOf/allOf still accepts its own arguments and refuses unknown ones. Branches
+    of allOf are not closed one by one (each would forbid the others' properties).
+    """
     if not isinstance(schema, dict):
         schema = {}
     out = copy.deepcopy(schema)
     out["type"] = "object"
-    out.setdefault("properties", {})
     _close_objects(out)
+    properties = out.setdefault("properties", {})
+    for key in ("anyOf", "oneOf", "allOf"):
+        for branch in out.get(key) or []:
+            if isinstance(branch, dict):
+                for name in branch.get("properties") or {}:
+                    properties.setdefault(name, {})
     out.setdefault("additionalProperties", False)
     return out
 
@@ -58,9 +68,13 @@ def _close_objects(schema: Any) -> None:
                 _close_objects(child)
         elif key in ("items", "not", "if", "then", "else", "additionalProperties"):
             _close_objects(sub)
-        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(sub, list):
+        elif key in ("anyOf", "oneOf", "prefixItems") and isinstance(sub, list):
             for child in sub:
                 _close_objects(child)
+        elif key == "allOf" and isinstance(sub, list):
+            for child in sub:  # close what lies inside each part, not the part itself
+                for grandchild in (child.get("properties") or {}).values() if isinstance(child, dict) else ():
+                    _close_objects(grandchild)
 
 
 def tool_meta(spec: ServerSpec, remote: Any) -> ToolMeta:

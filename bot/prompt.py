@@ -34,9 +34,10 @@ class PromptBuilder:
     def __init__(self, services: Services):
         self.services = services
         agent = services.config["agent"]
-        text = agent["system_prompt"] or DEFAULT_SYSTEM
-        self.system = [{"type": "text", "text": text.format(workspace=services.config.workspace),
-                        "cache_control": EPHEMERAL}]
+        text = DEFAULT_SYSTEM.format(workspace=services.config.workspace)
+        if agent["system_prompt"].strip():  # the operator's instructions come after ours
+            text += "\n\n" + agent["system_prompt"].strip()
+        self.system = [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
         self.model = agent["model"]
         self.max_tokens = agent["max_tokens"]
         self._tools: dict[tuple, list[dict[str, Any]]] = {}

@@ -265,6 +265,7 @@ class Agent:
     async def _step(self, turn: Turn, messages: list[dict[str, Any]], assistant: dict[str, Any],
                     response: Any) -> bool:
         """Dispatch every tool_use of one response. Returns True when approvals are pending."""
+        await self._flush(turn)  # earlier writes (the user's message) land before any effect
         plans = [self.dispatcher.plan(turn, block) for block in response.tool_uses]
         asks = [p for p in plans if p.result is None and p.decision.verdict == "ask"]
         runs = [p for p in plans if p not in asks]

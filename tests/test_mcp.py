@@ -264,3 +264,20 @@ def test_a_server_description_is_labelled_and_bounded():
     assert len(meta.description) <= 1024 + len("[MCP server web] ")
     assert tool_meta(ServerSpec(name="web", url="u"), remote(description=None)).description == (
         "[MCP server web] search")
+
+
+@pytest.mark.parametrize("schema", [
+    {"anyOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]},
+               {"properties": {"b": {"type": "integer"}}, "required": ["b"]}]},
+    {"allOf": [{"properties": {"a": {"type": "string"}}}, {"properties": {"b": {"type": "integer"}}}]},
+])
+def test_a_composed_server_schema_still_accepts_its_arguments_and_refuses_unknown_ones(schema):
+    import jsonschema
+
+    from bot.mcp_tools import strict_schema
+
+    validator = jsonschema.Draft202012Validator(strict_schema(schema))
+    assert validator.is_valid({"a": "x"}) or validator.is_valid({"b": 1})
+    if "allOf" in schema:
+        assert validator.is_valid({"a": "x", "b": 1})
+    assert not validator.is_valid({"a": "x", "zzz": 1})
