@@ -1,0 +1,492 @@
+"""The network guard: every outgoing HTTP request of the web tools goes through here.
+
+Threat model: the model (or text it read) picks URLs. The guard must keep it away from the
+machine itself, the LAN and the cloud metadata service, whatever the spelling of the address
+and whatever DNS answers. So:
+
+- only http/https, no userinfo, no control characters; numeric hosts are parsed the way
+  `inet_aton` and browsers parse them (2130706433, 0177.0.0.1, 0x7f.1, 127.1) before checking;
+- the host is resolved once (through `ctx.services.extras["resolver"]` when present, else
+  `loop.getaddrinfo`) and EVERY address is checked: loopback, private, link-local, multicast,
+  reserved, unspecified, CGNAT, and IPv6 forms that embed one of those (mapped, compatible,
+  NAT64, 6to4, Teredo) are refused;
+- the request is sent to the address that was checked, with the original Host header and SNI
+  name, so a second DNS answer (rebinding) cannot switch it;
+- redirects are followed here, hop by hop, each one checked again (max 5);
+- `[tools.net] allow_hosts` names hosts, IPs or networks the operator wants reachable anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import ipaddress
+import re
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote, urljoin, urlsplit
+
+import certifi
+import httpx
+import idna
+
+from bot.tool import (
+    CallContext,
+    ToolExternalError,
+    ToolInvalidArgsError,
+    ToolNetworkError,
+    ToolPermissionError,
+)
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str], Awaitable[list[str]]]
+
+MAX_REDIRECTS = 5
+DEFAULT_PORTS = {"http": 80, "https": 443}
+REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+# Headers that carry credentials: never forwarded when a redirect leaves the original origin.
+CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+PRIVATE_HINT = ("This address is private/internal, so the guard refused it. Use a public http(s) "
+                "URL instead; if the user really wants this host reachable, the operator can add "
+                "it to [tools.net] allow_hosts in the config.")
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f\\]")
+_HOST_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
+_PATH_SAFE = "!#$%&'()*+,-./:;=?@[]^_`{|}~"
+_NUMERIC_PART = re.compile(r"^(?:0[xX][0-9a-fA-F]*|[0-9]+)$")
+
+
+# --- addresses -----------------------------------------------------------------------------
+
+
+def parse_ipv4_loose(host: str) -> ipaddress.IPv4Address | None:
+    """Parse a host the way inet_aton/browsers do, or return None if it is not numeric.
+
+    Accepts 1 to 4 parts in decimal, octal (leading 0) or hex (0x); the last part fills the
+    remaining bytes, so 127.1 and 2130706433 are 127.0.0.1. A host whose last label looks
+    numeric but does not parse is refused rather than handed to DNS.
+    """
+    parts = host.split(".")
+    if not _NUMERIC_PART.match(parts[-1]):
+        return None
+    if len(parts) > 4 or not all(_NUMERIC_PART.match(p) for p in parts):
+        raise ToolInvalidArgsError(f"Malformed numeric host {host!r}.",
+                                   "Use a normal hostname or a dotted IPv4 address.")
+    values = [_parse_number(p) for p in parts]
+    *head, last = values
+    if any(v > 255 for v in head) or last >= 256 ** (5 - len(values)):
+        raise ToolInvalidArgsError(f"Numeric host {host!r} is out of range.",
+                                   "Use a normal hostname or a dotted IPv4 address.")
+    number = last
+    for index, value in enumerate(head):
+        number += value << (8 * (3 - index))
+    return ipaddress.IPv4Address(number)
+
+
+def _parse_number(part: str) -> int:
+    if part[:2].lower() == "0x":
+        return int(part[2:] or "0", 16)
+    if len(part) > 1 and part.startswith("0"):
+        if not set(part) <= set("01234567"):
+            raise ToolInvalidArgsError(f"Malformed octal number {part!r} in host.",
+                                       "Use a normal hostname or a dotted IPv4 address.")
+        return int(part, 8)
+    return int(part)
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4, Teredo)."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    if any(ip in net for net in _NAT64) or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def blocked_reason(ip: IPAddress) -> str | None:
+    """Why the guard refuses this address, or None when it is a public unicast address."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.scope_id:
+            return "an IPv6 address with a zone id"
+        inner = embedded_ipv4(ip)
+        if inner is not None and (reason := blocked_reason(inner)):
+            return f"an IPv6 form of {inner}, {reason}"
+    checks = (
+        (ip.is_unspecified, "the unspecified address"),
+        (ip.is_loopback, "a loopback address"),
+        (ip.is_link_local, "a link-local address (cloud metadata lives here)"),
+        (ip.is_multicast, "a multicast address"),
+        (ip in _CGNAT if ip.version == 4 else False, "a shared CGNAT address"),
+        (ip.is_private, "a private address"),
+        (ip.is_reserved, "a reserved address"),
+        (not ip.is_global, "not a public address"),
+    )
+    return next((label for hit, label in checks if hit), None)
+
+
+# --- URLs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """One parsed, normalised http(s) URL. `ip` is set when the host is an address literal."""
+
+    scheme: str
+    host: str
+    port: int
+    path: str
+    ip: IPAddress | None = None
+
+    @property
+    def netloc(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == DEFAULT_PORTS[self.scheme] else f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.netloc}{self.path}"
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return self.scheme, self.host, self.port
+
+
+def parse_target(url: str) -> Target:
+    """Parse and normalise a URL; refuse anything that is not a plain http(s) URL."""
+    if not isinstance(url, str) or not url or len(url) > 8192:
+        raise ToolInvalidArgsError("The URL must be a non-empty string of at most 8192 characters.")
+    if _BAD_URL_CHARS.search(url):
+        raise ToolInvalidArgsError(
+            "The URL contains spaces, control characters or backslashes.",
+            "Percent-encode spaces (%20) and use forward slashes.", {"url": url[:200]})
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ToolInvalidArgsError(f"Not a valid URL: {exc}.", details={"url": url[:200]}) from exc
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        raise ToolPermissionError(
+            f"Only http and https URLs are allowed, not {scheme or 'a relative URL'!r}.",
+            "Give a full URL that starts with https:// (or http://).", {"url": url[:200]})
+    if "@" in parts.netloc:
+        raise ToolPermissionError("URLs with a user name or password (user@host) are refused.",
+                                  "Remove the part before '@'; credentials go in headers.")
+    host, ip = _normalise_host(parts.hostname or "", bracketed="[" in parts.netloc)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    # Percent-encode anything non-ASCII: the URL shown for approval is exactly the one sent,
+    # with no room for look-alike or right-to-left characters.
+    path = quote(path, safe=_PATH_SAFE)
+    return Target(scheme, host, port or DEFAULT_PORTS[scheme], path, ip)
+
+
+def _normalise_host(raw: str, bracketed: bool) -> tuple[str, IPAddress | None]:
+    bad_host = ToolInvalidArgsError(f"Not a valid host name: {raw!r}.",
+                                    "Check the URL; the host looks like example.com.")
+    if bracketed:
+        if "%" in raw:  # a zone id names a local interface: never a public destination
+            raise bad_host
+        try:
+            ip6 = ipaddress.IPv6Address(raw)
+        except ValueError:
+            raise bad_host from None
+        return str(ip6), ip6
+    host = raw[:-1] if raw.endswith(".") else raw
+    if not host or "%" in host:
+        raise bad_host
+    if not host.isascii():
+        try:
+            host = idna.encode(host, uts46=True).decode("ascii")
+        except idna.IDNAError:
+            raise bad_host from None
+    ip4 = parse_ipv4_loose(host)
+    if ip4 is not None:
+        return str(ip4), ip4
+    if len(host) > 253 or not all(_HOST_LABEL.match(label) for label in host.split(".")):
+        raise bad_host
+    return host, None
+
+
+# --- policy ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AllowList:
+    hosts: frozenset[str]
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+
+    def allows_host(self, host: str) -> bool:
+        return host in self.hosts
+
+    def allows_ip(self, ip: IPAddress) -> bool:
+        return any(ip.version == net.version and ip in net for net in self.networks)
+
+
+@functools.lru_cache(maxsize=32)
+def allow_list(entries: tuple[str, ...]) -> AllowList:
+    """Operator entries: host names (exact), IPs or CIDR networks. Cached per configuration."""
+    hosts: set[str] = set()
+    networks = []
+    for entry in entries:
+        cleaned = entry.strip().lower().strip("[]").rstrip(".")
+        try:
+            networks.append(ipaddress.ip_network(cleaned, strict=False))
+        except ValueError:
+            hosts.add(cleaned)
+    return AllowList(frozenset(hosts), tuple(networks))
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Per-call view of the network settings; built from the call context, never shared."""
+
+    allow: AllowList
+    resolver: Resolver
+    timeout: float
+    max_bytes: int
+    transport: httpx.AsyncBaseTransport | None = None
+
+    @classmethod
+    def from_context(cls, ctx: CallContext) -> Guard:
+        services = ctx.services
+        net = services.config["tools"]["net"]
+        extras = services.extras or {}
+        return cls(
+            allow=allow_list(tuple(net.get("allow_hosts", ()))),
+            resolver=extras.get("resolver") or system_resolver,
+            timeout=float(net["timeout_seconds"]),
+            max_bytes=int(net["max_bytes"]),
+            transport=extras.get("http_transport"),
+        )
+
+    def check_ip(self, host: str, ip: IPAddress) -> None:
+        """Raise ToolPermissionError unless this address may be contacted for `host`."""
+        if self.allow.allows_host(host) or self.allow.allows_ip(ip):
+            return
+        reason = blocked_reason(ip)
+        if reason:
+            raise ToolPermissionError(
+                f"Refused to contact {host}: {ip} is {reason}.", PRIVATE_HINT,
+                {"host": host, "address": str(ip), "reason": reason})
+
+    def check_literal(self, target: Target) -> None:
+        """The checks that need no DNS: address literals and localhost names."""
+        if target.ip is not None:
+            self.check_ip(target.host, target.ip)
+        elif _is_localhost_name(target.host) and not self.allow.allows_host(target.host):
+            raise ToolPermissionError(f"Refused to contact {target.host}: it names this machine.",
+                                      PRIVATE_HINT, {"host": target.host})
+
+    async def resolve(self, target: Target) -> IPAddress:
+        """The one address this request will use, after every answer for the host was checked."""
+        self.check_literal(target)
+        if target.ip is not None:
+            return target.ip
+        try:
+            answers = await self.resolver(target.host)
+            addresses = [ipaddress.ip_address(a) for a in answers]
+        except (OSError, ValueError) as exc:
+            raise ToolNetworkError(f"Could not resolve {target.host}: {exc}.",
+                                   "Check the spelling of the host, or retry later.",
+                                   {"host": target.host}) from exc
+        if not addresses:
+            raise ToolNetworkError(f"Could not resolve {target.host}: no addresses.",
+                                   "Check the spelling of the host.", {"host": target.host})
+        for address in addresses:
+            self.check_ip(target.host, address)
+        return addresses[0]
+
+
+def _is_localhost_name(host: str) -> bool:
+    return host == "localhost" or host.endswith(".localhost")
+
+
+async def system_resolver(host: str) -> list[str]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """Built on first use (not at import), then shared: loading the CA bundle costs ~10 ms."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+# --- requests -------------------------------------------------------------------------------
+
+
+@dataclass
+class Fetched:
+    url: str
+    status: int
+    headers: httpx.Headers
+    body: bytes
+    truncated: bool
+    redirects: list[str] = field(default_factory=list)
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";")[0].strip().lower()
+
+    @property
+    def charset(self) -> str | None:
+        match = re.search(r"charset=[\"']?([\w.:-]+)", self.headers.get("content-type", ""), re.I)
+        return match.group(1) if match else None
+
+
+@dataclass
+class Outgoing:
+    method: str
+    headers: dict[str, str]
+    content: bytes | None = None
+
+
+async def fetch(ctx: CallContext, method: str, url: str, *, headers: dict[str, str] | None = None,
+                content: bytes | None = None, follow_redirects: bool = True,
+                inspect: Callable[[httpx.Response], None] | None = None) -> Fetched:
+    """Send one request through the guard and read at most `max_bytes` of the answer.
+
+    `inspect` sees each final response before its body is read and may raise (e.g. to refuse a
+    binary content type without downloading it).
+    """
+    guard = Guard.from_context(ctx)
+    target = parse_target(url)
+    outgoing = Outgoing(method.upper(), dict(headers or {}), content)
+    try:
+        async with asyncio.timeout(guard.timeout):
+            return await _follow(guard, target, outgoing, follow_redirects, inspect)
+    except (TimeoutError, httpx.TimeoutException) as exc:
+        raise ToolNetworkError(f"{target.host} did not answer within {guard.timeout:g} s.",
+                               "Retry once later, or try another source.",
+                               {"url": target.url}) from exc
+    except httpx.TransportError as exc:
+        raise ToolNetworkError(f"Could not talk to {target.host}: {type(exc).__name__}: {exc}.",
+                               "Check the URL, retry later, or tell the user the site is unreachable.",
+                               {"url": target.url}) from exc
+
+
+def _client(guard: Guard) -> httpx.AsyncClient:
+    # trust_env=False: no proxy variables, no .netrc — the request goes exactly where checked.
+    return httpx.AsyncClient(transport=guard.transport, verify=_tls_context(), trust_env=False,
+                             follow_redirects=False, timeout=guard.timeout)
+
+
+async def _follow(guard: Guard, target: Target, outgoing: Outgoing, follow_redirects: bool,
+                  inspect: Callable[[httpx.Response], None] | None) -> Fetched:
+    hops: list[str] = []
+    while True:
+        address = await guard.resolve(target)
+        # A fresh client (connection pool) per hop: pools are keyed by IP, and a TLS connection
+        # verified for one host name must never carry a request for another.
+        async with _client(guard) as client:
+            request = _build_request(client, target, address, outgoing)
+            response = await client.send(request, stream=True)
+            async with contextlib.aclosing(response):
+                location = response.headers.get("location")
+                if not (follow_redirects and response.status_code in REDIRECT_CODES and location):
+                    if inspect is not None:
+                        inspect(response)
+                    body, truncated = await _read_capped(response, guard.max_bytes)
+                    return Fetched(target.url, response.status_code, response.headers, body, truncated,
+                                   hops)
+        if len(hops) >= MAX_REDIRECTS:
+            raise ToolExternalError(f"Too many redirects (more than {MAX_REDIRECTS}).",
+                                    "The site redirects in a loop; try another URL.",
+                                    {"url": target.url, "redirects": hops})
+        hops.append(target.url)
+        next_target = parse_target(_join(target, location))
+        outgoing = _redirected(outgoing, response.status_code, target, next_target)
+        target = next_target
+
+
+def _build_request(client: httpx.AsyncClient, target: Target, address: IPAddress,
+                   outgoing: Outgoing) -> httpx.Request:
+    """A request addressed to the checked IP, carrying the real host name in Host and SNI."""
+    url = httpx.URL(target.url).copy_with(host=str(address))
+    headers = {**outgoing.headers, "Host": target.netloc}
+    extensions: dict[str, Any] = {}
+    if target.scheme == "https" and target.ip is None:
+        extensions["sni_hostname"] = target.host
+    request = client.build_request(outgoing.method, url, headers=headers, content=outgoing.content)
+    request.extensions.update(extensions)
+    return request
+
+
+def _join(target: Target, location: str) -> str:
+    # urljoin does not validate: parse_target judges the result like any other URL.
+    try:
+        return urljoin(target.url, location.strip())
+    except ValueError as exc:
+        raise ToolExternalError(f"The site redirected to an invalid URL: {location[:200]!r}.",
+                                "Try another URL.") from exc
+
+
+def _redirected(outgoing: Outgoing, status: int, old: Target, new: Target) -> Outgoing:
+    method, content = outgoing.method, outgoing.content
+    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+        method, content = "GET", None
+    headers = dict(outgoing.headers)
+    if content is None:
+        headers = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "content-length")}
+    if old.origin != new.origin:
+        headers = {k: v for k, v in headers.items() if k.lower() not in CREDENTIAL_HEADERS}
+    return Outgoing(method, headers, content)
+
+
+async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
+    """Read the (decoded) body until `max_bytes`, then stop: a huge or endless body costs nothing."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > max_bytes:
+            return bytes(body[:max_bytes]), True
+    return bytes(body), False
+
+
+def raise_for_status(fetched: Fetched) -> None:
+    """4xx → external_error, 5xx → network_error. The remote body and reason phrase are not
+    repeated in the error: errors are not wrapped as untrusted, so remote text stays out."""
+    status = fetched.status
+    if status < 400:
+        return
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "error"
+    details = {"url": fetched.url, "status": status}
+    if status < 500:
+        raise ToolExternalError(f"{fetched.url} answered HTTP {status} {phrase}.",
+                                _hint_for(status), details)
+    raise ToolNetworkError(f"{fetched.url} answered HTTP {status} {phrase} (a server-side failure).",
+                           "Retry once later, or use another source.", details)
+
+
+def _hint_for(status: int) -> str:
+    if status in (401, 403):
+        return "The site refuses access without credentials; try another source or ask the user."
+    if status == 404:
+        return "The page does not exist; check the URL, search for the right one, or ask the user."
+    if status == 429:
+        return "The site is rate limiting; wait before retrying, or use another source."
+    return "The site refused the request; check the URL and arguments, then adjust."
+
+
+def domain_matches(host: str, domains: Iterable[str]) -> bool:
+    """True when host equals one of the domains or is a subdomain of one."""
+    for domain in domains:
+        domain = domain.strip().lower().rstrip(".").removeprefix("*.").lstrip(".")
+        if domain and (host == domain or host.endswith("." + domain)):
+            return True
+    return False
