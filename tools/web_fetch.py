@@ -1,0 +1,103 @@
+"""web_fetch: GET one web page through the network guard and return it as readable text."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import httpx
+
+from bot.tool import BaseTool, CallContext, ToolMeta, ToolUnsupportedError
+from tools import _netguard
+from tools._html import html_to_text, sniff_charset
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript",
+                        "application/x-javascript", "application/ld+json", "application/rss+xml",
+                        "application/atom+xml", "application/x-ndjson", "application/yaml"})
+DEFAULT_MAX_CHARS = 50_000
+ACCEPT = "text/html, text/*;q=0.9, */*;q=0.5"
+
+
+def is_textual(content_type: str) -> bool:
+    return (not content_type or content_type.startswith("text/") or content_type in HTML_TYPES
+            or content_type in TEXT_TYPES or content_type.endswith(("+json", "+xml")))
+
+
+def refuse_binary(response: httpx.Response) -> None:
+    """Called before the body is read: a binary answer is refused without downloading it."""
+    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not is_textual(content_type):
+        raise ToolUnsupportedError(
+            f"{response.request.headers.get('host', 'The site')} answered with {content_type}, "
+            "which is not text.",
+            "web_fetch reads web pages and text only. Look for an HTML or text version of this "
+            "resource, or tell the user it is a binary file.",
+            {"content_type": content_type},
+        )
+
+
+def decode(body: bytes, charset: str | None, content_type: str) -> str:
+    if charset is None and content_type in HTML_TYPES:
+        charset = sniff_charset(body)
+    try:
+        return body.decode(charset or "utf-8", errors="replace")
+    except LookupError:  # an unknown charset name from the remote side
+        return body.decode("utf-8", errors="replace")
+
+
+class WebFetch(BaseTool):
+    meta = ToolMeta(
+        name="web_fetch",
+        description=(
+            "Fetch a public web page (HTTP GET) and return it as readable text: title, headings, "
+            "paragraphs and links as [text](url). Private and internal addresses are refused. "
+            "Use it to read a page whose URL you know; use web_search to find pages."
+        ),
+        schema={
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "minLength": 1, "maxLength": 8192,
+                        "description": "Absolute http(s) URL"},
+                "max_chars": {"type": "integer", "minimum": 100, "maximum": 500_000,
+                              "default": DEFAULT_MAX_CHARS,
+                              "description": "Most characters of text to return"},
+            },
+            "required": ["url"],
+            "additionalProperties": False,
+        },
+        has_side_effects=False,
+        risk="low",
+        returns_untrusted=True,
+        idempotent=True,
+        supports_dry_run=True,
+        capability_required="net:http:get",
+    )
+    # A metadata address: the guard refuses it before any connection, so the conformance suite
+    # exercises the tool without touching the network.
+    examples: ClassVar[list[dict[str, Any]]] = [{"url": "http://169.254.169.254/latest/meta-data/"}]
+
+    async def execute(self, ctx: CallContext, url: str, max_chars: int = DEFAULT_MAX_CHARS,
+                      **_: Any) -> dict[str, Any]:
+        fetched = await _netguard.fetch(ctx, "GET", url, headers={"Accept": ACCEPT}, inspect=refuse_binary)
+        _netguard.raise_for_status(fetched)
+        content_type = fetched.content_type
+        if not content_type and b"\x00" in fetched.body[:1024]:
+            raise ToolUnsupportedError(f"{fetched.url} answered with binary data.",
+                                       "web_fetch reads web pages and text only.")
+        text = decode(fetched.body, fetched.charset, content_type)
+        title = ""
+        if content_type in HTML_TYPES or (not content_type and "<html" in text[:1000].lower()):
+            title, text = html_to_text(text, fetched.url)
+        truncated = fetched.truncated or len(text) > max_chars
+        return {
+            "url": fetched.url,
+            "status": fetched.status,
+            "content_type": content_type,
+            "title": title,
+            "text": text[:max_chars],
+            "truncated": truncated,
+        }
+
+
+def build() -> WebFetch:
+    return WebFetch()
