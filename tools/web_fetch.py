@@ -72,9 +72,9 @@ class WebFetch(BaseTool):
         supports_dry_run=True,
         capability_required="net:http:get",
     )
-    # A metadata address: the guard refuses it before any connection, so the conformance suite
-    # exercises the tool without touching the network.
-    examples: ClassVar[list[dict[str, Any]]] = [{"url": "http://169.254.169.254/latest/meta-data/"}]
+    # A loopback address: the guard refuses it before connecting, so the conformance suite
+    # exercises the tool offline; even a broken guard could only reach this machine's port 9.
+    examples: ClassVar[list[dict[str, Any]]] = [{"url": "http://127.0.0.1:9/"}]
 
     async def execute(self, ctx: CallContext, url: str, max_chars: int = DEFAULT_MAX_CHARS,
                       **_: Any) -> dict[str, Any]:
