@@ -9,12 +9,15 @@ Channel modules (and so their platform libraries) are imported only when configu
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import importlib
 import logging
+import os
 import signal
+import sys
 from typing import Any
 
-from bot.config import Config
+from bot.config import SECRET_ENV_VARS, Config
 from bot.errors import ChannelError, ConfigError
 from bot.hooks import run_session_hooks
 from bot.policy import Profile
@@ -26,6 +29,7 @@ log = logging.getLogger(__name__)
 
 BUILTIN_TOOLS_PACKAGE = "tools"
 CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord_bot"}
+PR_SET_DUMPABLE = 4
 
 
 def build_registry(config: Config, cwd: Any = None) -> Registry:
@@ -163,6 +167,22 @@ class App:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
             await self.stop_channels()
+
+
+def harden_process() -> None:
+    """Keep the bot's secrets away from the commands its tools run.
+
+    The secrets were copied into the Config when it was loaded; dropping them from os.environ
+    means no child process can inherit them, and (on Linux) a non-dumpable process cannot have
+    its memory or /proc/<pid>/environ read by other processes of the same user — such as a
+    shell command the agent runs.
+    """
+    for name in SECRET_ENV_VARS:
+        os.environ.pop(name, None)
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            log.warning("could not make the process non-dumpable (errno %d)", ctypes.get_errno())
 
 
 def require_api_key(config: Config) -> None:

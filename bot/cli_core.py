@@ -27,9 +27,10 @@ def add_commands(subparsers: Any) -> None:
 
 
 async def cmd_run(args: argparse.Namespace, config: Config) -> int:
-    from bot.app import App, require_api_key
+    from bot.app import App, harden_process, require_api_key
 
     require_api_key(config)
+    harden_process()
     app = await App.open(config)
     try:
         names = app.configured_channels()
@@ -42,9 +43,10 @@ async def cmd_run(args: argparse.Namespace, config: Config) -> int:
 
 
 async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
-    from bot.app import App, require_api_key
+    from bot.app import App, harden_process, require_api_key
 
     require_api_key(config)
+    harden_process()
     app = await App.open(config)
     try:
         return await _terminal(app, args)

@@ -34,7 +34,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bot.registry import RegistrationError, Registry
+from bot.registry import RegistrationError, Registry, takes_argument
 from bot.tool import NAME_RE, NO_PREVIEW, RISKS, CallContext, ToolMeta, ToolUnavailable
 
 log = logging.getLogger(__name__)
@@ -203,7 +203,7 @@ def _build(module: ModuleType, config: Any) -> list[Any]:
     if not callable(build):
         raise CustomToolError("the module has no build() function")
     try:
-        built = build(config) if _takes_argument(build) else build()
+        built = build(config) if takes_argument(build) else build()
     except (ToolUnavailable, CustomToolError):
         raise
     except Exception as exc:  # foreign code; the traceback goes to the log
@@ -216,14 +216,6 @@ def _build(module: ModuleType, config: Any) -> list[Any]:
     if isinstance(built, (list, tuple)):
         return list(built)
     return [built]
-
-
-def _takes_argument(func: Any) -> bool:
-    try:
-        params = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -92,7 +92,7 @@ class Registry:
         if not callable(build):
             return []
         try:
-            built = build(config) if _takes_argument(build) else build()
+            built = build(config) if takes_argument(build) else build()
         except ToolUnavailable as exc:
             self.unavailable[source.rpartition(".")[2]] = str(exc)
             return []
@@ -176,7 +176,8 @@ class Registry:
         return json.dumps(self.catalog_for_prompt(sender, autonomy), sort_keys=True).encode()
 
 
-def _takes_argument(func: Any) -> bool:
+def takes_argument(func: Any) -> bool:
+    """Does `build` accept the config as a positional argument?"""
     try:
         params = inspect.signature(func).parameters.values()
     except (TypeError, ValueError):

@@ -132,3 +132,23 @@ def test_ctrl_c_in_a_terminal_stops_the_turn_and_a_second_one_exits(tmp_path):
             except ProcessLookupError:
                 pass
             os.close(fd)
+
+
+def test_the_running_bot_hides_its_secrets_from_the_commands_it_runs(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        fake.script(tool_use("shell_run", {"command": "env"}), text("listed"))
+        env = base_env(tmp_path, ANTHROPIC_API_KEY="sk-ant-secret-for-this-test",
+                       ANTHROPIC_BASE_URL=fake.base_url)
+        proc = run_cli("chat", env=env, stdin="list the environment\ny\n")
+        assert proc.returncode == 0, proc.stderr
+        result = fake.fake.requests[-1].json["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and "PATH=" in result["content"]
+    assert "sk-ant-secret-for-this-test" not in result["content"]
+
+
+def test_the_bot_process_is_not_dumpable():
+    probe = ("import ctypes, bot.app as a; a.harden_process(); "
+             "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))")  # 3 = PR_GET_DUMPABLE
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert proc.stdout.strip() == "0", proc.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bot.app import build_registry
@@ -50,7 +51,22 @@ def test_invalid_args_are_rejected_before_dispatch(tmp_path, name):
 async def test_dry_run_is_honest(tmp_path, name, store, services, ctx):
     registry = default_registry(tmp_path)
     services.registry = registry
+    # Offline by construction: any DNS lookup or HTTP request a tool attempts is recorded and
+    # refused, and the test fails if one was attempted at all.
+    attempts: list[str] = []
+
+    async def refusing_resolver(host: str) -> list[str]:
+        attempts.append(f"dns {host}")
+        raise OSError("no DNS in the conformance suite")
+
+    def refusing_transport(request: httpx.Request) -> httpx.Response:
+        attempts.append(f"http {request.url}")
+        raise httpx.ConnectError("no network in the conformance suite", request=request)
+
+    services.extras.update(resolver=refusing_resolver,
+                           http_transport=httpx.MockTransport(refusing_transport))
     await conformance.check_dry_run(registry.get(name), ctx, store)
+    assert attempts == [], f"{name} reached for the network during the conformance run"
 
 
 # --- the suite can fail ------------------------------------------------------------------

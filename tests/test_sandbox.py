@@ -213,3 +213,13 @@ def test_a_workspace_that_itself_lives_below_a_folder_named_env_still_works(tmp_
     (ws / "a.txt").write_text("x")
     ctx = CallContext(workspace=ws)
     assert resolve_in_workspace(ctx, "a.txt", must_exist=True, for_write=False) == ws / "a.txt"
+
+
+@pytest.mark.parametrize("raw", [".git/config", ".git/hooks/pre-commit", "repo/.git/info/attributes"])
+def test_writing_inside_a_git_directory_is_refused_but_reading_is_allowed(hostile, raw):
+    target = hostile.workspace / raw
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("[core]\n")
+    with pytest.raises(ToolPermissionError, match=r"inside \.git"):
+        resolve_in_workspace(hostile, raw, must_exist=False, for_write=True)
+    assert resolve_in_workspace(hostile, raw, must_exist=True, for_write=False) == target.resolve()

@@ -182,6 +182,13 @@ def resolve_in_workspace(ctx: CallContext, path: str, *, must_exist: bool, for_w
             "or ask the user to confirm the path.",
             {"path_attempted": path},
         )
+    if for_write and ".git" in Path(os.path.relpath(real, root)).parts:
+        # A repository's config and hooks run programs (git diff, textconv, hooks): writing
+        # there would let the agent plant code that a later "read-only" git command runs.
+        raise ToolPermissionError(
+            f"Writing inside .git ({display_path(ctx, real)}) is not allowed.",
+            "Change the working tree files instead; the repository's own files are off limits.",
+            {"path_attempted": path})
     if st is None and for_write:
         _check_parents_for_write(ctx, path, real, root)
     return Path(real)
