@@ -1,0 +1,70 @@
+"""The SQLite store: migrations, WAL, and many concurrent writers without "database is locked"."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.migrations import MIGRATIONS
+from bot.store import Store
+
+
+async def test_migrations_are_numbered_applied_once_and_recorded(tmp_path):
+    path = tmp_path / "db" / "myclaw.db"
+    async with Store(path) as store:
+        assert await store.schema_version() == MIGRATIONS[-1][0]
+        rows = await store.fetchall("SELECT number FROM migrations ORDER BY number")
+        assert [r["number"] for r in rows] == [m[0] for m in MIGRATIONS]
+        (mode,) = await store.fetchone("PRAGMA journal_mode")
+        assert mode == "wal"
+    async with Store(path) as again:  # reopening applies nothing twice
+        rows = await again.fetchall("SELECT number FROM migrations")
+        assert len(rows) == len(MIGRATIONS)
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+async def test_many_sessions_and_two_processes_write_at_once_without_locking_errors(tmp_path):
+    path = tmp_path / "myclaw.db"
+    async with Store(path) as first, Store(path) as second:
+        sessions = [await first.new_session(f"telegram:{i}", str(i), "telegram") for i in range(20)]
+
+        async def chat(store: Store, session: str, n: int) -> None:
+            for k in range(n):
+                await store.append_messages(session, [
+                    {"role": "user", "content": [{"type": "text", "text": f"q{k}"}]},
+                    {"role": "assistant", "content": [{"type": "text", "text": f"a{k}"}]}])
+
+        await asyncio.gather(*(chat(first if i % 2 else second, s, 10)
+                               for i, s in enumerate(sessions)))
+        (count,) = await first.fetchone("SELECT count(*) FROM messages")
+        assert count == 20 * 10 * 2
+        history = await second.load_history(sessions[3])
+        assert [m["content"][0]["text"] for m in history[:4]] == ["q0", "a0", "q1", "a1"]
+
+
+async def test_a_failed_transaction_leaves_nothing_behind(tmp_path):
+    async with Store(tmp_path / "myclaw.db") as store:
+        session = await store.new_session("cli:local", "local", "cli")
+
+        def half_done(conn) -> None:
+            conn.execute("INSERT INTO messages(session_id, role, content, created_at)"
+                         " VALUES (?, 'user', '[]', 0)", (session,))
+            raise RuntimeError("crash in the middle")
+
+        try:
+            await store.run(half_done)
+        except RuntimeError:
+            pass
+        assert await store.load_history(session) == []
+        await store.append_messages(session, [{"role": "user", "content": [{"type": "text",
+                                                                            "text": "ok"}]}])
+        assert len(await store.load_history(session)) == 1
+
+
+async def test_full_text_search_is_available(tmp_path):
+    async with Store(tmp_path / "myclaw.db") as store:
+        await store.execute("INSERT INTO memories(sender, text, created_at) VALUES (?, ?, 0)",
+                            ("cli:local", "the blue bicycle is in the garage"))
+        rows = await store.fetchall(
+            "SELECT m.text FROM memories_fts f JOIN memories m ON m.id = f.rowid"
+            " WHERE memories_fts MATCH ?", ("bicycle",))
+        assert [r["text"] for r in rows] == ["the blue bicycle is in the garage"]
