@@ -252,3 +252,24 @@ async def test_tools_hear_about_start_new_sessions_and_shutdown(app_factory):
     await app.close()
     assert listener.events == [("start", "cli:local"), ("new_session", "cli:local"),
                                ("shutdown", "cli:local")]
+
+
+async def test_a_long_conversation_is_compacted_by_the_small_model(app_factory, fake_anthropic):
+    app = await app_factory({"agent": {"context_budget_tokens": 1000}})
+
+    def responder(body):
+        if body["model"] == "claude-haiku-5-5":
+            return text("SUMMARY: the user said many long things")
+        return text("noted")
+
+    fake_anthropic.responder = responder
+    for i in range(12):
+        await say(app, f"message {i}: " + "words " * 60)
+    summaries = [r for r in fake_anthropic.requests if r.json["model"] == "claude-haiku-5-5"]
+    assert summaries, "the history was never compacted"
+    last = fake_anthropic.last_request.json
+    assert last["model"] == "claude-sonnet-5-5"
+    assert "SUMMARY: the user said many long things" in last["messages"][0]["content"][0]["text"]
+    assert last["messages"][-1]["content"][-1]["text"].startswith("message 11:")
+    stored = await app.services.store.load_history(await app.agent.session_id(message("x")))
+    assert len(stored) < 24
