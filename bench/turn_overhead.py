@@ -46,11 +46,11 @@ async def run(turns: int, warmup: int) -> None:
             elapsed = (time.perf_counter() - started) * 1000
             assert len(captured) == 2, f"expected two model calls, got {len(captured)}"
             started = time.perf_counter()
-            for params in captured:
-                async with raw.messages.stream(**params) as stream:
+            for params in captured:  # the same streaming calls bot.llm makes
+                stream = await raw.messages.create(stream=True, **params)
+                async with stream:
                     async for _event in stream:
                         pass
-                    await stream.get_final_message()
             baseline = (time.perf_counter() - started) * 1000
             if i >= warmup:
                 ours.append(elapsed)

@@ -18,6 +18,7 @@ import anthropic
 
 from bot.config import Config
 from bot.errors import LLMError
+from bot.llm_stream import StreamAccumulator
 
 log = logging.getLogger(__name__)
 
@@ -104,20 +105,27 @@ class LLMClient:
         async with self._limit:
             try:
                 if self.stream_enabled and on_text is not None:
-                    message = await self._stream(params, on_text)
-                else:
-                    message = await self.client.messages.create(**params)
+                    return await self._stream(params, on_text)
+                message = await self.client.messages.create(**params)
             except anthropic.APIError as exc:
                 raise translate(exc, model) from exc
         return LLMResponse([_block(b) for b in message.content], message.stop_reason,
                            message.model, _usage(message.usage))
 
-    async def _stream(self, params: dict[str, Any], on_text: TextCallback) -> Any:
-        async with self.client.messages.stream(**params) as stream:
+    async def _stream(self, params: dict[str, Any], on_text: TextCallback) -> LLMResponse:
+        accumulator = StreamAccumulator(on_text)
+        stream = await self.client.messages.create(stream=True, **params)
+        async with stream:
             async for event in stream:
-                if event.type == "content_block_delta" and event.delta.type == "text_delta":
-                    await on_text(event.delta.text)
-            return await stream.get_final_message()
+                await accumulator.feed(event)
+        usage = accumulator.usage
+        return LLMResponse(accumulator.blocks, accumulator.stop_reason,
+                           accumulator.model or params.get("model", ""), {
+                               "input_tokens": int(usage.get("input_tokens") or 0),
+                               "output_tokens": int(usage.get("output_tokens") or 0),
+                               "cache_read_tokens": int(usage.get("cache_read_input_tokens") or 0),
+                               "cache_write_tokens": int(
+                                   usage.get("cache_creation_input_tokens") or 0)})
 
     async def ask(self, *, model: str, prompt: str, system: str = "",
                   max_tokens: int = 1024) -> Answer:

@@ -169,9 +169,12 @@ class Agent:
         store, approvals = self.services.store, self.services.approvals
         turn = await self._turn(session_id, message.sender, message.chat, message.channel,
                                 autonomy, sink)
-        stored, size = await self._history_of(session_id)
+        stored, size, cached = await self._history_of(session_id)
         waiting = _open_tool_uses(stored)
-        base = await self._repaired(turn, stored, size)
+        # What this process wrote is already in the API's shape except possibly at its end
+        # (calls waiting for a tap, a user message left by a failed call): only the end is
+        # checked then. A history read from the store is repaired in full.
+        base = await self._prepared(turn, stored, size, repair=not cached)
         user = {"role": "user", "content": [{"type": "text", "text": message.text}]}
         if waiting:
             # Calls still waiting for a tap: the new message supersedes them (their tool_use gets
@@ -183,7 +186,10 @@ class Agent:
             self._histories.extend(session_id, [user])
         else:
             self._write_behind(turn, [user], None)  # overlaps with the model call
-        await self._loop(turn, history.repair([*base, user]))
+        messages = [*base, user]
+        if waiting or (len(base) and base[-1]["role"] == "user"):
+            messages = history.repair(messages)
+        await self._loop(turn, messages)
 
     async def _turn(self, session_id: str, sender: str, chat: str, channel: str, autonomy: str,
                     sink: Sink) -> Turn:
@@ -195,24 +201,25 @@ class Agent:
             self._auto_approve[session_id] = auto
         return Turn(session_id, sender, chat, channel, autonomy, sink, auto)
 
-    async def _history_of(self, session_id: str) -> tuple[list[dict[str, Any]], int]:
-        """The stored history (from the cache of what this process wrote, else the store)."""
+    async def _history_of(self, session_id: str) -> tuple[list[dict[str, Any]], int, bool]:
+        """The stored history and its size; True when it came from the cache of what this
+        process wrote (else it was read from the store)."""
         cached = self._histories.get(session_id)
         if cached is not None:
-            return cached
+            return *cached, True
         stored, size = await self.services.store.load_history_sized(session_id)
         self._histories.put(session_id, stored, size)
-        return stored, size
+        return stored, size, False
 
-    async def _repaired(self, turn: Turn, stored: list[dict[str, Any]],
-                        size: int | None = None) -> list[dict[str, Any]]:
-        """The stored history, repaired and compacted; rewritten in the store when it changed."""
-        messages = history.repair(stored)
+    async def _prepared(self, turn: Turn, stored: list[dict[str, Any]], size: int | None,
+                        repair: bool = True) -> list[dict[str, Any]]:
+        """The history repaired (when asked) and compacted; rewritten in the store if changed."""
+        messages = history.repair(stored) if repair else stored
         compacted = await history.compact(
             messages, self.config["agent"]["context_budget_tokens"], self._summarise, size)
         if compacted is not None:
             messages = compacted
-        if messages != stored:
+        if messages is not stored and messages != stored:
             self._histories.drop(turn.session_id)
             await self.services.store.replace_history(turn.session_id, messages)
         return messages
@@ -364,8 +371,8 @@ class Agent:
             return  # other calls of the same step still wait for their answer
         active = await self.services.store.session_info(request.session_id)
         if active and active.get("active"):
-            stored, size = await self._history_of(request.session_id)
-            await self._loop(turn, await self._repaired(turn, stored, size))
+            stored, size, _ = await self._history_of(request.session_id)
+            await self._loop(turn, await self._prepared(turn, stored, size))
 
     async def _resolved_result(self, turn: Turn, request: Any, resolver: str) -> dict[str, Any]:
         call_id = request.tool_use_id
