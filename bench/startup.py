@@ -7,6 +7,7 @@ period. The floor is a Python process that only imports the libraries that confi
 and then reports ready the same way.
 
     CLI-only      no tokens: the terminal channel          floor: anthropic aiosqlite jsonschema httpx
+    Telegram      Telegram on the local fake               floor: + telegram.ext
     all channels  Telegram + Discord on local fakes        floor: + telegram.ext discord
 
 Every byte of traffic stays on 127.0.0.1: Telegram and Discord are the fakes from tests/fakes/
@@ -40,7 +41,8 @@ TELEGRAM_TOKEN = "123456:TEST-token_abc"
 DISCORD_TOKEN = "fake-bot-token"
 
 CLI_LIBS = ("anthropic", "aiosqlite", "jsonschema", "httpx")
-ALL_LIBS = (*CLI_LIBS, "telegram.ext", "discord")
+TELEGRAM_LIBS = (*CLI_LIBS, "telegram.ext")
+ALL_LIBS = (*TELEGRAM_LIBS, "discord")
 
 # The child: optionally point discord.py at the fake, then run the real command line.
 APP_BOOTSTRAP = """\
@@ -94,7 +96,7 @@ def vm_rss_kib(pid: int) -> int | None:
     return None
 
 
-def child_env(home: Path, channels: bool) -> dict[str, str]:
+def child_env(home: Path, channels: tuple[str, ...]) -> dict[str, str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -103,8 +105,9 @@ def child_env(home: Path, channels: bool) -> dict[str, str]:
         "ANTHROPIC_API_KEY": "sk-bench-not-a-real-key",
         "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{closed_local_port()}",
     }
-    if channels:
+    if "telegram" in channels:
         env["TELEGRAM_BOT_TOKEN"] = TELEGRAM_TOKEN
+    if "discord" in channels:
         env["DISCORD_BOT_TOKEN"] = DISCORD_TOKEN
     return env
 
@@ -193,11 +196,12 @@ class Command:
     samples: list[Sample]
 
 
-def commands_for(name: str, home: Path, fakes: Fakes | None, libs: tuple[str, ...]) -> list[Command]:
+def commands_for(name: str, home: Path, fakes: Fakes | None, libs: tuple[str, ...],
+                 channels: tuple[str, ...] = ()) -> list[Command]:
     """The app and its floor for one configuration, with their own config and environment."""
     home.mkdir()
     config = write_config(home, fakes)
-    env = child_env(home, channels=fakes is not None)
+    env = child_env(home, channels)
     rest = fakes.discord_rest if fakes else ""
     gateway = fakes.discord_gateway if fakes else ""
     app = [sys.executable, "-c", APP_BOOTSTRAP, rest, gateway, "--config", str(config), "run"]
@@ -255,7 +259,10 @@ async def main() -> int:
     with tempfile.TemporaryDirectory(prefix="myclaw-bench-") as tmp:
         async with running_fakes() as fakes:
             commands = [*commands_for("CLI-only", Path(tmp) / "cli", None, CLI_LIBS),
-                        *commands_for("all channels", Path(tmp) / "all", fakes, ALL_LIBS)]
+                        *commands_for("Telegram", Path(tmp) / "tg", fakes, TELEGRAM_LIBS,
+                                      ("telegram",)),
+                        *commands_for("all channels", Path(tmp) / "all", fakes, ALL_LIBS,
+                                      ("telegram", "discord"))]
             await run_interleaved(commands, args)
     report(commands, args.runs)
     return 1 if any(s.ready_ms is None for c in commands for s in c.samples) else 0
