@@ -3,8 +3,10 @@
 One `ChatSink` is created per incoming message (or per approval tap), so all per-turn state
 (the streamed message, the status message, the typing indicator) lives here and never on the
 shared channel object. Rendering:
-- TextDelta: one message edited in place (throttled). When a tool starts, that message is
-  finalised and later text streams into a new one, because `Done.text` holds only the last step.
+- TextDelta: one message edited in place (throttled; its first send waits
+  `stream_first_delay`, so an answer complete by then is one message, not a message and an
+  edit). When a tool starts, that message is finalised and later text streams into a new one,
+  because `Done.text` holds only the last step.
 - ToolStarted/Progress/Finished: one status message per turn, edited in place.
 - ApprovalNeeded: a request with ✅ Approve / ❌ Deny / ✅ Always buttons, or the same text with
   /approve and /deny commands when the buttons cannot be sent.
@@ -53,6 +55,7 @@ class SinkSettings:
     typing_delay: float = 0.4          # instant answers (commands, ignored senders) show none
     typing_interval: float = 4.0       # the indicator fades after ~5 s
     typing_idle_limit: float = 150.0   # stop if nothing happened for this long
+    stream_first_delay: float = 0.05   # streamed text gathered before its first message
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,9 @@ class ChatSink:
         if not shown.strip():
             return  # Telegram refuses an empty message
         if self._stream is None:
-            self._stream = self._live()
+            # Every other event finishes the stream before it sends, so deferring its first
+            # send (see LiveMessage) never reorders messages.
+            self._stream = self._live(first_delay=self._settings.stream_first_delay)
         await self._stream.show(Part(escape(shown), shown))
 
     async def _close_segment(self) -> None:
@@ -181,9 +186,10 @@ class ChatSink:
             await self._messenger.send_markdown(self.target.chat_id, text, reply_to=self.target.reply_to,
                                                 thread_id=self.target.thread_id)
 
-    def _live(self) -> LiveMessage:
+    def _live(self, *, first_delay: float | None = None) -> LiveMessage:
         return LiveMessage(self._messenger, self.target.chat_id, interval=self._interval,
-                           reply_to=self.target.reply_to, thread_id=self.target.thread_id)
+                           reply_to=self.target.reply_to, thread_id=self.target.thread_id,
+                           first_delay=first_delay)
 
     # --- tool status ------------------------------------------------------------------------
 

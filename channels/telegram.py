@@ -11,6 +11,8 @@
 - In groups listed in `[telegram] groups` the bot answers when mentioned (@name), replied to, or
   sent a command (bare or /cmd@thisbot); in any other group it stays silent.
 - Each chat's updates are handled in order, different chats concurrently (_telegram_updates).
+- Bot API requests go through aiohttp (_telegram_http), not PTB's default httpx pool, whose cost
+  per request grows with the number of open connections (bench/telegram.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from telegram.ext import filters as tg_filters
 from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, IncomingMessage
+from channels._telegram_http import AiohttpRequest
 from channels._telegram_send import Messenger
 from channels._telegram_sink import ChatSink, SinkSettings, Target
 from channels._telegram_taps import INVALID_BUTTON, TapHandler
@@ -133,7 +136,9 @@ class TelegramChannel:
             raise ChannelError("[telegram] mode = \"webhook\" needs webhook_url (the public https URL)")
         self._processor = ChatOrderedProcessor(self._order_key)
         builder = (ApplicationBuilder().token(token).base_url(tg["base_url"])
-                   .base_file_url(tg["base_file_url"]).concurrent_updates(self._processor))
+                   .base_file_url(tg["base_file_url"]).concurrent_updates(self._processor)
+                   .request(AiohttpRequest())
+                   .get_updates_request(AiohttpRequest(connection_pool_size=1)))
         if tg["mode"] == "webhook":
             builder = builder.updater(None)
         app = builder.build()
