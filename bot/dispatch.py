@@ -24,12 +24,13 @@ from bot.events import Sink, ToolFinished, ToolProgress, ToolStarted
 from bot.policy import Caller, Decision, decide
 from bot.services import Services
 from bot.store import audit_row
-from bot.tool import NO_PREVIEW, CallContext, Tool, ToolError, risk_of, to_tool_error
+from bot.tool import NO_PREVIEW, CallContext, Tool, ToolError, model_view, risk_of, to_tool_error
 from bot.wrap import source_of, wrap_untrusted
 
 log = logging.getLogger(__name__)
 
 MAX_RESULT_CHARS = 200_000
+MAX_PREVIEW_DIFF = 1500  # characters of a dry_run diff shown in an approval request
 Write = Callable[[sqlite3.Connection], None]  # runs inside the step's Store.run transaction
 
 
@@ -139,7 +140,13 @@ class Dispatcher:
             return f"{NO_PREVIEW}\n{tool.meta.name} {shown}"
         outcome = await tool.dry_run(self.context(turn, call_id, tool.meta.name), **args)
         summary = outcome.get("summary") if isinstance(outcome, dict) else None
-        return summary or json.dumps(outcome, ensure_ascii=False, default=str)[:600]
+        if not summary:
+            return json.dumps(outcome, ensure_ascii=False, default=str)[:600]
+        diff = outcome.get("diff")
+        if isinstance(diff, str) and diff.strip():  # show what an edit changes, not just its size
+            clipped = diff if len(diff) <= MAX_PREVIEW_DIFF else diff[:MAX_PREVIEW_DIFF] + "\n…"
+            summary = f"{summary}\n{clipped}"
+        return summary
 
     async def execute(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str,
                       approver: str | None = None) -> dict[str, Any]:
@@ -182,10 +189,11 @@ class Dispatcher:
 
     def result_block(self, tool: Tool, args: dict[str, Any], result: Any,
                      call_id: str) -> dict[str, Any]:
+        shown = model_view(result)
         if tool.meta.returns_untrusted:
-            content = wrap_untrusted(result, source_of(tool.meta.name, args))
+            content = wrap_untrusted(shown, source_of(tool.meta.name, args))
         else:
-            content = json.dumps(result, ensure_ascii=False, default=str)
+            content = json.dumps(shown, ensure_ascii=False, default=str)
         if len(content) > MAX_RESULT_CHARS:
             content = content[:MAX_RESULT_CHARS] + "\n…(result truncated by myclaw)"
         return {"type": "tool_result", "tool_use_id": call_id, "content": content}

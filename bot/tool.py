@@ -90,6 +90,19 @@ class Tool(Protocol):
     #       event in {"start", "new_session", "shutdown"}
 
 
+def model_view(result: Any) -> Any:
+    """What the model sees of a result: everything but the keys kept for `revert`.
+
+    A tool may put what its revert needs (previous file content, ids) under `undo` or under
+    keys starting with `_`; the runtime stores the whole result in the undo log and the receipt
+    but leaves those keys out of the prompt (they can be large, and the model has no use for
+    them).
+    """
+    if isinstance(result, dict) and any(k == "undo" or k.startswith("_") for k in result):
+        return {k: v for k, v in result.items() if k != "undo" and not k.startswith("_")}
+    return result
+
+
 class BaseTool:
     """Convenience base: side-effect-free tools get `dry_run = execute` for free."""
 

@@ -11,6 +11,11 @@ def events(*items):
     return [NS(**item) for item in items]
 
 
+def json_delta(index, chunk):
+    return {"type": "content_block_delta", "index": index,
+            "delta": NS(type="input_json_delta", partial_json=chunk)}
+
+
 async def feed_all(accumulator, items):
     for event in events(*items):
         await accumulator.feed(event)
@@ -33,8 +38,8 @@ async def test_text_and_a_chunked_tool_input_are_rebuilt_and_text_is_passed_on()
         {"type": "content_block_stop", "index": 0},
         {"type": "content_block_start", "index": 1,
          "content_block": NS(type="tool_use", id="t1", name="fs_read", input={})},
-        {"type": "content_block_delta", "index": 1, "delta": NS(type="input_json_delta", partial_json='{"pa')},
-        {"type": "content_block_delta", "index": 1, "delta": NS(type="input_json_delta", partial_json='th": "a"}')},
+        json_delta(1, '{"pa'),
+        json_delta(1, 'th": "a"}'),
         {"type": "content_block_stop", "index": 1},
         {"type": "message_delta", "delta": NS(stop_reason="tool_use"), "usage": NS(output_tokens=42)},
     ])
@@ -53,7 +58,7 @@ async def test_broken_tool_json_is_kept_visible_so_validation_refuses_it():
     await feed_all(acc, [
         {"type": "content_block_start", "index": 0,
          "content_block": NS(type="tool_use", id="t1", name="x", input={})},
-        {"type": "content_block_delta", "index": 0, "delta": NS(type="input_json_delta", partial_json='{"a": ')},
+        json_delta(0, '{"a": '),
         {"type": "content_block_stop", "index": 0},
     ])
     assert acc.blocks[0]["input"] == {"__unparsable_json__": '{"a": '}

@@ -206,3 +206,30 @@ async def test_a_sender_whose_level_comes_from_a_discord_role_can_approve_and_th
     assert (await app.agent.resolve_approval(needed.approval.id, "discord:9", "approve", follow)).ok
     await app.agent.queue.drain(5)
     assert writer.executed == ["role"] and follow.text == "written by role"
+
+
+async def test_what_a_tool_keeps_for_undo_is_not_shown_to_the_model(app_factory, fake_anthropic):
+    app = await app_factory()
+    app.config.workspace.joinpath("notes.md").write_text("old secret draft " * 50)
+    fake_anthropic.script(tool_use("fs_write", {"path": "notes.md", "content": "new"}), text("done"))
+    await app.agent.handle(IncomingMessage("cli:local", "local", "overwrite"), CollectingSink())
+    result = fake_anthropic.last_request.json["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and not result.get("is_error")
+    assert "old secret draft" not in result["content"] and '"undo"' not in result["content"]
+    sink = CollectingSink()
+    await app.agent.handle(IncomingMessage("cli:local", "local", "/undo"), sink)
+    assert app.config.workspace.joinpath("notes.md").read_text() == "old secret draft " * 50
+
+
+async def test_an_edit_waiting_for_approval_shows_its_diff(app_factory, fake_anthropic):
+    app = await app_factory(SUPERVISED)
+    app.config.workspace.joinpath("todo.md").write_text("buy milk\ncall mum\n")
+    fake_anthropic.script(tool_use("fs_edit", {"path": "todo.md", "old_text": "buy milk",
+                                               "new_text": "buy oat milk"}))
+    sink = CollectingSink()
+    await app.agent.handle(message("edit my list"), sink)
+    (needed,) = sink.of(ApprovalNeeded)
+    summary = needed.approval.summary
+    assert summary.splitlines()[0].startswith("Edit todo.md")
+    assert "-buy milk" in summary and "+buy oat milk" in summary
+    assert app.config.workspace.joinpath("todo.md").read_text() == "buy milk\ncall mum\n"
