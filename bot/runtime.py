@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from typing import Any
 
@@ -28,12 +27,11 @@ from bot.events import (
     Sink,
     TextDelta,
 )
-from bot.history_cache import HistoryCache
 from bot.hooks import run_session_hooks
+from bot.journal import Journal
 from bot.prompt import PromptBuilder
 from bot.services import Services
 from bot.sessions import SessionQueue, ShuttingDown, Stopped
-from bot.store import append_rows
 from bot.tool import CallContext, ToolError, to_tool_error
 
 log = logging.getLogger(__name__)
@@ -51,7 +49,7 @@ class Agent:
         self.prompt = PromptBuilder(services)
         self._sessions: dict[tuple[str, str], str] = {}
         self._auto_approve: dict[str, frozenset[str]] = {}
-        self._histories = HistoryCache()
+        self.journal = Journal(services.store)
 
     # --- the channel-facing API (bot.events.AgentAPI) ------------------------------------
 
@@ -169,7 +167,7 @@ class Agent:
         store, approvals = self.services.store, self.services.approvals
         turn = await self._turn(session_id, message.sender, message.chat, message.channel,
                                 autonomy, sink)
-        stored, size, cached = await self._history_of(session_id)
+        stored, size, cached = await self.journal.history(session_id)
         waiting = _open_tool_uses(stored)
         # What this process wrote is already in the API's shape except possibly at its end
         # (calls waiting for a tap, a user message left by a failed call): only the end is
@@ -183,9 +181,9 @@ class Agent:
             async with store.transaction() as db:
                 await approvals.supersede_session(session_id, db=db)
                 await store.append_messages(session_id, [user], db=db)
-            self._histories.extend(session_id, [user])
+            self.journal.appended(session_id, [user])
         else:
-            self._write_behind(turn, [user], None)  # overlaps with the model call
+            self.journal.write_behind(turn, [user], None)  # overlaps with the model call
         messages = [*base, user]
         if waiting or (len(base) and base[-1]["role"] == "user"):
             messages = history.repair(messages)
@@ -201,16 +199,6 @@ class Agent:
             self._auto_approve[session_id] = auto
         return Turn(session_id, sender, chat, channel, autonomy, sink, auto)
 
-    async def _history_of(self, session_id: str) -> tuple[list[dict[str, Any]], int, bool]:
-        """The stored history and its size; True when it came from the cache of what this
-        process wrote (else it was read from the store)."""
-        cached = self._histories.get(session_id)
-        if cached is not None:
-            return *cached, True
-        stored, size = await self.services.store.load_history_sized(session_id)
-        self._histories.put(session_id, stored, size)
-        return stored, size, False
-
     async def _prepared(self, turn: Turn, stored: list[dict[str, Any]], size: int | None,
                         repair: bool = True) -> list[dict[str, Any]]:
         """The history repaired (when asked) and compacted; rewritten in the store if changed."""
@@ -220,8 +208,7 @@ class Agent:
         if compacted is not None:
             messages = compacted
         if messages is not stored and messages != stored:
-            self._histories.drop(turn.session_id)
-            await self.services.store.replace_history(turn.session_id, messages)
+            await self.journal.replace(turn.session_id, messages)
         return messages
 
     async def _loop(self, turn: Turn, messages: list[dict[str, Any]]) -> None:
@@ -235,21 +222,21 @@ class Agent:
                 if not response.tool_uses:
                     # The answer is shown while its write completes; `finally` waits for the
                     # write before the session takes its next message.
-                    self._write_behind(turn, [assistant], response)
+                    self.journal.write_behind(turn, [assistant], response)
                     await turn.sink.emit(Done(response.text, usage))
                     return
                 if await self._step(turn, messages, assistant, response):
                     await turn.sink.emit(Done(response.text, usage, waiting_for_approval=True))
                     return
             limit = self.config["agent"]["max_steps"]
-            await self._flush(turn)
+            await self.journal.flush(turn)
             await turn.sink.emit(Notice(f"I stopped after {limit} steps without a final answer. "
                                         "Everything so far is saved; send 'continue' to go on."))
             await turn.sink.emit(Done("", usage))
         finally:
             if turn.writes:  # audit rows of calls refused before the turn failed
-                self._write_behind(turn, [], None)
-            await self._flush(turn)
+                self.journal.write_behind(turn, [], None)
+            await self.journal.flush(turn)
             log.info("turn", extra={"sender": turn.sender, "session": turn.session_id,
                                     "tools": turn.log_calls, "tokens": usage,
                                     "latency_ms": round((time.monotonic() - started) * 1000, 1)})
@@ -272,7 +259,7 @@ class Agent:
     async def _step(self, turn: Turn, messages: list[dict[str, Any]], assistant: dict[str, Any],
                     response: Any) -> bool:
         """Dispatch every tool_use of one response. Returns True when approvals are pending."""
-        await self._flush(turn)  # earlier writes (the user's message) land before any effect
+        await self.journal.flush(turn)  # earlier writes (the user's message) land before any effect
         plans = [self.dispatcher.plan(turn, block) for block in response.tool_uses]
         asks = [p for p in plans if p.result is None and p.decision.verdict == "ask"]
         runs = [p for p in plans if p not in asks]
@@ -282,7 +269,7 @@ class Agent:
             partial = getattr(exc, "results", {})
             cancelled = [partial.get(p.block["id"]) or history.error_result(p.block["id"], history.CANCELLED)
                          for p in plans]
-            self._write_behind(turn, [assistant, {"role": "user", "content": cancelled}], response)
+            self.journal.write_behind(turn, [assistant, {"role": "user", "content": cancelled}], response)
             raise
         pending_views = []
         for plan in asks:
@@ -293,10 +280,10 @@ class Agent:
                 pending_views.append(view)
         ordered = [results[p.block["id"]] for p in plans if p.block["id"] in results]
         new = [assistant] + ([{"role": "user", "content": ordered}] if ordered else [])
-        self._write_behind(turn, new, response)
+        self.journal.write_behind(turn, new, response)
         messages.extend(new)
         if pending_views:
-            await self._flush(turn)  # stored before the buttons can be tapped
+            await self.journal.flush(turn)  # stored before the buttons can be tapped
         for view in pending_views:
             await turn.sink.emit(ApprovalNeeded(view))
         return bool(pending_views)
@@ -313,49 +300,6 @@ class Agent:
             summary=summary, autonomy=turn.autonomy)
         return request.view(), None
 
-    def _write_behind(self, turn: Turn, new: list[dict[str, Any]], response: Any) -> None:
-        """Queue one step's store writes behind the previous ones, without waiting for them.
-
-        The next model call overlaps with the write; `_flush` waits before anything is shown
-        that depends on it (the final answer, approval buttons) and at the end of every turn.
-        """
-        previous, writes = turn.journal, turn.writes[:]
-        turn.writes.clear()
-        self._histories.extend(turn.session_id, new)
-
-        async def write() -> None:
-            try:
-                if previous is not None:
-                    await previous
-                await self._persist(turn, new, response, writes)
-            except BaseException:
-                self._histories.drop(turn.session_id)  # the store is the truth: reload next time
-                raise
-        turn.journal = asyncio.ensure_future(write())
-
-    async def _flush(self, turn: Turn) -> None:
-        if turn.journal is not None:
-            journal, turn.journal = turn.journal, None
-            await asyncio.shield(journal)
-
-    async def _persist(self, turn: Turn, new: list[dict[str, Any]], response: Any,
-                       writes: list[Any]) -> None:
-        """One transaction (one hop to SQLite) per step: history, audit/receipt/undo, usage."""
-        usage = response.usage if response is not None else None
-
-        def work(conn: sqlite3.Connection) -> None:
-            append_rows(conn, turn.session_id, new)
-            for write in writes:
-                write(conn)
-            if usage:
-                conn.execute(
-                    "INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
-                    " cache_read_tokens, cache_write_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (time.time(), turn.session_id, turn.sender, response.model,
-                     usage.get("input_tokens", 0), usage.get("output_tokens", 0),
-                     usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0)))
-        await self.services.store.run(work)
-
     # --- approvals resumed ---------------------------------------------------------------
 
     async def _resume(self, request: Any, resolver: str, sink: Sink) -> None:
@@ -365,13 +309,13 @@ class Agent:
         turn = await self._turn(request.session_id, request.sender, request.chat,
                                 request.channel, autonomy, sink)
         result = await self._resolved_result(turn, request, resolver)
-        self._write_behind(turn, [{"role": "user", "content": [result]}], None)
-        await self._flush(turn)
+        self.journal.write_behind(turn, [{"role": "user", "content": [result]}], None)
+        await self.journal.flush(turn)
         if await self.services.approvals.pending_for_session(request.session_id):
             return  # other calls of the same step still wait for their answer
         active = await self.services.store.session_info(request.session_id)
         if active and active.get("active"):
-            stored, size, _ = await self._history_of(request.session_id)
+            stored, size, _ = await self.journal.history(request.session_id)
             await self._loop(turn, await self._prepared(turn, stored, size))
 
     async def _resolved_result(self, turn: Turn, request: Any, resolver: str) -> dict[str, Any]:

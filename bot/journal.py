@@ -1,0 +1,84 @@
+"""A session's history in the store, written behind the turn that produces it.
+
+Reads come from a bounded cache of what this process wrote (bot.history_cache), else from the
+store. Writes are queued per turn: each step's messages, the audit/receipt/undo rows its tool
+calls queued, and its token usage go to SQLite in one transaction (one hop to the SQLite
+thread) while the next model call is already under way; `flush` waits for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from typing import Any
+
+from bot.dispatch import Turn
+from bot.history_cache import HistoryCache
+from bot.store import Store, append_rows
+
+Messages = list[dict[str, Any]]
+
+USAGE_SQL = ("INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
+             " cache_read_tokens, cache_write_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+class Journal:
+    def __init__(self, store: Store, cache: HistoryCache | None = None):
+        self.store = store
+        self.cache = cache or HistoryCache()
+
+    async def history(self, session_id: str) -> tuple[Messages, int, bool]:
+        """The stored history and its size; True when it came from the cache of what this
+        process wrote (else it was read from the store)."""
+        cached = self.cache.get(session_id)
+        if cached is not None:
+            return *cached, True
+        stored, size = await self.store.load_history_sized(session_id)
+        self.cache.put(session_id, stored, size)
+        return stored, size, False
+
+    async def replace(self, session_id: str, messages: Messages) -> None:
+        """Rewrite a session's history (after repair or compaction)."""
+        self.cache.drop(session_id)
+        await self.store.replace_history(session_id, messages)
+
+    def appended(self, session_id: str, new: Messages) -> None:
+        """Note messages written to the store outside the journal (in a caller's transaction)."""
+        self.cache.extend(session_id, new)
+
+    def write_behind(self, turn: Turn, new: Messages, response: Any = None) -> None:
+        """Queue one step's writes behind the turn's previous ones, without waiting for them."""
+        previous, writes = turn.journal, turn.writes[:]
+        turn.writes.clear()
+        self.cache.extend(turn.session_id, new)
+
+        async def write() -> None:
+            try:
+                if previous is not None:
+                    await previous
+                await self._persist(turn, new, response, writes)
+            except BaseException:
+                self.cache.drop(turn.session_id)  # the store is the truth: reload next time
+                raise
+        turn.journal = asyncio.ensure_future(write())
+
+    async def flush(self, turn: Turn) -> None:
+        """Wait until everything the turn queued is in the store."""
+        if turn.journal is not None:
+            journal, turn.journal = turn.journal, None
+            await asyncio.shield(journal)
+
+    async def _persist(self, turn: Turn, new: Messages, response: Any, writes: list[Any]) -> None:
+        usage = response.usage if response is not None else None
+
+        def work(conn: sqlite3.Connection) -> None:
+            append_rows(conn, turn.session_id, new)
+            for write in writes:
+                write(conn)
+            if usage:
+                conn.execute(USAGE_SQL, (
+                    time.time(), turn.session_id, turn.sender, response.model,
+                    usage.get("input_tokens", 0), usage.get("output_tokens", 0),
+                    usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0)))
+        await self.store.run(work)
