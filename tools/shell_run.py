@@ -18,13 +18,20 @@ from typing import Any, ClassVar
 
 from bot.config import SECRET_ENV_VARS
 from bot.tool import BaseTool, CallContext, Risk, ToolInvalidArgsError, ToolMeta
+from tools._sandbox import is_env_name
 
 KILL_GRACE_SECONDS = 0.5      # between SIGTERM and SIGKILL of the group
 READER_GRACE_SECONDS = 1.0    # for output pipes held open by a process that left the group
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 # Read-only runs must stay read-only even in a repository whose config names a program to run.
-READ_ONLY_GIT_ENV = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.fsmonitor",
-                     "GIT_CONFIG_VALUE_0": "false"}
+# The workspace itself must not become one: fs_write can create HEAD, config, objects/ and refs/
+# at its root (nothing there is called .git), which git would take for a bare repository and
+# whose `config` (diff.external, textconv, ...) a "read-only" `git diff` would obey. Command-line
+# config (GIT_CONFIG_COUNT) is protected configuration, so only an explicit --git-dir could
+# open a bare repository, and no medium command can pass one.
+READ_ONLY_GIT_ENV = {"GIT_CONFIG_COUNT": "2",
+                     "GIT_CONFIG_KEY_0": "core.fsmonitor", "GIT_CONFIG_VALUE_0": "false",
+                     "GIT_CONFIG_KEY_1": "safe.bareRepository", "GIT_CONFIG_VALUE_1": "explicit"}
 QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "PAGER": "cat"}
 
 
@@ -62,7 +69,7 @@ GIT_READ_ONLY = frozenset({"status", "log", "diff", "show"})
 WRITING_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "find": (("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
               "-fls"), ""),
-    "rg": (("--pre", "--pre-glob"), ""),
+    "rg": (("--pre", "--pre-glob", "--hostname-bin"), ""),
     "sort": (("--output", "--compress-program"), "o"),
     "date": (("--set",), "s"),
     "file": (("--compile",), "C"),
@@ -110,15 +117,27 @@ def _words(command: str) -> list[str] | None:
         return None
 
 
+def _values(word: str) -> list[str]:
+    """The path-like values one word may carry: itself, or an option's value (--opt=x, -fx).
+
+    Short options can be grouped with the last one's value glued on (`grep -hf/etc/passwd` is
+    -h -f /etc/passwd), so every tail of a short-option word counts as a possible value.
+    """
+    if word.startswith("--"):
+        return [word.split("=", 1)[1]] if "=" in word else []
+    if word.startswith("-"):
+        return [word[i:] for i in range(2, len(word))]
+    return [word]
+
+
 def _leaves_workspace(word: str) -> bool:
     """An absolute, home-relative or `..` path, also as an option value (--opt=/x, -f/x)."""
-    if word.startswith("--"):
-        values = [word.split("=", 1)[1]] if "=" in word else []
-    elif word.startswith("-"):
-        values = [word[2:]]
-    else:
-        values = [word]
-    return any(v.startswith(("/", "~")) or ".." in v.split("/") for v in values)
+    return any(v.startswith(("/", "~")) or ".." in v.split("/") for v in _values(word))
+
+
+def _names_env_file(word: str) -> bool:
+    """A `.env` file (secrets; fs_read refuses it) named by a word or an option value."""
+    return any(is_env_name(part) for v in (word, *_values(word)) for part in v.split("/"))
 
 
 def _writing_option(program: str, args: list[str]) -> str | None:
@@ -160,6 +179,8 @@ def classify(command: str) -> tuple[Risk, str]:
         return "high", f"`{program}` with `{visible(option)[:60]}` can write files or run programs"
     if any(_leaves_workspace(arg) for arg in args):
         return "high", "reads outside the workspace"
+    if any(_names_env_file(arg) for arg in args):
+        return "high", "reads a .env file (secrets)"
     return "medium", "read-only command"
 
 
