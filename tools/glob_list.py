@@ -30,11 +30,93 @@ MAX_SCANNED = 200_000  # entries visited before giving up on a huge tree
 _MAGIC = re.compile(r"[*?\[]")
 
 
+# One glob component as tokens: STAR ('*'), ANY ('?'), a one-character string (a literal), or a
+# compiled character class ('[a-z]'). Matched by `_match_component`, never by a regex with
+# nested quantifiers: `*?*?*?…x` against a long file name made `re` backtrack for hours while
+# holding the GIL, which froze every chat of the bot (glob_list is low risk: anyone may call it).
+class _Wildcard:
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+STAR = _Wildcard("*")
+ANY = _Wildcard("?")
+Token = _Wildcard | str | re.Pattern[str]
+Component = tuple[Token, ...]
+
+
 @dataclass(frozen=True)
 class CompiledPattern:
-    regex: re.Pattern[str]
+    parts: tuple[Component | None, ...]   # None is `**`
     base: tuple[str, ...]        # leading literal components: where the walk starts
     max_depth: int | None        # None when the pattern has `**`
+
+    def matches(self, rel: str) -> bool:
+        """Whether the workspace-relative path `rel` matches, in O(components × parts) steps.
+
+        A `**` that is not last matches zero or more folders; a last `**` one or more names.
+        """
+        last = len(self.parts) - 1
+        states = self._closure({0})
+        for name in rel.split("/"):
+            following: set[int] = set()
+            for index in states:
+                if index > last:
+                    continue
+                part = self.parts[index]
+                if part is None:
+                    following.add(index)
+                    if index == last:
+                        following.add(index + 1)
+                elif _match_component(part, name):
+                    following.add(index + 1)
+            states = self._closure(following)
+            if not states:
+                return False
+        return len(self.parts) in states
+
+    def _closure(self, states: set[int]) -> set[int]:
+        """Add the states reachable by letting a non-final `**` match no folder at all."""
+        out, todo = set(states), list(states)
+        while todo:
+            index = todo.pop()
+            if index < len(self.parts) - 1 and self.parts[index] is None and index + 1 not in out:
+                out.add(index + 1)
+                todo.append(index + 1)
+        return out
+
+
+def _match_component(tokens: Component, name: str) -> bool:
+    """Wildcard matching with one backtrack point (the last '*'): linear-time per star."""
+    t = n = 0
+    star, star_n = -1, 0
+    while n < len(name):
+        token = tokens[t] if t < len(tokens) else None
+        if token is not None and token is not STAR and _one(token, name[n]):
+            t += 1
+            n += 1
+        elif token is STAR:
+            star, star_n = t, n
+            t += 1
+        elif star >= 0:
+            star_n += 1
+            n, t = star_n, star + 1
+        else:
+            return False
+    while t < len(tokens) and tokens[t] is STAR:
+        t += 1
+    return t == len(tokens)
+
+
+def _one(token: Token, char: str) -> bool:
+    if token is ANY:
+        return True
+    if isinstance(token, str):
+        return token == char
+    return token.fullmatch(char) is not None
 
 
 @dataclass
@@ -113,46 +195,42 @@ def compile_pattern(ctx: CallContext, pattern: str) -> CompiledPattern:
     if not parts:
         raise ToolInvalidArgsError(f"The pattern {pattern!r} names no files.",
                                    "Use a pattern such as '*' or '**/*.md'.")
-    regex, base = "", []
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
-        if part == "**":
-            regex += r"[^/]+(?:/[^/]+)*" if last else r"(?:[^/]+/)*"
-            continue
-        regex += _translate_component(part) + ("" if last else "/")
+    base = []
     for part in parts[:-1]:  # the walk starts in the folder holding the last component
         if _MAGIC.search(part):
             break
         base.append(part)
     max_depth = None if "**" in parts else len(parts)
     try:
-        compiled = re.compile(regex, re.DOTALL)
+        compiled = tuple(None if part == "**" else _tokens(part) for part in parts)
     except re.error as exc:
         raise ToolInvalidArgsError(f"The pattern {pattern!r} is not a valid glob: {exc}.",
                                    "Check the [...] character sets, e.g. '[a-z]*.md'.") from exc
     return CompiledPattern(compiled, tuple(base), max_depth)
 
 
-def _translate_component(part: str) -> str:
-    out, i = [], 0
+def _tokens(part: str) -> Component:
+    out: list[Token] = []
+    i = 0
     while i < len(part):
         char = part[i]
         if char == "*":
-            out.append("[^/]*")
+            if not out or out[-1] is not STAR:  # '**' inside a name is one '*'
+                out.append(STAR)
         elif char == "?":
-            out.append("[^/]")
+            out.append(ANY)
         elif char == "[" and (end := _class_end(part, i)) != -1:
             body = part[i + 1:end]
             negate = body[:1] in ("!", "^")
             body = body[1:] if negate else body
             # Escape everything but '-' so ranges work and nothing else is regex syntax.
             escaped = "".join(c if c == "-" else re.escape(c) for c in body)
-            out.append("[" + ("^/" if negate else "") + escaped + "]")
+            out.append(re.compile("[" + ("^/" if negate else "") + escaped + "]", re.DOTALL))
             i = end
         else:
-            out.append(re.escape(char))
+            out.append(char)
         i += 1
-    return "".join(out)
+    return tuple(out)
 
 
 def _class_end(part: str, start: int) -> int:
@@ -178,6 +256,8 @@ def _walk_tree(walk: Walk, start: str) -> None:
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             continue  # vanished or unreadable folder: nothing to list there
         for entry in listed:
+            if walk.cancelled.is_set():
+                return
             walk.scanned += 1
             if walk.scanned > MAX_SCANNED:
                 walk.scan_limited = True
@@ -206,7 +286,7 @@ def _visit(walk: Walk, entry: os.DirEntry[str]) -> bool:
     elif not (is_dir or stat.S_ISREG(mode)):
         return False  # devices, FIFOs and sockets are never offered to the model
     rel = os.path.relpath(entry.path, walk.root).replace(os.sep, "/")
-    if walk.pattern.regex.fullmatch(rel):
+    if walk.pattern.matches(rel):
         walk.found.append(rel + "/" if is_dir else rel)
     depth = rel.count("/") + 1
     within = walk.pattern.max_depth is None or depth < walk.pattern.max_depth
