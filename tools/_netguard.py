@@ -25,6 +25,7 @@ import ipaddress
 import re
 import socket
 import ssl
+import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -337,6 +338,15 @@ class Fetched:
     redirects: list[str] = field(default_factory=list)
 
     @property
+    def shown_url(self) -> str:
+        """The URL an error names: the one asked for. A redirect target is the remote side's
+        text, and errors reach the model outside the untrusted wrapper."""
+        if not self.redirects:
+            return self.url
+        count = len(self.redirects)
+        return f"{self.redirects[0]} (after {count} redirect{'s' if count > 1 else ''})"
+
+    @property
     def content_type(self) -> str:
         return self.headers.get("content-type", "").split(";")[0].strip().lower()
 
@@ -372,9 +382,17 @@ async def fetch(ctx: CallContext, method: str, url: str, *, headers: dict[str, s
                                "Retry once later, or try another source.",
                                {"url": target.url}) from exc
     except httpx.TransportError as exc:
-        raise ToolNetworkError(f"Could not talk to {target.host}: {type(exc).__name__}: {exc}.",
+        raise ToolNetworkError(f"Could not talk to {target.host}: {_transport_problem(exc)}.",
                                "Check the URL, retry later, or tell the user the site is unreachable.",
                                {"url": target.url}) from exc
+
+
+def _transport_problem(exc: httpx.TransportError) -> str:
+    """What went wrong, without the remote side's words: errors reach the model unwrapped, and
+    h11 quotes the offending status or header line ("illegal status line: b'...'") verbatim."""
+    if isinstance(exc, httpx.ProtocolError | httpx.DecodingError):
+        return f"{type(exc).__name__} (the server's answer is not valid HTTP)"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _client(guard: Guard) -> httpx.AsyncClient:
@@ -406,7 +424,7 @@ async def _follow(guard: Guard, target: Target, outgoing: Outgoing, follow_redir
                                     "The site redirects in a loop; try another URL.",
                                     {"url": target.url, "redirects": hops})
         hops.append(target.url)
-        next_target = parse_target(_join(target, location))
+        next_target = _redirect_target(target, location)
         outgoing = _redirected(outgoing, response.status_code, target, next_target)
         target = next_target
 
@@ -424,13 +442,19 @@ def _build_request(client: httpx.AsyncClient, target: Target, address: IPAddress
     return request
 
 
-def _join(target: Target, location: str) -> str:
-    # urljoin does not validate: parse_target judges the result like any other URL.
+def _redirect_target(target: Target, location: str) -> Target:
+    """The next hop, judged like any other URL. The Location header is the remote side's text
+    and an error reaches the model unwrapped, so a refusal names the reason, never the URL."""
     try:
-        return urljoin(target.url, location.strip())
+        return parse_target(urljoin(target.url, location.strip()))
     except ValueError as exc:
-        raise ToolExternalError(f"The site redirected to an invalid URL: {location[:200]!r}.",
-                                "Try another URL.") from exc
+        raise ToolExternalError(f"{target.host} redirected to an invalid URL.",
+                                "Try another URL.", {"url": target.url}) from exc
+    except (ToolInvalidArgsError, ToolPermissionError) as exc:
+        reason = ("a non-http(s) or credential-carrying URL" if isinstance(exc, ToolPermissionError)
+                  else "a malformed URL")
+        raise type(exc)(f"{target.host} redirected to {reason}, which is not followed.",
+                        "Try another URL or source.", {"url": target.url}) from exc
 
 
 def _redirected(outgoing: Outgoing, status: int, old: Target, new: Target) -> Outgoing:
@@ -445,11 +469,63 @@ def _redirected(outgoing: Outgoing, status: int, old: Target, new: Target) -> Ou
     return Outgoing(method, headers, content)
 
 
+class _Inflater:
+    """A gzip/deflate decoder that never produces more than it is asked for.
+
+    httpx's own decoders inflate each network chunk whole, and chain stacked encodings: 30 KB of
+    `Content-Encoding: gzip, gzip` inflate to gigabytes in one call, before any cap could
+    apply. Here every call is bounded by the room left under `max_bytes`.
+    """
+
+    def __init__(self, encoding: str):
+        self.raw_fallback = encoding == "deflate"  # some servers send raw deflate, no zlib header
+        self.started = False
+        wbits = zlib.MAX_WBITS if encoding == "deflate" else 16 + zlib.MAX_WBITS
+        self.decompressor = zlib.decompressobj(wbits)
+
+    def decompress(self, data: bytes, room: int) -> tuple[bytes, bytes]:
+        """(up to `room` bytes of output, the input not consumed yet)."""
+        try:
+            out = self.decompressor.decompress(data, room)
+        except zlib.error:
+            if not (self.raw_fallback and not self.started):
+                raise
+            self.decompressor = zlib.decompressobj(-zlib.MAX_WBITS)
+            out = self.decompressor.decompress(data, room)
+        self.started = True
+        return out, self.decompressor.unconsumed_tail
+
+
+def _inflater(response: httpx.Response) -> _Inflater | None:
+    encodings = [value.strip().lower() for value in
+                 response.headers.get_list("content-encoding", split_commas=True)]
+    known = [e for e in encodings if e in ("gzip", "x-gzip", "deflate")]
+    if len(known) > 1:
+        raise ToolExternalError("The server compressed its answer more than once, which is refused.",
+                                "Try another URL or source.")
+    return _Inflater("deflate" if known == ["deflate"] else "gzip") if known else None
+
+
 async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
-    """Read the (decoded) body until `max_bytes`, then stop: a huge or endless body costs nothing."""
+    """Read the (decoded) body until `max_bytes`, then stop: a huge or endless body, or a
+    compression bomb, costs at most `max_bytes` of memory."""
+    if response.is_stream_consumed:  # a transport that handed over a body it had already read
+        body = response.content
+        return body[:max_bytes], len(body) > max_bytes
+    inflater = _inflater(response)
     body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
+    async for chunk in response.aiter_raw():
+        if inflater is None:
+            body += chunk
+        else:
+            pending = chunk
+            try:
+                while pending and len(body) <= max_bytes:
+                    out, pending = inflater.decompress(pending, max_bytes + 1 - len(body))
+                    body += out
+            except zlib.error as exc:
+                raise ToolExternalError("The server sent a corrupt compressed answer.",
+                                        "Retry once later, or try another source.") from exc
         if len(body) > max_bytes:
             return bytes(body[:max_bytes]), True
     return bytes(body), False
@@ -467,9 +543,9 @@ def raise_for_status(fetched: Fetched) -> None:
         phrase = "error"
     details = {"url": fetched.url, "status": status}
     if status < 500:
-        raise ToolExternalError(f"{fetched.url} answered HTTP {status} {phrase}.",
+        raise ToolExternalError(f"{fetched.shown_url} answered HTTP {status} {phrase}.",
                                 _hint_for(status), details)
-    raise ToolNetworkError(f"{fetched.url} answered HTTP {status} {phrase} (a server-side failure).",
+    raise ToolNetworkError(f"{fetched.shown_url} answered HTTP {status} {phrase} (a server-side failure).",
                            "Retry once later, or use another source.", details)
 
 

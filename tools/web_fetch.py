@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
 from typing import Any, ClassVar
 
 import httpx
 
 from bot.tool import BaseTool, CallContext, ToolMeta, ToolUnsupportedError
 from tools import _netguard
-from tools._html import html_to_text, sniff_charset
+from tools._html import reduce_html, sniff_charset
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript",
@@ -16,6 +18,7 @@ TEXT_TYPES = frozenset({"application/json", "application/xml", "application/java
                         "application/atom+xml", "application/x-ndjson", "application/yaml"})
 DEFAULT_MAX_CHARS = 50_000
 ACCEPT = "text/html, text/*;q=0.9, */*;q=0.5"
+_MIME_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,40}/[a-z0-9][a-z0-9!#$&^_.+-]{0,60}")
 
 
 def is_textual(content_type: str) -> bool:
@@ -27,8 +30,11 @@ def refuse_binary(response: httpx.Response) -> None:
     """Called before the body is read: a binary answer is refused without downloading it."""
     content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if not is_textual(content_type):
+        # The header is the remote side's text and errors reach the model unwrapped: show it only
+        # when it is a plain MIME type.
+        shown = content_type if _MIME_TYPE.fullmatch(content_type) else "a non-text type"
         raise ToolUnsupportedError(
-            f"{response.request.headers.get('host', 'The site')} answered with {content_type}, "
+            f"{response.request.headers.get('host', 'The site')} answered with {shown}, "
             "which is not text.",
             "web_fetch reads web pages and text only. Look for an HTML or text version of this "
             "resource, or tell the user it is a binary file.",
@@ -41,8 +47,8 @@ def decode(body: bytes, charset: str | None, content_type: str) -> str:
         charset = sniff_charset(body)
     try:
         return body.decode(charset or "utf-8", errors="replace")
-    except LookupError:  # an unknown charset name from the remote side
-        return body.decode("utf-8", errors="replace")
+    except (LookupError, UnicodeError):  # an unknown charset name from the remote side, or one
+        return body.decode("utf-8", errors="replace")  # (idna) that cannot replace errors
 
 
 class WebFetch(BaseTool):
@@ -82,13 +88,15 @@ class WebFetch(BaseTool):
         _netguard.raise_for_status(fetched)
         content_type = fetched.content_type
         if not content_type and b"\x00" in fetched.body[:1024]:
-            raise ToolUnsupportedError(f"{fetched.url} answered with binary data.",
+            raise ToolUnsupportedError(f"{fetched.shown_url} answered with binary data.",
                                        "web_fetch reads web pages and text only.")
         text = decode(fetched.body, fetched.charset, content_type)
-        title = ""
+        title, complete = "", True
         if content_type in HTML_TYPES or (not content_type and "<html" in text[:1000].lower()):
-            title, text = html_to_text(text, fetched.url)
-        truncated = fetched.truncated or len(text) > max_chars
+            # Off the event loop: a 2 MB page is CPU work that must not stall every other chat.
+            reduced = await asyncio.to_thread(reduce_html, text, fetched.url)
+            title, text, complete = reduced.title, reduced.text, reduced.complete
+        truncated = fetched.truncated or not complete or len(text) > max_chars
         return {
             "url": fetched.url,
             "status": fetched.status,
