@@ -60,13 +60,24 @@ def mention(sender: str | None) -> str:
     return f"<@{match.group(1)}>" if match else discord.utils.escape_markdown(sender)
 
 
+def literal_block(text: str) -> str:
+    """`text` in a fenced code block that it cannot close: shown exactly as written.
+
+    The summary holds text the model (or a web page it read) chose: a command, a path, a
+    memory. As Markdown, `||…||` would hide part of it behind a spoiler, `[ok](url)` mask a
+    link, `# ` or `-# ` resize it, and a backtick close the command's code span — so the person
+    approving would not see what runs. A zero-width space after each backtick that another
+    follows keeps any ``` inside from closing the block.
+    """
+    return "```\n" + re.sub(r"`(?=`)", "`\u200b", text) + "\n```"
+
+
 def _header(approval: ApprovalView, title: str = "Approval needed") -> str:
     summary = (approval.summary or NO_PREVIEW).strip()
     if len(summary) > SUMMARY_LIMIT:
         summary = summary[:SUMMARY_LIMIT] + "…"
-    quoted = "\n".join(f"> {line}" for line in summary.splitlines() or [""])
     return (f"🔐 **{title}** — `{approval.tool}` (risk: **{approval.risk}**)\n"
-            f"Requested by {mention(approval.sender)}\n{quoted}")
+            f"Requested by {mention(approval.sender)}\n{literal_block(summary)}")
 
 
 def request_text(approval: ApprovalView) -> str:
