@@ -3,6 +3,11 @@
 The model's query is never handed to FTS5 as syntax: it is cut into words, each word quoted as
 a literal term, and the terms OR-ed, so `NEAR(`, `"`, `*` or `AND` in user text cannot raise or
 change the meaning of the search.
+
+Memories come back wrapped as untrusted data: memory_store is medium risk, so at full autonomy
+it runs without anyone seeing the text, and the model may have been steered into storing it by
+a web page or a file. Unwrapped, such a "memory" would be a standing instruction in every later
+conversation of the sender.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ class MemoryFetch(BaseTool):
         },
         has_side_effects=False,
         risk="low",
-        returns_untrusted=False,
+        returns_untrusted=True,
         idempotent=True,
         supports_dry_run=True,
         capability_required="memory:read",

@@ -1,7 +1,8 @@
 """memory_store: remember a fact for this sender (long-term memory, FTS5-indexed).
 
-Memory is trusted when it comes back (memory_fetch does not wrap it as untrusted) precisely
-because every write is previewed and approved here: medium risk, and the preview shows the text.
+Medium risk: at supervised autonomy every write is previewed (the preview shows the text) and
+approved; at full autonomy it runs unasked, which is why memory_fetch returns memories wrapped
+as untrusted data rather than as instructions.
 """
 
 from __future__ import annotations
