@@ -9,6 +9,7 @@ as well as on a terminal.
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import sys
 import threading
@@ -29,6 +30,11 @@ from bot.events import (
     ToolStarted,
 )
 
+# Terminal control characters in what the model, a tool or a web page wrote (ESC sequences can
+# erase or rewrite lines, retitle the window or set the clipboard) are shown, never obeyed: an
+# approval prompt must look exactly like what will run. Newline and tab stay.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
 SENDER = "cli:local"
 PROMPT = "you> "
 CHAT = "local"
@@ -42,7 +48,7 @@ class TerminalSink:
         self.approvals: list[ApprovalView] = []
 
     def write(self, text: str) -> None:
-        self.out.write(text)
+        self.out.write(_CONTROLS.sub(_visible, text))
         self.out.flush()
 
     async def emit(self, event: Event) -> None:
@@ -70,6 +76,10 @@ class TerminalSink:
             self.write(f"  · {event.tool} failed: {event.summary}\n")
         elif isinstance(event, ApprovalNeeded):
             self.approvals.append(event.approval)
+
+
+def _visible(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
 
 
 class LineReader:
