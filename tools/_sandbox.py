@@ -182,7 +182,8 @@ def resolve_in_workspace(ctx: CallContext, path: str, *, must_exist: bool, for_w
             "or ask the user to confirm the path.",
             {"path_attempted": path},
         )
-    if for_write and ".git" in Path(os.path.relpath(real, root)).parts:
+    # Lower-cased: on a case-insensitive file system (macOS) .GIT/config is .git/config.
+    if for_write and ".git" in (p.lower() for p in Path(os.path.relpath(real, root)).parts):
         # A repository's config and hooks run programs (git diff, textconv, hooks): writing
         # there would let the agent plant code that a later "read-only" git command runs.
         raise ToolPermissionError(
