@@ -8,6 +8,12 @@ some update of its chat is running or waiting, so the map is empty when the bot 
 
 Updates whose key is None (button taps, /stop) skip the queue: a /stop must reach the agent while
 the turn it cancels is still running.
+
+The concurrency limit counts running updates only. PTB's own semaphore is taken before
+`do_process_update`, so an update waiting for its chat's lock held a slot: one user sending 256
+messages in a row (each a model turn) filled every slot, and every other chat, every button tap
+and every /stop waited behind that backlog. PTB's limit is therefore lifted and ours is taken
+once the chat's lock is held; keyless updates (taps, /stop) are short and never wait for it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from telegram.ext import BaseUpdateProcessor
 KeyFunction = Callable[[object], Hashable | None]
 
 DEFAULT_MAX_CONCURRENT = 256
+_PTB_LIMIT = 1 << 30   # PTB's semaphore, lifted: waiting updates must not hold running slots
 
 
 @dataclass
@@ -34,9 +41,10 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
     """Runs updates of the same chat key in arrival order, different keys concurrently."""
 
     def __init__(self, key_for: KeyFunction, max_concurrent_updates: int = DEFAULT_MAX_CONCURRENT):
-        super().__init__(max_concurrent_updates)
+        super().__init__(_PTB_LIMIT)
         self._key_for = key_for
         self._slots: dict[Hashable, _ChatSlot] = {}
+        self._running = asyncio.BoundedSemaphore(max_concurrent_updates)
 
     @property
     def active_chats(self) -> int:
@@ -55,7 +63,7 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
         try:
             # asyncio.Lock wakes waiters in FIFO order, and PTB starts one task per update in
             # the order the updates arrived, so a chat's updates run in arrival order.
-            async with slot.lock:
+            async with slot.lock, self._running:
                 await coroutine
         finally:
             slot.users -= 1
