@@ -28,6 +28,7 @@ MAX_CONTENT_CHARS = 2_000_000
 # undo log); such an overwrite is previewed by size only and cannot be reverted.
 MAX_UNDO_BYTES = 2_000_000
 MAX_DIFF_LINES = 20_000  # line counting is quadratic in the worst case: skip it beyond this
+MAX_PREVIEW_CHARS = 20_000  # of the diff a dry_run returns (the approval shows less)
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,8 @@ class FsWrite(BaseTool):
         new = content.encode("utf-8")
         shown = display_path(ctx, real)
         return {"path": shown, "creates_file": not previous.exists, "would_write": len(new),
-                "summary": change_summary(shown, previous, new)}
+                "summary": change_summary(shown, previous, new),
+                "diff": preview_diff(shown, previous, content)}
 
     async def execute(self, ctx: CallContext, path: str, content: str, **_: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=False, for_write=True)
@@ -135,6 +137,28 @@ def change_summary(shown: str, previous: Previous, new: bytes) -> str:
     if previous.content is None:
         return f"Overwrite {shown} ({sizes}; too large to compare, cannot be undone)"
     return f"Overwrite {shown} ({sizes}, {describe_lines(previous.content, new)})"
+
+
+def preview_diff(shown: str, previous: Previous, new: str) -> str:
+    """What the write puts in the file, as a unified diff (a creation is all '+' lines), so the
+    approval shows the content and not only its size. Empty when it cannot be compared."""
+    if previous.exists and previous.content is None:
+        return ""
+    old = previous.content.decode("utf-8", errors="replace") if previous.content else ""
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    if previous.exists and max(len(old_lines), len(new_lines)) > MAX_DIFF_LINES:
+        return ""  # comparing is quadratic in the worst case (a creation is not compared)
+    lines = difflib.unified_diff(old_lines, new_lines, fromfile="/dev/null" if not previous.exists
+                                 else f"a/{shown}", tofile=f"b/{shown}", n=3)
+    out: list[str] = []
+    size = 0
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+        size += len(out[-1])
+        if size > MAX_PREVIEW_CHARS:
+            out.append(f"… (diff cut at {MAX_PREVIEW_CHARS} characters)\n")
+            break
+    return "".join(out)
 
 
 def describe_lines(old: bytes, new: bytes) -> str:
