@@ -18,21 +18,22 @@ ROOT = Path(__file__).resolve().parent.parent
 ADA = 4242
 
 
-def write_config(tmp_path: Path, tg: FakeTelegram, grace: float) -> Path:
+def write_config(tmp_path: Path, tg: FakeTelegram, grace: float, extra: str = "") -> Path:
     path = tmp_path / "myclaw.toml"
     path.write_text(
         f'[agent]\nworkspace = "{tmp_path / "ws"}"\nllm_max_retries = 0\n'
         f"shutdown_grace_seconds = {grace}\n"
         f'[store]\npath = "{tmp_path / "data" / "myclaw.db"}"\n'
         f'[senders]\n"telegram:{ADA}" = "full"\n'
-        f'[telegram]\nbase_url = "{tg.base_url}"\nbase_file_url = "{tg.base_file_url}"\n')
+        f'[telegram]\nbase_url = "{tg.base_url}"\nbase_file_url = "{tg.base_file_url}"\n{extra}')
     path.chmod(0o600)
     return path
 
 
-async def start_bot(tmp_path: Path, tg: FakeTelegram, fake: FakeAnthropic, grace: float):
+async def start_bot(tmp_path: Path, tg: FakeTelegram, fake: FakeAnthropic, grace: float,
+                    extra: str = ""):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT),
-           "MYCLAW_CONFIG": str(write_config(tmp_path, tg, grace)), "ANTHROPIC_API_KEY": "test",
+           "MYCLAW_CONFIG": str(write_config(tmp_path, tg, grace, extra)), "ANTHROPIC_API_KEY": "test",
            "ANTHROPIC_BASE_URL": fake.base_url, "TELEGRAM_BOT_TOKEN": tg.token}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "run", env=env, cwd=ROOT,
@@ -83,3 +84,26 @@ async def test_sigterm_past_the_grace_period_cancels_and_the_next_start_goes_on(
         await asyncio.wait_for(proc.communicate(), 20)
         sent = fake.last_request.json["messages"]
         assert [b["text"] for b in sent[0]["content"]] == ["remember me", "still there?"]
+
+
+async def test_myclaw_run_serves_healthz_when_enabled(tmp_path):
+    import re
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    async with FakeTelegram() as tg, FakeAnthropic() as fake:
+        health = f'[health]\nenabled = true\nlisten = "127.0.0.1"\nport = {port}\n'
+        proc = await start_bot(tmp_path, tg, fake, grace=5, extra=health)
+        try:
+            def get() -> tuple[int, dict]:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:
+                    return answer.status, json.loads(answer.read())
+            status, body = await asyncio.to_thread(get)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = await asyncio.wait_for(proc.communicate(), 20)
+    assert status == 200 and body["store"] is True and body["channels"] == {"telegram": True}
+    assert re.search(r"health endpoint on http://127\.0\.0\.1:\d+/healthz", stderr.decode())
