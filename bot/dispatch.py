@@ -190,12 +190,14 @@ class Dispatcher:
     def result_block(self, tool: Tool, args: dict[str, Any], result: Any,
                      call_id: str) -> dict[str, Any]:
         shown = model_view(result)
+        content = json.dumps(shown, ensure_ascii=False, default=str)
+        if len(content) > MAX_RESULT_CHARS:
+            # Cut the data, never the wrapper around it: an untrusted result keeps its closing
+            # tag and notice however large it was.
+            shown = {"truncated_by_myclaw": True, "partial_json": content[:MAX_RESULT_CHARS]}
+            content = json.dumps(shown, ensure_ascii=False)
         if tool.meta.returns_untrusted:
             content = wrap_untrusted(shown, source_of(tool.meta.name, args))
-        else:
-            content = json.dumps(shown, ensure_ascii=False, default=str)
-        if len(content) > MAX_RESULT_CHARS:
-            content = content[:MAX_RESULT_CHARS] + "\n…(result truncated by myclaw)"
         return {"type": "tool_result", "tool_use_id": call_id, "content": content}
 
     async def run_planned(self, turn: Turn, planned: Planned) -> dict[str, Any]:

@@ -60,9 +60,10 @@ class UndoLog:
 
     async def _undo_last_locked(self, session_id: str, registry: Registry,
                                 ctx: CallContext) -> str:
+        # Only the sender's own changes: in a chat-wide session a member cannot undo another's.
         row = await self.store.fetchone(
-            "SELECT id, tool, args, result FROM undo_log"
-            " WHERE session_id = ? AND reverted_at IS NULL ORDER BY id DESC LIMIT 1", (session_id,))
+            "SELECT id, tool, args, result FROM undo_log WHERE session_id = ? AND sender = ?"
+            " AND reverted_at IS NULL ORDER BY id DESC LIMIT 1", (session_id, ctx.sender))
         if row is None:
             return NOTHING_TO_UNDO
         name, args, result = row["tool"], json.loads(row["args"]), json.loads(row["result"])

@@ -76,7 +76,8 @@ async def test_compaction_summarises_old_turns_and_keeps_tool_pairs_together():
 
     compacted = await history.compact(messages, budget_tokens=8000, summarise=summarise)
     assert compacted is not None and len(compacted) < len(messages)
-    assert "they asked forty questions" in compacted[0]["content"][0]["text"]
+    head = compacted[0]["content"][0]["text"]
+    assert "they asked forty questions" in head and "<untrusted-" in head  # kept as data
     assert history.repair(compacted) == compacted
     assert compacted[-1] == messages[-1]
     assert "question 0 " in seen[0]

@@ -108,3 +108,38 @@ def test_a_tool_whose_schema_is_not_valid_json_schema_is_refused_at_registration
     with pytest.raises(RegistrationError, match="invalid JSON Schema"):
         registry.register(Broken(), "tests")
     assert registry.get("broken_schema") is None
+
+
+async def test_a_sender_whose_access_was_revoked_cannot_run_a_pending_call(app_factory, fake_anthropic):
+    app = await app_factory({"senders": {"unknown": "pairing"}})
+    writer = Writer()
+    app.services.registry.register(writer, "tests")
+    await app.services.store.execute(
+        "INSERT INTO granted_senders(sender, level, granted_at, granted_by) VALUES (?, ?, 0, ?)",
+        ("telegram:5", "supervised", "cli:local"))
+    fake_anthropic.script(tool_use("writer", {"note": "late"}))
+    sink = CollectingSink()
+    await app.agent.handle(message("write", sender="telegram:5"), sink)
+    (needed,) = sink.of(ApprovalNeeded)
+    await app.services.store.execute("DELETE FROM granted_senders WHERE sender = ?", ("telegram:5",))
+    fake_anthropic.script(text("no longer allowed"))
+    assert (await app.agent.resolve_approval(needed.approval.id, "telegram:5", "approve",
+                                             CollectingSink())).ok
+    await app.agent.queue.drain(5)
+    assert writer.executed == []
+
+
+async def test_in_a_shared_chat_session_undo_only_reverts_the_senders_own_change(app_factory,
+                                                                                 fake_anthropic):
+    app = await app_factory({"agent": {"session_scope": "chat"},
+                             "senders": {"telegram:1": "full", "telegram:2": "full"}})
+    writer = Writer()
+    app.services.registry.register(writer, "tests")
+    fake_anthropic.script(tool_use("writer", {"note": "mine"}), text("done"))
+    group = "-100"
+    await app.agent.handle(IncomingMessage("telegram:1", group, "write", "telegram"), CollectingSink())
+    sink = CollectingSink()
+    await app.agent.handle(IncomingMessage("telegram:2", group, "/undo", "telegram"), sink)
+    assert writer.reverted == []
+    await app.agent.handle(IncomingMessage("telegram:1", group, "/undo", "telegram"), CollectingSink())
+    assert writer.reverted == ["mine"]
