@@ -24,13 +24,23 @@ from bot.events import Sink, ToolFinished, ToolProgress, ToolStarted
 from bot.policy import Caller, Decision, decide
 from bot.services import Services
 from bot.store import audit_row
-from bot.tool import NO_PREVIEW, CallContext, Tool, ToolError, model_view, risk_of, to_tool_error
+from bot.tool import (
+    NO_PREVIEW,
+    CallContext,
+    Tool,
+    ToolError,
+    ToolInvalidArgsError,
+    model_view,
+    risk_of,
+    to_tool_error,
+)
 from bot.wrap import source_of, wrap_untrusted
 
 log = logging.getLogger(__name__)
 
 MAX_RESULT_CHARS = 200_000
 MAX_PREVIEW_DIFF = 1500  # characters of a dry_run diff shown in an approval request
+MAX_PREVIEW_CHARS = 12_000  # a longer preview cannot be approved: the call is refused
 Write = Callable[[sqlite3.Connection], None]  # runs inside the step's Store.run transaction
 
 
@@ -146,6 +156,13 @@ class Dispatcher:
         if isinstance(diff, str) and diff.strip():  # show what an edit changes, not just its size
             clipped = diff if len(diff) <= MAX_PREVIEW_DIFF else diff[:MAX_PREVIEW_DIFF] + "\n…"
             summary = f"{summary}\n{clipped}"
+        if len(summary) > MAX_PREVIEW_CHARS:
+            # Channels show a preview whole (a cut end could hide part of the call); one this
+            # long could not be read on a phone anyway.
+            raise ToolInvalidArgsError(
+                f"This {tool.meta.name} call is too large to show for approval "
+                f"({len(summary):,} characters).",
+                "Split the work into smaller calls the user can read before approving.")
         return summary
 
     async def execute(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str,

@@ -72,9 +72,11 @@ def literal_block(text: str) -> str:
     return "```\n" + re.sub(r"`(?=`)", "`\u200b", text) + "\n```"
 
 
-def _header(approval: ApprovalView, title: str = "Approval needed") -> str:
+def _header(approval: ApprovalView, title: str = "Approval needed", whole: bool = False) -> str:
+    """`whole`: the request itself shows every character of the preview (split over several
+    messages when long: a cut end could hide part of the call); the edited outcome may cut."""
     summary = (approval.summary or NO_PREVIEW).strip()
-    if len(summary) > SUMMARY_LIMIT:
+    if not whole and len(summary) > SUMMARY_LIMIT:
         summary = summary[:SUMMARY_LIMIT] + "…"
     return (f"🔐 **{title}** — `{approval.tool}` (risk: **{approval.risk}**)\n"
             f"Requested by {mention(approval.sender)}\n{literal_block(summary)}")
@@ -82,7 +84,7 @@ def _header(approval: ApprovalView, title: str = "Approval needed") -> str:
 
 def request_text(approval: ApprovalView) -> str:
     expires = datetime.fromtimestamp(approval.expires_at, UTC)
-    return f"{_header(approval)}\nExpires {discord.utils.format_dt(expires, 'R')}"
+    return f"{_header(approval, whole=True)}\nExpires {discord.utils.format_dt(expires, 'R')}"
 
 
 def outcome_text(approval: ApprovalView | None, label: str, resolver: str | None,

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.events import ApprovalView
-from channels._telegram_format import Part, escape, truncate
+from channels._telegram_format import Part, escape, truncate, utf16_len
 
 CALLBACK_PREFIX = "ap:"
 CALLBACK_PATTERN = re.compile(r"^ap:([A-Za-z0-9_-]{1,56}):([ads])$")
@@ -62,8 +62,28 @@ def clock(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%H:%M UTC")
 
 
+def preview_parts(view: ApprovalView) -> list[Part]:
+    """A preview too long for the request message, as messages sent before it, so that the
+    person approving sees every character of the call (a truncated end could hide a command).
+    Empty when the preview fits in the request itself."""
+    summary = view.summary or ""
+    if utf16_len(summary) <= MAX_SUMMARY_UNITS:
+        return []
+    chunks, rest = [], summary
+    while rest:
+        chunk = truncate(rest, MAX_SUMMARY_UNITS, "")
+        chunks.append(chunk)
+        rest = rest[len(chunk):]
+    total = len(chunks)
+    return [Part(f"🔎 Preview {n}/{total} of the call waiting for approval:\n<pre>{escape(c)}</pre>",
+                 f"🔎 Preview {n}/{total} of the call waiting for approval:\n{c}")
+            for n, c in enumerate(chunks, start=1)]
+
+
 def _body(view: ApprovalView) -> Part:
-    summary = truncate(view.summary or "(no summary)", MAX_SUMMARY_UNITS, "\n… (truncated)")
+    summary = view.summary or "(no summary)"
+    if utf16_len(summary) > MAX_SUMMARY_UNITS:
+        summary = f"(the full preview is in the {len(preview_parts(view))} messages above)"
     icon = RISK_ICON.get(view.risk, "⚪")
     html = (f"🔐 <b>Approval needed</b>\n"
             f"Tool: <code>{escape(view.tool)}</code>\n"

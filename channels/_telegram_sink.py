@@ -36,7 +36,7 @@ from bot.events import (
     ToolProgress,
     ToolStarted,
 )
-from channels._telegram_approvals import keyboard, request_fallback, request_message
+from channels._telegram_approvals import keyboard, preview_parts, request_fallback, request_message
 from channels._telegram_format import MESSAGE_LIMIT, Part, escape, split_message, truncate
 from channels._telegram_live import LiveMessage
 from channels._telegram_send import DeliveryError, Messenger
@@ -221,6 +221,8 @@ class ChatSink:
     async def _send_approval(self, view: ApprovalView) -> None:
         chat_id = int(view.chat) if view.chat.lstrip("-").isdigit() else self.target.chat_id
         thread_id = self.target.thread_id if chat_id == self.target.chat_id else None
+        for part in preview_parts(view):  # a long preview, whole, before the buttons
+            await self._messenger.send(chat_id, part, thread_id=thread_id)
         markup = keyboard(view.id)
         sent = None
         if markup is not None:
