@@ -152,3 +152,19 @@ def test_the_bot_process_is_not_dumpable():
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert proc.stdout.strip() == "0", proc.stderr
+
+
+def test_chat_answers_no_and_always_at_the_approval_prompt(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        fake.script(tool_use("fs_write", {"path": "no.txt", "content": "x"}), text("Not written."),
+                    tool_use("fs_write", {"path": "a.txt", "content": "1"}), text("Written once."),
+                    tool_use("fs_write", {"path": "b.txt", "content": "2"}), text("Written again."))
+        write_config(tmp_path, '[senders]\n"cli:local" = "supervised"\n')
+        env = base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
+        proc = run_cli("chat", env=env, stdin="write no\nn\nwrite a\na\nwrite b\n")
+    assert proc.returncode == 0, proc.stderr
+    workspace = tmp_path / "ws"
+    assert not (workspace / "no.txt").exists()
+    assert (workspace / "a.txt").read_text() == "1" and (workspace / "b.txt").read_text() == "2"
+    assert proc.stdout.count("Approval needed") == 2  # "always" covered the third call
+    assert "Not written." in proc.stdout and "Written again." in proc.stdout

@@ -295,3 +295,11 @@ async def test_text_before_a_tool_and_the_final_answer_are_both_shown_in_order(s
     await discord_fake.wait_for_bot_messages(USER_DM, count=3)
     posted = [m["content"] for m in discord_fake.bot_messages(USER_DM)]
     assert posted == ["OK.", "✅ `time_now`", "OK."]
+
+
+def test_the_bot_asks_discord_only_for_the_intents_it_uses():
+    from channels.discord_bot import intents
+
+    wanted = intents()
+    enabled = {name for name, value in wanted if value}
+    assert enabled == {"guilds", "guild_messages", "dm_messages", "message_content"}

@@ -95,6 +95,19 @@ async def test_a_typing_indicator_is_shown_while_the_model_works(bot, tg, fake_a
     await tg.wait_until(lambda: sent_to(tg, ADA) == ["Thought about it."])
 
 
+async def test_the_typing_indicator_is_refreshed_until_the_answer_arrives(bot, tg, fake_anthropic):
+    await bot()  # FAST refreshes every 0.2 s
+    fake_anthropic.script(text("Finally.", delay=1.0))
+    tg.private_message(ADA, "think hard")
+    await tg.wait_for("sendChatAction", lambda p: p["chat_id"] == ADA, count=3, timeout=5)
+    assert sent_to(tg, ADA) == []  # three indicators while the one slow answer was pending
+    await tg.wait_until(lambda: sent_to(tg, ADA) == ["Finally."])
+    before = len(tg.of("sendChatAction"))
+    tg.private_message(ADA, "/whoami")  # after the answer nothing keeps typing
+    await tg.wait_until(lambda: any("Sender: telegram:" in t for t in sent_to(tg, ADA)))
+    assert len(tg.of("sendChatAction")) - before <= 1
+
+
 async def test_a_ten_thousand_character_reply_arrives_in_valid_parts_with_balanced_code(
         bot, tg, fake_anthropic):
     await bot()
