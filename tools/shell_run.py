@@ -13,6 +13,7 @@ import os
 import shlex
 import signal
 import subprocess
+import time
 import unicodedata
 from typing import Any, ClassVar
 
@@ -184,6 +185,46 @@ def classify(command: str) -> tuple[Risk, str]:
     return "medium", "read-only command"
 
 
+RECURSIVE_READERS = {"rg": None, "grep": ("-r", "-R", "--recursive", "--dereference-recursive",
+                                          "--directories=recurse")}
+SECRET_SCAN_LIMIT = 20_000   # entries looked at when checking a workspace for .env files
+SECRET_SCAN_TTL = 10.0       # seconds a scan result is reused
+_SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
+_secret_scans: dict[str, tuple[float, bool]] = {}
+
+
+def reads_recursively(command: str) -> bool:
+    """Does this (plain, read-only) command read the contents of a whole folder tree?"""
+    words = _words(command)
+    if not words or words[0] not in RECURSIVE_READERS:
+        return False
+    flags = RECURSIVE_READERS[words[0]]
+    if flags is None:  # rg searches the working directory tree by default
+        return True
+    return any(arg in flags or (arg.startswith("-") and not arg.startswith("--")
+                                and ("r" in arg[1:] or "R" in arg[1:])) for arg in words[1:])
+
+
+def holds_secrets(workspace: str) -> bool:
+    """Is there a .env file anywhere in the workspace? (bounded scan, cached a few seconds)"""
+    now = time.monotonic()
+    cached = _secret_scans.get(workspace)
+    if cached is not None and now - cached[0] < SECRET_SCAN_TTL:
+        return cached[1]
+    found, seen = False, 0
+    for _dirpath, dirnames, filenames in os.walk(workspace):
+        dirnames[:] = [d for d in dirnames if d not in _SKIPPED_DIRS]
+        seen += len(dirnames) + len(filenames)
+        if any(is_env_name(name) for name in (*filenames, *dirnames)):
+            found = True
+            break
+        if seen > SECRET_SCAN_LIMIT:
+            found = True  # too big to be sure: assume the worst
+            break
+    _secret_scans[workspace] = (now, found)
+    return found
+
+
 class _Capture:
     """Keeps the first `limit` bytes of a stream and drops the rest (still reading it, so the
     child never blocks on a full pipe)."""
@@ -305,6 +346,7 @@ class ShellRun(BaseTool):
     examples: ClassVar[list[dict[str, Any]]] = [{"command": "ls -la"}]
 
     def __init__(self, workspace: str = "<workspace>"):
+        self.workspace = workspace
         self.meta = ToolMeta(
             name="shell_run",
             description=(
@@ -332,13 +374,22 @@ class ShellRun(BaseTool):
             capability_required=f"proc:exec:{workspace}",
         )
 
+    def assess(self, command: str) -> tuple[Risk, str]:
+        """classify(), plus what depends on the workspace: a recursive search through a tree
+        that holds .env files would read those secrets, which no file tool may."""
+        risk, reason = classify(command)
+        if (risk == "medium" and reads_recursively(command)
+                and holds_secrets(self.workspace)):
+            return "high", "searches a workspace tree that holds .env files"
+        return risk, reason
+
     def risk_for(self, args: dict[str, Any]) -> Risk:
-        return classify(str(args.get("command", "")))[0]
+        return self.assess(str(args.get("command", "")))[0]
 
     async def dry_run(self, ctx: CallContext, command: str, timeout_seconds: float | None = None,
                       **_: Any) -> dict[str, Any]:
         _check_command(command)
-        risk, reason = classify(command)
+        risk, reason = self.assess(command)
         timeout = _timeout(ctx, timeout_seconds)
         return {
             "summary": f"Run `{visible(command)}` in {ctx.workspace} ({risk}: {reason})",
@@ -351,7 +402,7 @@ class ShellRun(BaseTool):
         _check_command(command)
         config = ctx.services.config
         env = child_environment(config.secret_values())
-        if classify(command)[0] == "medium":
+        if self.assess(command)[0] == "medium":
             env.update(READ_ONLY_GIT_ENV)
         ctx.workspace.mkdir(parents=True, exist_ok=True)
         cap = int(config["tools"]["shell_run"]["max_output_bytes"])
