@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from tools import shell_run
+from tools import _shell_risk, shell_run
 
 SEARCHES = ["grep -r KEY .", "grep -Rn token", "grep --recursive KEY notes", "rg API_KEY", "rg -i secret"]
 
 
 @pytest.fixture(autouse=True)
 def fresh_scans():
-    shell_run._secret_scans.clear()
+    _shell_risk._secret_scans.clear()
     yield
-    shell_run._secret_scans.clear()
+    _shell_risk._secret_scans.clear()
 
 
 @pytest.mark.parametrize("command", SEARCHES)
@@ -25,7 +25,7 @@ def test_a_recursive_search_is_medium_in_a_clean_workspace_and_high_next_to_a_do
     assert tool.risk_for({"command": command}) == "medium"
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / ".env.production").write_text("API_KEY=secret")
-    shell_run._secret_scans.clear()
+    _shell_risk._secret_scans.clear()
     assert tool.risk_for({"command": command}) == "high"
     assert tool.assess(command)[1] == "searches a workspace tree that holds .env files"
 
