@@ -14,6 +14,8 @@ and whatever DNS answers. So:
   name, so a second DNS answer (rebinding) cannot switch it;
 - redirects are followed here, hop by hop, each one checked again (max 5);
 - `[tools.net] allow_hosts` names hosts, IPs or networks the operator wants reachable anyway.
+
+The pure parsing and address rules live in tools/_netaddr.py; this module does the I/O.
 """
 
 from __future__ import annotations
@@ -26,15 +28,14 @@ import re
 import socket
 import ssl
 import zlib
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import urljoin
 
 import certifi
 import httpx
-import idna
 
 from bot.tool import (
     CallContext,
@@ -43,210 +44,34 @@ from bot.tool import (
     ToolNetworkError,
     ToolPermissionError,
 )
+from tools._netaddr import (  # noqa: F401  (re-exported: callers import these from tools._netguard)
+    DEFAULT_PORTS,
+    AllowList,
+    IPAddress,
+    Target,
+    allow_list,
+    blocked_reason,
+    domain_matches,
+    embedded_ipv4,
+    is_localhost_name,
+    parse_ipv4_loose,
+    parse_target,
+)
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str], Awaitable[list[str]]]
 
 MAX_REDIRECTS = 5
-DEFAULT_PORTS = {"http": 80, "https": 443}
 REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+
 # Headers that carry credentials: never forwarded when a redirect leaves the original origin.
 CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 PRIVATE_HINT = ("This address is private/internal, so the guard refused it. Use a public http(s) "
                 "URL instead; if the user really wants this host reachable, the operator can add "
                 "it to [tools.net] allow_hosts in the config.")
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
-_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
-_BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f\\]")
-_HOST_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
-_PATH_SAFE = "!#$%&'()*+,-./:;=?@[]^_`{|}~"
-_NUMERIC_PART = re.compile(r"^(?:0[xX][0-9a-fA-F]*|[0-9]+)$")
-
-
-# --- addresses -----------------------------------------------------------------------------
-
-
-def parse_ipv4_loose(host: str) -> ipaddress.IPv4Address | None:
-    """Parse a host the way inet_aton/browsers do, or return None if it is not numeric.
-
-    Accepts 1 to 4 parts in decimal, octal (leading 0) or hex (0x); the last part fills the
-    remaining bytes, so 127.1 and 2130706433 are 127.0.0.1. A host whose last label looks
-    numeric but does not parse is refused rather than handed to DNS.
-    """
-    parts = host.split(".")
-    if not _NUMERIC_PART.match(parts[-1]):
-        return None
-    if len(parts) > 4 or not all(_NUMERIC_PART.match(p) for p in parts):
-        raise ToolInvalidArgsError(f"Malformed numeric host {host!r}.",
-                                   "Use a normal hostname or a dotted IPv4 address.")
-    values = [_parse_number(p) for p in parts]
-    *head, last = values
-    if any(v > 255 for v in head) or last >= 256 ** (5 - len(values)):
-        raise ToolInvalidArgsError(f"Numeric host {host!r} is out of range.",
-                                   "Use a normal hostname or a dotted IPv4 address.")
-    number = last
-    for index, value in enumerate(head):
-        number += value << (8 * (3 - index))
-    return ipaddress.IPv4Address(number)
-
-
-def _parse_number(part: str) -> int:
-    if part[:2].lower() == "0x":
-        return int(part[2:] or "0", 16)
-    if len(part) > 1 and part.startswith("0"):
-        if not set(part) <= set("01234567"):
-            raise ToolInvalidArgsError(f"Malformed octal number {part!r} in host.",
-                                       "Use a normal hostname or a dotted IPv4 address.")
-        return int(part, 8)
-    return int(part)
-
-
-def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4, Teredo)."""
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    if ip.sixtofour is not None:
-        return ip.sixtofour
-    if ip.teredo is not None:
-        return ip.teredo[1]
-    if any(ip in net for net in _NAT64) or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return None
-
-
-def blocked_reason(ip: IPAddress) -> str | None:
-    """Why the guard refuses this address, or None when it is a public unicast address."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.scope_id:
-            return "an IPv6 address with a zone id"
-        inner = embedded_ipv4(ip)
-        if inner is not None and (reason := blocked_reason(inner)):
-            return f"an IPv6 form of {inner}, {reason}"
-    checks = (
-        (ip.is_unspecified, "the unspecified address"),
-        (ip.is_loopback, "a loopback address"),
-        (ip.is_link_local, "a link-local address (cloud metadata lives here)"),
-        (ip.is_multicast, "a multicast address"),
-        (ip in _CGNAT if ip.version == 4 else False, "a shared CGNAT address"),
-        (ip.is_private, "a private address"),
-        (ip.is_reserved, "a reserved address"),
-        (not ip.is_global, "not a public address"),
-    )
-    return next((label for hit, label in checks if hit), None)
-
-
-# --- URLs ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    """One parsed, normalised http(s) URL. `ip` is set when the host is an address literal."""
-
-    scheme: str
-    host: str
-    port: int
-    path: str
-    ip: IPAddress | None = None
-
-    @property
-    def netloc(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return host if self.port == DEFAULT_PORTS[self.scheme] else f"{host}:{self.port}"
-
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://{self.netloc}{self.path}"
-
-    @property
-    def origin(self) -> tuple[str, str, int]:
-        return self.scheme, self.host, self.port
-
-
-def parse_target(url: str) -> Target:
-    """Parse and normalise a URL; refuse anything that is not a plain http(s) URL."""
-    if not isinstance(url, str) or not url or len(url) > 8192:
-        raise ToolInvalidArgsError("The URL must be a non-empty string of at most 8192 characters.")
-    if _BAD_URL_CHARS.search(url):
-        raise ToolInvalidArgsError(
-            "The URL contains spaces, control characters or backslashes.",
-            "Percent-encode spaces (%20) and use forward slashes.", {"url": url[:200]})
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise ToolInvalidArgsError(f"Not a valid URL: {exc}.", details={"url": url[:200]}) from exc
-    scheme = parts.scheme.lower()
-    if scheme not in DEFAULT_PORTS:
-        raise ToolPermissionError(
-            f"Only http and https URLs are allowed, not {scheme or 'a relative URL'!r}.",
-            "Give a full URL that starts with https:// (or http://).", {"url": url[:200]})
-    if "@" in parts.netloc:
-        raise ToolPermissionError("URLs with a user name or password (user@host) are refused.",
-                                  "Remove the part before '@'; credentials go in headers.")
-    host, ip = _normalise_host(parts.hostname or "", bracketed="[" in parts.netloc)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    # Percent-encode anything non-ASCII: the URL shown for approval is exactly the one sent,
-    # with no room for look-alike or right-to-left characters.
-    path = quote(path, safe=_PATH_SAFE)
-    return Target(scheme, host, port or DEFAULT_PORTS[scheme], path, ip)
-
-
-def _normalise_host(raw: str, bracketed: bool) -> tuple[str, IPAddress | None]:
-    bad_host = ToolInvalidArgsError(f"Not a valid host name: {raw!r}.",
-                                    "Check the URL; the host looks like example.com.")
-    if bracketed:
-        if "%" in raw:  # a zone id names a local interface: never a public destination
-            raise bad_host
-        try:
-            ip6 = ipaddress.IPv6Address(raw)
-        except ValueError:
-            raise bad_host from None
-        return str(ip6), ip6
-    host = raw[:-1] if raw.endswith(".") else raw
-    if not host or "%" in host:
-        raise bad_host
-    if not host.isascii():
-        try:
-            host = idna.encode(host, uts46=True).decode("ascii")
-        except idna.IDNAError:
-            raise bad_host from None
-    ip4 = parse_ipv4_loose(host)
-    if ip4 is not None:
-        return str(ip4), ip4
-    if len(host) > 253 or not all(_HOST_LABEL.match(label) for label in host.split(".")):
-        raise bad_host
-    return host, None
 
 
 # --- policy ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AllowList:
-    hosts: frozenset[str]
-    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
-
-    def allows_host(self, host: str) -> bool:
-        return host in self.hosts
-
-    def allows_ip(self, ip: IPAddress) -> bool:
-        return any(ip.version == net.version and ip in net for net in self.networks)
-
-
-@functools.lru_cache(maxsize=32)
-def allow_list(entries: tuple[str, ...]) -> AllowList:
-    """Operator entries: host names (exact), IPs or CIDR networks. Cached per configuration."""
-    hosts: set[str] = set()
-    networks = []
-    for entry in entries:
-        cleaned = entry.strip().lower().strip("[]").rstrip(".")
-        try:
-            networks.append(ipaddress.ip_network(cleaned, strict=False))
-        except ValueError:
-            hosts.add(cleaned)
-    return AllowList(frozenset(hosts), tuple(networks))
 
 
 @dataclass(frozen=True)
@@ -286,7 +111,7 @@ class Guard:
         """The checks that need no DNS: address literals and localhost names."""
         if target.ip is not None:
             self.check_ip(target.host, target.ip)
-        elif _is_localhost_name(target.host) and not self.allow.allows_host(target.host):
+        elif is_localhost_name(target.host) and not self.allow.allows_host(target.host):
             raise ToolPermissionError(f"Refused to contact {target.host}: it names this machine.",
                                       PRIVATE_HINT, {"host": target.host})
 
@@ -309,9 +134,6 @@ class Guard:
             self.check_ip(target.host, address)
         return addresses[0]
 
-
-def _is_localhost_name(host: str) -> bool:
-    return host == "localhost" or host.endswith(".localhost")
 
 
 async def system_resolver(host: str) -> list[str]:
@@ -557,12 +379,3 @@ def _hint_for(status: int) -> str:
     if status == 429:
         return "The site is rate limiting; wait before retrying, or use another source."
     return "The site refused the request; check the URL and arguments, then adjust."
-
-
-def domain_matches(host: str, domains: Iterable[str]) -> bool:
-    """True when host equals one of the domains or is a subdomain of one."""
-    for domain in domains:
-        domain = domain.strip().lower().rstrip(".").removeprefix("*.").lstrip(".")
-        if domain and (host == domain or host.endswith("." + domain)):
-            return True
-    return False
