@@ -59,8 +59,8 @@ async def _terminal(app: Any, args: argparse.Namespace) -> int:
 
     await app.start_services()
     logging.getLogger("bot.app").info("myclaw ready (channels: terminal)")
-    if args.log_level is None:  # keep per-turn log lines out of the conversation
-        logging.getLogger().setLevel(logging.WARNING)
+    if args.log_level is None:  # the conversation shows its own errors; keep log lines out of it
+        logging.getLogger().setLevel(logging.ERROR)
     grace = app.config["agent"]["shutdown_grace_seconds"]
     await TerminalChannel(app.agent, grace=grace).run()
     await app.agent.shutdown(grace)
