@@ -225,6 +225,20 @@ async def test_a_sticker_gets_a_polite_answer_and_a_photo_caption_is_read_as_tex
     assert last_user_text(fake_anthropic.last_request.json) == "what is in this picture?"
 
 
+async def test_a_voice_note_and_a_bare_document_get_a_polite_answer_and_nothing_reaches_the_model(
+        bot, tg, fake_anthropic):
+    await bot()
+    tg.private_message(ADA, None, voice={"file_id": "v1", "file_unique_id": "vu1", "duration": 3})
+    tg.private_message(ADA, None, document={"file_id": "d1", "file_unique_id": "du1",
+                                            "file_name": "report.pdf"})
+    await tg.wait_until(lambda: sent_to(tg, ADA) == ["I can only read text messages."] * 2)
+    assert fake_anthropic.requests == []
+    tg.private_message(ADA, None, caption="summarise the attached report",
+                       document={"file_id": "d2", "file_unique_id": "du2", "file_name": "r.pdf"})
+    await tg.wait_until(lambda: len(sent_to(tg, ADA)) == 3)
+    assert last_user_text(fake_anthropic.last_request.json) == "summarise the attached report"
+
+
 async def test_two_chats_run_concurrently_while_each_chat_stays_in_order(bot, tg, fake_anthropic):
     _, channel = await bot()
 
