@@ -1,8 +1,12 @@
 """The SQLite store (aiosqlite): WAL, busy timeout, numbered migrations.
 
-One connection per process. Reads go straight through; writes go through `transaction()`, which
-serialises them on an asyncio lock and opens `BEGIN IMMEDIATE`, so many sessions writing at once
-never see "database is locked" (and other processes wait up to the busy timeout).
+Reads and the domain modules' writes go through one aiosqlite connection; writes go through
+`transaction()`, which serialises them on an asyncio lock and opens `BEGIN IMMEDIATE`, so many
+sessions writing at once never see "database is locked" (other processes wait up to the busy
+timeout). The per-step writes of a turn (`run`) use a second, synchronous connection on the
+event loop itself: a WAL commit without fsync takes microseconds, less than the hand-off to
+aiosqlite's thread it replaces; if another process holds the write lock for more than 50 ms
+that write falls back to the aiosqlite thread. WAL checkpoints (the fsyncs) stay on that thread.
 
 Domain modules (approvals, pairing, memory, ...) use `fetchone`/`fetchall`/`transaction`; the
 history and session helpers live here because the runtime needs them on every turn.
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -26,7 +31,11 @@ import aiosqlite
 from bot.errors import StoreError
 from bot.migrations import MIGRATIONS
 
+log = logging.getLogger(__name__)
+
 BUSY_TIMEOUT_MS = 10_000
+INLINE_BUSY_S = 0.05     # the inline writer waits this long for another process, then hops
+CHECKPOINT_EVERY = 200   # inline commits between two WAL checkpoints on the aiosqlite thread
 T = TypeVar("T")
 
 
@@ -34,6 +43,9 @@ class Store:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self._db: aiosqlite.Connection | None = None
+        self._inline: sqlite3.Connection | None = None
+        self._inline_commits = 0
+        self._checkpoints: set[asyncio.Future] = set()
         self._write_lock = asyncio.Lock()
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -48,6 +60,14 @@ class Store:
             await self._db.execute("PRAGMA synchronous = NORMAL")
             await self._db.execute("PRAGMA foreign_keys = ON")
             await self._migrate()
+            # Used by one task at a time (under the write lock), on the loop or, for checkpoints,
+            # on a worker thread: hence check_same_thread=False.
+            self._inline = sqlite3.connect(self.path, isolation_level=None, timeout=INLINE_BUSY_S,
+                                           check_same_thread=False)
+            # Checkpoints (the only fsyncs in WAL mode) run on aiosqlite's thread, never here.
+            # Each PRAGMA is read to the end: a statement left open would pin the log.
+            for pragma in ("synchronous = NORMAL", "wal_autocheckpoint = 0", "foreign_keys = ON"):
+                self._inline.execute(f"PRAGMA {pragma}").fetchall()
         except (sqlite3.Error, OSError) as exc:
             await self.close()
             raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
@@ -57,7 +77,25 @@ class Store:
             pass
         return self
 
+    async def _checkpoint(self) -> None:
+        """Copy the log into the database (fsync) off the event loop, on the writer's own
+        connection (then the next write starts the log over), while no write can interleave."""
+        inline = self._inline
+        if inline is None:
+            return
+        try:
+            async with self._write_lock:
+                await asyncio.to_thread(
+                    lambda: inline.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
+        except sqlite3.Error:
+            log.warning("WAL checkpoint failed; SQLite retries at the next one", exc_info=True)
+
     async def close(self) -> None:
+        if self._checkpoints:
+            await asyncio.gather(*self._checkpoints, return_exceptions=True)
+        if self._inline is not None:
+            self._inline.close()
+            self._inline = None
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()
@@ -122,14 +160,11 @@ class Store:
             await self.db.execute("COMMIT")
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `work(conn)` as one write transaction in the connection's thread: one hop.
-
-        The per-turn writes (history, audit, receipts, usage) go through here, so a step costs
-        a single round trip to the SQLite thread instead of one per statement. `work` must be
-        quick, synchronous, and touch only `conn`.
+        """Run `work(conn)` as one write transaction: the per-step writes of a turn (history,
+        audit, receipts, usage), inline on the event loop (see the module docstring), else in
+        one hop to aiosqlite's thread. `work` must be quick, synchronous, and touch only `conn`.
         """
-        def in_transaction() -> T:
-            conn = self.db._conn  # aiosqlite's own connection, used on its own thread
+        def in_transaction(conn: sqlite3.Connection) -> T:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = work(conn)
@@ -140,9 +175,21 @@ class Store:
             return result
 
         async with self._write_lock:
+            if self._inline is not None:
+                try:
+                    result = in_transaction(self._inline)
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) and "busy" not in str(exc):
+                        raise
+                else:
+                    self._inline_commits += 1
+                    if self._inline_commits % CHECKPOINT_EVERY == 0:
+                        self._checkpoints.add(task := asyncio.ensure_future(self._checkpoint()))
+                        task.add_done_callback(self._checkpoints.discard)
+                    return result
             # aiosqlite's documented methods are thin wrappers over _execute(fn); calling it
             # directly is the one way to batch several statements into one thread hop.
-            return await self.db._execute(in_transaction)
+            return await self.db._execute(in_transaction, self.db._conn)
 
     async def execute(self, sql: str, params: tuple | dict = ()) -> int:
         """A single write; returns the number of rows changed."""

@@ -68,3 +68,36 @@ async def test_full_text_search_is_available(tmp_path):
             "SELECT m.text FROM memories_fts f JOIN memories m ON m.id = f.rowid"
             " WHERE memories_fts MATCH ?", ("bicycle",))
         assert [r["text"] for r in rows] == ["the blue bicycle is in the garage"]
+
+
+async def test_a_step_write_waits_for_another_process_holding_the_lock_and_still_lands(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "myclaw.db"
+    async with Store(path) as store:
+        session = await store.new_session("cli:local", "local", "cli")
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process is writing
+        asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
+        await store.append_messages(session, [{"role": "user", "content": [{"type": "text",
+                                                                            "text": "late"}]}])
+        other.close()
+        assert [m["content"][0]["text"] for m in await store.load_history(session)] == ["late"]
+
+
+async def test_the_write_ahead_log_is_checkpointed_so_it_does_not_grow_without_bound(tmp_path,
+                                                                                     monkeypatch):
+    from bot import store as store_mod
+
+    monkeypatch.setattr(store_mod, "CHECKPOINT_EVERY", 20)
+    path = tmp_path / "myclaw.db"
+    async with Store(path) as store:
+        session = await store.new_session("cli:local", "local", "cli")
+        block = [{"role": "user", "content": [{"type": "text", "text": "x" * 8000}]}]
+        for i in range(600):
+            await store.append_messages(session, block)
+            if i % 20 == 19:  # a read between bursts, as turns have: queued after the checkpoint
+                await store.fetchone("SELECT 1")
+        wal = path.with_name(path.name + "-wal")
+        # 600 writes of ~8 KB would leave a WAL of about 5 MB without checkpoints.
+        assert wal.stat().st_size < 2_000_000
