@@ -58,7 +58,6 @@ class Turn:
     run_allowlist: frozenset[str] | None = None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     writes: list[Write] = field(default_factory=list)
-    journal: asyncio.Future | None = None   # the chain of this turn's pending store writes
     log_calls: list[str] = field(default_factory=list)
 
     @property

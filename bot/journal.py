@@ -1,14 +1,13 @@
-"""A session's history in the store, written behind the turn that produces it.
+"""A session's history in the store.
 
 Reads come from a bounded cache of what this process wrote (bot.history_cache), else from the
-store. Writes are queued per turn: each step's messages, the audit/receipt/undo rows its tool
-calls queued, and its token usage go to SQLite in one transaction (one hop to the SQLite
-thread) while the next model call is already under way; `flush` waits for them.
+store. Each step's messages, the audit/receipt/undo rows its tool calls queued, and its token
+usage go to SQLite in one transaction (`Store.run`: a WAL commit on the event loop, no thread
+hand-off).
 """
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import time
 from typing import Any
@@ -47,27 +46,16 @@ class Journal:
         """Note messages written to the store outside the journal (in a caller's transaction)."""
         self.cache.extend(session_id, new)
 
-    def write_behind(self, turn: Turn, new: Messages, response: Any = None) -> None:
-        """Queue one step's writes behind the turn's previous ones, without waiting for them."""
-        previous, writes = turn.journal, turn.writes[:]
+    async def write(self, turn: Turn, new: Messages, response: Any = None) -> None:
+        """Store one step: its messages, the rows its tool calls queued, its token usage."""
+        writes = turn.writes[:]
         turn.writes.clear()
         self.cache.extend(turn.session_id, new)
-
-        async def write() -> None:
-            try:
-                if previous is not None:
-                    await previous
-                await self._persist(turn, new, response, writes)
-            except BaseException:
-                self.cache.drop(turn.session_id)  # the store is the truth: reload next time
-                raise
-        turn.journal = asyncio.ensure_future(write())
-
-    async def flush(self, turn: Turn) -> None:
-        """Wait until everything the turn queued is in the store."""
-        if turn.journal is not None:
-            journal, turn.journal = turn.journal, None
-            await asyncio.shield(journal)
+        try:
+            await self._persist(turn, new, response, writes)
+        except BaseException:
+            self.cache.drop(turn.session_id)  # the store is the truth: reload next time
+            raise
 
     async def _persist(self, turn: Turn, new: Messages, response: Any, writes: list[Any]) -> None:
         usage = response.usage if response is not None else None

@@ -183,7 +183,7 @@ class Agent:
                 await store.append_messages(session_id, [user], db=db)
             self.journal.appended(session_id, [user])
         else:
-            self.journal.write_behind(turn, [user], None)  # overlaps with the model call
+            await self.journal.write(turn, [user])
         messages = [*base, user]
         if waiting or (len(base) and base[-1]["role"] == "user"):
             messages = history.repair(messages)
@@ -220,23 +220,19 @@ class Agent:
                 _add_usage(usage, response.usage)
                 assistant = {"role": "assistant", "content": response.content}
                 if not response.tool_uses:
-                    # The answer is shown while its write completes; `finally` waits for the
-                    # write before the session takes its next message.
-                    self.journal.write_behind(turn, [assistant], response)
+                    await self.journal.write(turn, [assistant], response)
                     await turn.sink.emit(Done(response.text, usage))
                     return
                 if await self._step(turn, messages, assistant, response):
                     await turn.sink.emit(Done(response.text, usage, waiting_for_approval=True))
                     return
             limit = self.config["agent"]["max_steps"]
-            await self.journal.flush(turn)
             await turn.sink.emit(Notice(f"I stopped after {limit} steps without a final answer. "
                                         "Everything so far is saved; send 'continue' to go on."))
             await turn.sink.emit(Done("", usage))
         finally:
             if turn.writes:  # audit rows of calls refused before the turn failed
-                self.journal.write_behind(turn, [], None)
-            await self.journal.flush(turn)
+                await asyncio.shield(self.journal.write(turn, []))
             log.info("turn", extra={"sender": turn.sender, "session": turn.session_id,
                                     "tools": turn.log_calls, "tokens": usage,
                                     "latency_ms": round((time.monotonic() - started) * 1000, 1)})
@@ -261,7 +257,6 @@ class Agent:
     async def _step(self, turn: Turn, messages: list[dict[str, Any]], assistant: dict[str, Any],
                     response: Any) -> bool:
         """Dispatch every tool_use of one response. Returns True when approvals are pending."""
-        await self.journal.flush(turn)  # earlier writes (the user's message) land before any effect
         plans = [self.dispatcher.plan(turn, block) for block in response.tool_uses]
         asks = [p for p in plans if p.result is None and p.decision.verdict == "ask"]
         runs = [p for p in plans if p not in asks]
@@ -271,7 +266,8 @@ class Agent:
             partial = getattr(exc, "results", {})
             cancelled = [partial.get(p.block["id"]) or history.error_result(p.block["id"], history.CANCELLED)
                          for p in plans]
-            self.journal.write_behind(turn, [assistant, {"role": "user", "content": cancelled}], response)
+            await asyncio.shield(self.journal.write(
+                turn, [assistant, {"role": "user", "content": cancelled}], response))
             raise
         pending_views = []
         for plan in asks:
@@ -282,10 +278,8 @@ class Agent:
                 pending_views.append(view)
         ordered = [results[p.block["id"]] for p in plans if p.block["id"] in results]
         new = [assistant] + ([{"role": "user", "content": ordered}] if ordered else [])
-        self.journal.write_behind(turn, new, response)
+        await self.journal.write(turn, new, response)  # stored before any button can be tapped
         messages.extend(new)
-        if pending_views:
-            await self.journal.flush(turn)  # stored before the buttons can be tapped
         for view in pending_views:
             await turn.sink.emit(ApprovalNeeded(view))
         return bool(pending_views)
@@ -314,8 +308,7 @@ class Agent:
         turn = await self._turn(request.session_id, request.sender, request.chat,
                                 request.channel, autonomy, sink)
         result = await self._resolved_result(turn, request, resolver)
-        self.journal.write_behind(turn, [{"role": "user", "content": [result]}], None)
-        await self.journal.flush(turn)
+        await self.journal.write(turn, [{"role": "user", "content": [result]}])
         if await self.services.approvals.pending_for_session(request.session_id):
             return  # other calls of the same step still wait for their answer
         active = await self.services.store.session_info(request.session_id)
