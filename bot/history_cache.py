@@ -35,17 +35,27 @@ class HistoryCache:
         self.drop(session_id)
         self._entries[session_id] = (list(messages), size)
         self._chars += size
+        self._evict()
+
+    def _evict(self) -> None:
         while self._chars > self.max_chars and len(self._entries) > 1:
             _, (_, dropped) = self._entries.popitem(last=False)
             self._chars -= dropped
 
-    def extend(self, session_id: str, new: Messages) -> None:
-        """Record messages appended to a session (no-op when the session is not cached)."""
+    def extend(self, session_id: str, new: Messages, added_chars: int | None = None) -> None:
+        """Record messages appended to a session (no-op when the session is not cached).
+        `added_chars`: their stored size, when the caller has already encoded them."""
         entry = self._entries.get(session_id)
         if entry is None:
             return
-        added = sum(len(json.dumps(m["content"], ensure_ascii=False)) for m in new)
-        self.put(session_id, entry[0] + new, entry[1] + added)
+        if added_chars is None:
+            added_chars = sum(len(json.dumps(m["content"], ensure_ascii=False)) for m in new)
+        messages, size = entry
+        messages.extend(new)  # in place: the cache owns this list (get() hands out copies)
+        self._entries[session_id] = (messages, size + added_chars)
+        self._entries.move_to_end(session_id)
+        self._chars += added_chars
+        self._evict()
 
     def drop(self, session_id: str) -> None:
         entry = self._entries.pop(session_id, None)

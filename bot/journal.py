@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.dispatch import Turn
 from bot.history_cache import HistoryCache
-from bot.store import Store, append_rows
+from bot.store import Store, append_rows, encode_contents
 
 Messages = list[dict[str, Any]]
 
@@ -50,18 +50,20 @@ class Journal:
         """Store one step: its messages, the rows its tool calls queued, its token usage."""
         writes = turn.writes[:]
         turn.writes.clear()
-        self.cache.extend(turn.session_id, new)
+        encoded = encode_contents(new)  # once, for the store and the cache's size
+        self.cache.extend(turn.session_id, new, sum(map(len, encoded)))
         try:
-            await self._persist(turn, new, response, writes)
+            await self._persist(turn, new, encoded, response, writes)
         except BaseException:
             self.cache.drop(turn.session_id)  # the store is the truth: reload next time
             raise
 
-    async def _persist(self, turn: Turn, new: Messages, response: Any, writes: list[Any]) -> None:
+    async def _persist(self, turn: Turn, new: Messages, encoded: list[str], response: Any,
+                       writes: list[Any]) -> None:
         usage = response.usage if response is not None else None
 
         def work(conn: sqlite3.Connection) -> None:
-            append_rows(conn, turn.session_id, new)
+            append_rows(conn, turn.session_id, new, encoded)
             for write in writes:
                 write(conn)
             if usage:

@@ -273,16 +273,23 @@ class Store:
 APPEND_SQL = "INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, ?)"
 
 
-def _message_rows(session_id: str, messages: list[dict[str, Any]]) -> list[tuple]:
+def encode_contents(messages: list[dict[str, Any]]) -> list[str]:
+    """Each message's content as stored (JSON text); its length is the cache's size unit."""
+    return [json.dumps(m["content"], ensure_ascii=False) for m in messages]
+
+
+def _message_rows(session_id: str, messages: list[dict[str, Any]],
+                  encoded: list[str] | None = None) -> list[tuple]:
     now = time.time()
-    return [(session_id, m["role"], json.dumps(m["content"], ensure_ascii=False), now)
-            for m in messages]
+    texts = encoded if encoded is not None else encode_contents(messages)
+    return [(session_id, m["role"], text, now) for m, text in zip(messages, texts, strict=True)]
 
 
-def append_rows(conn: sqlite3.Connection, session_id: str, messages: list[dict[str, Any]]) -> None:
-    """Synchronous append, for use inside `Store.run`."""
+def append_rows(conn: sqlite3.Connection, session_id: str, messages: list[dict[str, Any]],
+                encoded: list[str] | None = None) -> None:
+    """Synchronous append, for use inside `Store.run` (`encoded`: contents already encoded)."""
     if messages:
-        conn.executemany(APPEND_SQL, _message_rows(session_id, messages))
+        conn.executemany(APPEND_SQL, _message_rows(session_id, messages, encoded))
 
 
 AUDIT_SQL = ("INSERT INTO audit(ts, session_id, sender, tool, args_hash, decision, outcome, detail)"
