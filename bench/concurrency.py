@@ -46,6 +46,11 @@ async def run(sessions: int, delay: float) -> None:
               f"answered {answered}/{sessions}   "
               f"{'OK' if wall / delay <= 1.3 and answered == sessions else 'NOT MET'}")
 
+        floor = await raw_sdk_floor(base_url, sessions, app.agent.prompt.params)
+        print(f"  floor: the same {sessions} model calls made with the bare SDK (same transport, "
+              f"streaming): {floor:.2f} s (ratio {floor / delay:.2f}); myclaw / floor = "
+              f"{wall / floor:.2f}")
+
         ordered = Answers()
         started = time.perf_counter()
         await asyncio.gather(*(
@@ -56,6 +61,32 @@ async def run(sessions: int, delay: float) -> None:
         print(f"  same sender, 5 messages at once: answered in order: {ordered.texts == expected} "
               f"({wall:.2f} s, one at a time as intended)")
         await app.close()
+
+
+async def raw_sdk_floor(base_url: str, sessions: int, build_params) -> float:
+    """What this machine can do at best: the same number of concurrent streaming calls with
+    the anthropic SDK alone (same aiohttp transport, a request the size of ours)."""
+    import anthropic
+
+    from bot.dispatch import Turn
+
+    client = anthropic.AsyncAnthropic(api_key="bench-key", base_url=base_url, max_retries=0,
+                                      http_client=anthropic.DefaultAioHttpClient())
+    turn = Turn("s", "telegram:1", "1", "telegram", "supervised", None)  # type: ignore[arg-type]
+
+    async def one(i: int) -> None:
+        messages = [{"role": "user", "content": [{"type": "text", "text": f"hello {i}"}]}]
+        stream = await client.messages.create(stream=True, **build_params(turn, messages))
+        async with stream:
+            async for _event in stream:
+                pass
+
+    await one(0)
+    started = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(1, sessions + 1)))
+    wall = time.perf_counter() - started
+    await client.close()
+    return wall
 
 
 def main() -> None:
