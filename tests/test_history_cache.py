@@ -12,7 +12,7 @@ def msg(text: str) -> dict:
 def test_what_get_returns_can_be_changed_without_touching_the_cache():
     cache = HistoryCache()
     cache.put("s", [msg("a")], 10)
-    got, size = cache.get("s")
+    got, _size = cache.get("s")
     got.append(msg("b"))
     assert cache.get("s") == ([msg("a")], 10)
 
