@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 import logging
 import pkgutil
 from collections.abc import Iterable
@@ -110,8 +109,6 @@ class Registry:
     def source_of(self, name: str) -> str:
         return self.entries[name].source
 
-    def validator(self, name: str) -> jsonschema.Draft202012Validator:
-        return self.entries[name].validator
 
     def validate(self, name: str, args: Any) -> ToolError | None:
         """Check args against the tool's compiled schema; a ToolError (invalid_args) if wrong."""
@@ -172,8 +169,6 @@ class Registry:
             self._catalogs[key] = cached
         return list(cached)
 
-    def catalog_bytes(self, sender: str, autonomy: str) -> bytes:
-        return json.dumps(self.catalog_for_prompt(sender, autonomy), sort_keys=True).encode()
 
 
 def takes_argument(func: Any) -> bool:

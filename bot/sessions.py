@@ -40,9 +40,6 @@ class SessionQueue:
     def __len__(self) -> int:
         return len(self._slots)
 
-    def busy(self, key: str) -> bool:
-        slot = self._slots.get(key)
-        return bool(slot and slot.current and not slot.current.done())
 
     async def run(self, key: str, work: Callable[[], Awaitable[T]]) -> T:
         """Run `work()` when every earlier work of `key` is done. Raises Stopped on /stop, and
