@@ -42,6 +42,10 @@ class Journal:
         self.cache.drop(session_id)
         await self.store.replace_history(session_id, messages)
 
+    def forget(self, session_id: str) -> None:
+        """Drop the cached copy; the next read comes from the store."""
+        self.cache.drop(session_id)
+
     def appended(self, session_id: str, new: Messages) -> None:
         """Note messages written to the store outside the journal (in a caller's transaction)."""
         self.cache.extend(session_id, new)

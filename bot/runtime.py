@@ -187,6 +187,9 @@ class Agent:
         messages = [*base, user]
         if waiting or (len(base) and base[-1]["role"] == "user"):
             messages = history.repair(messages)
+            # The stored tail is not in the API's shape (repair merged or answered it here):
+            # the next turn reads it back from the store, where it is repaired in full.
+            self.journal.forget(session_id)
         await self._loop(turn, messages)
 
     async def _turn(self, session_id: str, sender: str, chat: str, channel: str, autonomy: str,

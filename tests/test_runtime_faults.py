@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import subprocess
@@ -158,3 +159,16 @@ async def test_concurrent_llm_calls_beyond_the_limit_queue_instead_of_failing(ap
     # With two calls in flight at most, the third call cannot start before one of the first
     # two (each held 0.05 s by the fake) has finished.
     assert starts[2] - starts[0] >= 0.04
+
+
+async def test_after_a_failed_turn_every_later_request_keeps_alternating_roles(app_factory,
+                                                                               fake_anthropic):
+    app = await app_factory({"agent": {"llm_max_retries": 0}})
+    fake_anthropic.script(error(500, "api_error", "boom"))
+    await say(app, "first")
+    for text_ in ("second", "third", "fourth"):
+        await say(app, text_)
+        roles = [m["role"] for m in fake_anthropic.last_request.json["messages"]]
+        assert all(a != b for a, b in itertools.pairwise(roles)), roles
+    first = fake_anthropic.last_request.json["messages"][0]["content"]
+    assert [b["text"] for b in first] == ["first", "second"]
