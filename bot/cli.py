@@ -1,9 +1,8 @@
 """The `myclaw` command line (also `python -m bot`).
 
 Subcommands come from small modules, each exposing `add_commands(subparsers)`; a subcommand sets
-`handler=<async function(args, config) -> int>` (or `sync_handler` for commands that must not
-start an event loop). Errors of ours (`MyclawError`) print one line and exit 2; argument errors
-print usage.
+`handler=<async function(args, config) -> int>`. Errors of ours (`MyclawError`) print one line
+and exit 2; argument errors print usage.
 """
 
 from __future__ import annotations
@@ -11,11 +10,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import logging
 import sys
 from collections.abc import Sequence
 
 from bot import config as config_mod
+from bot import logs
 from bot.errors import MyclawError
 
 # Modules contributing subcommands; each has add_commands(subparsers).
@@ -40,25 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue  # a command module not written yet
-            raise
-        module.add_commands(subparsers)
+        importlib.import_module(module_name).add_commands(subparsers)
     return parser
 
 
 def setup_logging(args: argparse.Namespace, config: config_mod.Config) -> None:
-    fmt = args.log_format or config["log"]["format"]
-    level = args.log_level or config["log"]["level"]
-    try:
-        from bot import logs
-    except ModuleNotFoundError:
-        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        return
-    logs.configure(fmt=fmt, level=level, secrets=config.secret_values())
+    logs.configure(fmt=args.log_format or config["log"]["format"],
+                   level=args.log_level or config["log"]["level"], secrets=config.secret_values())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,8 +54,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = config_mod.load(args.config)
         setup_logging(args, config)
-        if getattr(args, "sync_handler", None) is not None:
-            return int(args.sync_handler(args, config) or 0)
         return int(asyncio.run(args.handler(args, config)) or 0)
     except MyclawError as exc:
         print(f"myclaw: {exc}", file=sys.stderr)

@@ -75,6 +75,15 @@ async def fake_anthropic():
 
 
 @pytest.fixture
+async def tg():
+    """A fake Telegram Bot API on 127.0.0.1 (see tests/fakes/telegram_server.py)."""
+    from tests.fakes.telegram_server import FakeTelegram
+
+    async with FakeTelegram() as fake:
+        yield fake
+
+
+@pytest.fixture
 async def app_factory(tmp_path: Path, fake_anthropic):
     """Build real Apps (store, registry, LLM client, agent) talking to the fake Anthropic.
 

@@ -6,14 +6,12 @@ import asyncio
 from typing import Any
 
 from bot.tool import BaseTool, CallContext, ToolMeta
-from channels._telegram_sink import SinkSettings
 from channels.telegram import TelegramChannel
 from tests.fakes.anthropic_server import text, tool_use
-from tests.fakes.telegram_server import FakeTelegram, channel_overrides
+from tests.fakes.telegram_server import channel_overrides
+from tests.telegram_support import FAST
 
 ADA = 4242
-FAST = SinkSettings(edit_interval=0.05, group_edit_interval=0.05, typing_delay=0.05,
-                    typing_interval=0.2)
 
 
 class Scanner(BaseTool):
@@ -37,31 +35,30 @@ def mentions(call, needle: str) -> bool:
     return needle in call.params.get("text", "")
 
 
-async def test_progress_of_a_slow_tool_edits_one_status_message(app_factory, fake_anthropic):
-    async with FakeTelegram() as tg:
-        app = await app_factory({"senders": {f"telegram:{ADA}": "full"}, **channel_overrides(tg)},
-                                env={"TELEGRAM_BOT_TOKEN": tg.token})
-        scanner = Scanner()
-        app.services.registry.register(scanner, "tests")
-        channel = TelegramChannel(app.config, app.agent, settings=FAST)
-        await channel.start()
-        try:
-            fake_anthropic.script(tool_use("scanner", {}), text("Scanned 120 files."))
-            tg.private_message(ADA, "scan everything")
-            status_ids = set()
-            for step, gate in enumerate(scanner.gates, start=1):
-                needle = f"Scanning {step * 40} of 120"
-                await tg.wait_until(lambda n=needle: any(
-                    mentions(c, n) for c in tg.calls
-                    if c.method in ("sendMessage", "editMessageText")), timeout=10)
-                for call in tg.calls:
-                    if call.method in ("sendMessage", "editMessageText") and mentions(call, needle):
-                        status_ids.add(call.result["message_id"])
-                gate.set()
-            await tg.wait_until(lambda: any("Scanned 120 files." in m.get("text", "")
-                                            for m in tg.messages.values()), timeout=10)
-        finally:
-            await channel.stop()
+async def test_progress_of_a_slow_tool_edits_one_status_message(app_factory, fake_anthropic, tg):
+    app = await app_factory({"senders": {f"telegram:{ADA}": "full"}, **channel_overrides(tg)},
+                            env={"TELEGRAM_BOT_TOKEN": tg.token})
+    scanner = Scanner()
+    app.services.registry.register(scanner, "tests")
+    channel = TelegramChannel(app.config, app.agent, settings=FAST)
+    await channel.start()
+    try:
+        fake_anthropic.script(tool_use("scanner", {}), text("Scanned 120 files."))
+        tg.private_message(ADA, "scan everything")
+        status_ids = set()
+        for step, gate in enumerate(scanner.gates, start=1):
+            needle = f"Scanning {step * 40} of 120"
+            await tg.wait_until(lambda n=needle: any(
+                mentions(c, n) for c in tg.calls
+                if c.method in ("sendMessage", "editMessageText")), timeout=10)
+            for call in tg.calls:
+                if call.method in ("sendMessage", "editMessageText") and mentions(call, needle):
+                    status_ids.add(call.result["message_id"])
+            gate.set()
+        await tg.wait_until(lambda: any("Scanned 120 files." in m.get("text", "")
+                                        for m in tg.messages.values()), timeout=10)
+    finally:
+        await channel.stop()
     assert len(status_ids) == 1, f"progress went to several messages: {status_ids}"
     edits = [c for c in tg.calls if c.method == "editMessageText"
              and c.params.get("message_id") in status_ids]

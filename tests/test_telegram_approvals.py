@@ -7,20 +7,13 @@ import time
 
 import pytest
 
-from channels._telegram_sink import SinkSettings
 from channels.telegram import TelegramChannel
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.fakes.telegram_server import Call, FakeTelegram, channel_overrides, handled
+from tests.telegram_support import FAST
 
 ADA, BOB, EVE = 4242, 4343, 6666
-FAST = SinkSettings(edit_interval=0.05, group_edit_interval=0.05, typing_delay=0.05, typing_interval=0.2)
 SENDERS = {f"telegram:{ADA}": "supervised", f"telegram:{EVE}": "supervised", "unknown": "pairing"}
-
-
-@pytest.fixture
-async def tg():
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 @pytest.fixture

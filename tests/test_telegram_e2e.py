@@ -7,21 +7,14 @@ import re
 
 import pytest
 
-from channels._telegram_sink import SinkSettings
 from channels.telegram import TelegramChannel
 from tests.fakes.anthropic_server import error, last_user_text, reply, text, tool_use
 from tests.fakes.telegram_server import FakeTelegram, channel_overrides, handled
+from tests.telegram_support import FAST
 
 ADA, BOB, STRANGER = 4242, 4343, 7777
 GROUP, OTHER_GROUP = -100123, -100999
-FAST = SinkSettings(edit_interval=0.05, group_edit_interval=0.05, typing_delay=0.05, typing_interval=0.2)
 SENDERS = {f"telegram:{ADA}": "supervised", f"telegram:{BOB}": "full", "unknown": "pairing"}
-
-
-@pytest.fixture
-async def tg():
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -20,12 +20,6 @@ SECRET = "s3cret_webhook-token"
 FAST = SinkSettings(edit_interval=0.05, group_edit_interval=0.05, typing_delay=0.05)
 
 
-@pytest.fixture
-async def tg():
-    async with FakeTelegram() as fake:
-        yield fake
-
-
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
