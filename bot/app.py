@@ -28,7 +28,7 @@ from bot.store import Store
 log = logging.getLogger(__name__)
 
 BUILTIN_TOOLS_PACKAGE = "tools"
-CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord_bot"}
+CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord"}
 PR_SET_DUMPABLE = 4
 
 
@@ -132,7 +132,7 @@ class App:
     async def start_services(self) -> None:
         """The long-lived parts besides channels: MCP servers, the /healthz endpoint."""
         if self.config["mcp"]["servers"]:
-            from bot.mcp_client import MCPManager
+            from bot.mcp.client import MCPManager
 
             manager = MCPManager(self.config, self.services.registry)
             await manager.start()

@@ -3,7 +3,7 @@ typing indicator refreshed every 200 ms)."""
 
 from __future__ import annotations
 
-from channels._telegram_sink import SinkSettings
+from channels.telegram.sink import SinkSettings
 
 FAST = SinkSettings(edit_interval=0.05, group_edit_interval=0.05, typing_delay=0.05,
                     typing_interval=0.2)

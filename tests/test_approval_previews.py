@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 from bot.events import ApprovalNeeded, ApprovalView, CollectingSink, IncomingMessage
-from channels._discord_approvals import request_text
-from channels._discord_format import split_message as discord_split
-from channels._telegram_approvals import preview_parts, request_message
+from channels.discord.approvals import request_text
+from channels.discord.rendering import split_message as discord_split
+from channels.telegram.approvals import preview_parts, request_message
 from tests.fakes.anthropic_server import text, tool_use
 from tests.runtime_tools import Writer
 

@@ -13,7 +13,7 @@ import pytest
 
 from bot import cli
 from bot import config as config_mod
-from bot.cli_safety import clean, parse_since
+from bot.cli.safety import clean, parse_since
 from bot.receipts import Receipts, load_or_create_key
 from bot.senders import Senders
 from bot.store import Store

@@ -225,7 +225,7 @@ def test_the_copied_files_are_enough_to_build_the_package(dockerfile, tmp_path):
     (info,) = egg.glob("*.egg-info")
     assert "myclaw = bot.cli:main" in (info / "entry_points.txt").read_text()
     assert set((info / "top_level.txt").read_text().split()) >= {"bot", "channels", "tools"}
-    assert "bot/cli.py" in (info / "SOURCES.txt").read_text()
+    assert "bot/cli/main.py" in (info / "SOURCES.txt").read_text()
     # The image's `pip install .`, offline: installed into a directory of its own (the
     # dependencies are this test run's), then the installed copy answers `myclaw --help`.
     target = tmp_path / "installed"
@@ -234,7 +234,7 @@ def test_the_copied_files_are_enough_to_build_the_package(dockerfile, tmp_path):
          "--no-index", "--target", str(target), str(build)],
         capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert (target / "bot" / "cli.py").is_file() and (target / "tools" / "shell_run.py").is_file()
+    assert (target / "bot" / "cli" / "main.py").is_file() and (target / "tools" / "shell_run.py").is_file()
     check = subprocess.run([sys.executable, "-c", "import bot.cli, sys; sys.exit(bot.cli.main(['--help']))"],
                            cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
                            capture_output=True, text=True, timeout=60, check=False)

@@ -24,8 +24,8 @@ from bot.events import (
     ToolProgress,
     ToolStarted,
 )
-from channels import discord_bot
-from channels._discord_sink import DM_REFUSED
+from channels import discord as discord_bot
+from channels.discord.sink import DM_REFUSED
 from tests.conftest import make_config
 from tests.fakes.discord_server import EPHEMERAL, FakeDiscord, FakeGuild
 
@@ -298,7 +298,7 @@ async def test_text_before_a_tool_and_the_final_answer_are_both_shown_in_order(s
 
 
 def test_the_bot_asks_discord_only_for_the_intents_it_uses():
-    from channels.discord_bot import intents
+    from channels.discord.channel import intents
 
     wanted = intents()
     enabled = {name for name, value in wanted if value}

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from bot.errors import ChannelError
-from channels import discord_bot
+from channels import discord as discord_bot
 from tests.fakes.anthropic_server import last_user_text, reply, text, tool_use
 from tests.fakes.discord_server import EPHEMERAL, FakeDiscord, FakeGuild
 from tests.runtime_tools import Writer

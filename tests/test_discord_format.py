@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from channels._discord_format import DISCORD_LIMIT, split_message
+from channels.discord.rendering import DISCORD_LIMIT, split_message
 
 
 def fences_balanced(chunk: str) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot import cli, logs
-from bot.cli_ops import LATEST_SCHEMA, run_doctor
+from bot.cli.doctor import LATEST_SCHEMA, run_doctor
 from bot.store import Store
 from tests.conftest import FAKE_ENV, make_config
 from tests.fakes.telegram_server import FakeTelegram, channel_overrides

@@ -13,7 +13,7 @@ PROBE = """
 import asyncio, json, sys, tempfile
 from bot import config as config_mod
 from bot.app import App
-from bot.cli import build_parser
+from bot.cli.main import build_parser
 
 async def main():
     build_parser()  # every subcommand module, as `myclaw` loads them

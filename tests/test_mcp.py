@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from mcp_types import Tool as RemoteTool
 
-from bot.mcp_client import MCPManager, ServerSpec, local_name, strict_schema, tool_meta
+from bot.mcp.client import MCPManager, ServerSpec, local_name, strict_schema, tool_meta
 from bot.policy import Profile
 from bot.registry import Registry
 from bot.tool import NO_PREVIEW, CallContext, ToolExternalError, ToolNetworkError
@@ -274,7 +274,7 @@ def test_a_server_description_is_labelled_and_bounded():
 def test_a_composed_server_schema_still_accepts_its_arguments_and_refuses_unknown_ones(schema):
     import jsonschema
 
-    from bot.mcp_tools import strict_schema
+    from bot.mcp.tools import strict_schema
 
     validator = jsonschema.Draft202012Validator(strict_schema(schema))
     assert validator.is_valid({"a": "x"}) or validator.is_valid({"b": 1})

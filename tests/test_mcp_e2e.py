@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.events import ApprovalNeeded, CollectingSink, IncomingMessage
-from bot.mcp_client import MCPManager
+from bot.mcp.client import MCPManager
 from bot.tool import NO_PREVIEW
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.test_mcp import echo_server

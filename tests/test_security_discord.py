@@ -8,7 +8,7 @@ import re
 import pytest
 
 from bot.events import ApprovalView
-from channels._discord_approvals import outcome_text, request_text
+from channels.discord.approvals import outcome_text, request_text
 
 # A command whose dangerous middle a Markdown renderer hides behind a spoiler: the backticks
 # close the summary's code span, `||…||` is then a spoiler around "rm -rf ~".

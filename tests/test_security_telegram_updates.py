@@ -1,4 +1,4 @@
-"""One chat's backlog must not starve the other chats (channels/_telegram_updates.py).
+"""One chat's backlog must not starve the other chats (channels/telegram/ordering.py).
 
 Every message of a chat waits for the one before it; while waiting it used to hold one of the
 processor's concurrency slots, so a single paired user who sent as many messages as there are
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from channels._telegram_updates import ChatOrderedProcessor
+from channels.telegram.ordering import ChatOrderedProcessor
 from tests.test_telegram_updates import FakeUpdate, by_chat
 
 

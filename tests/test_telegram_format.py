@@ -1,4 +1,4 @@
-"""Model Markdown → Telegram HTML, and splitting long replies (channels/_telegram_format.py).
+"""Model Markdown → Telegram HTML, and splitting long replies (channels/telegram/rendering.py).
 
 Every HTML string produced is checked with the fake Bot API's validator, which refuses what
 Telegram refuses (unknown tags, bad nesting, unescaped <, >, &, more than 4096 characters).
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from channels._telegram_format import MESSAGE_LIMIT, split_message, to_html, truncate, utf16_len
+from channels.telegram.rendering import MESSAGE_LIMIT, split_message, to_html, truncate, utf16_len
 from tests.fakes.telegram_server import html_problem, text_length
 
 

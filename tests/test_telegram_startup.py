@@ -9,8 +9,8 @@ import aiohttp
 import pytest
 
 from bot.errors import ChannelError
-from channels._telegram_sink import SinkSettings
 from channels.telegram import TelegramChannel, check_token
+from channels.telegram.sink import SinkSettings
 from tests.conftest import make_config
 from tests.fakes.anthropic_server import last_user_text
 from tests.fakes.telegram_server import FakeTelegram, channel_overrides

@@ -1,4 +1,4 @@
-"""The per-chat ordered update processor (channels/_telegram_updates.py), driven through PTB's
+"""The per-chat ordered update processor (channels/telegram/ordering.py), driven through PTB's
 own `process_update` entry point."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from channels._telegram_updates import ChatOrderedProcessor
+from channels.telegram.ordering import ChatOrderedProcessor
 
 
 @dataclass(frozen=True)

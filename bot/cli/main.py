@@ -19,9 +19,9 @@ from bot.errors import MyclawError
 
 # Modules contributing subcommands; each has add_commands(subparsers).
 COMMAND_MODULES = (
-    "bot.cli_core",      # run, chat, tools, usage
-    "bot.cli_safety",    # pair, receipts, audit  (issue 3)
-    "bot.cli_ops",       # doctor [--security] [--telegram]  (issue 9)
+    "bot.cli.core",      # run, chat, tools, usage
+    "bot.cli.safety",    # pair, receipts, audit  (issue 3)
+    "bot.cli.doctor",       # doctor [--security] [--telegram]  (issue 9)
 )
 
 

@@ -16,9 +16,9 @@ from telegram import CallbackQuery, Message
 from telegram.error import TelegramError
 
 from bot.events import AgentAPI
-from channels._telegram_approvals import ANSWER, belongs_to, outcome_message, parse_callback
-from channels._telegram_send import DeliveryError, Messenger
-from channels._telegram_sink import ChatSink, SinkSettings, Target
+from channels.telegram.approvals import ANSWER, belongs_to, outcome_message, parse_callback
+from channels.telegram.sending import DeliveryError, Messenger
+from channels.telegram.sink import ChatSink, SinkSettings, Target
 
 log = logging.getLogger(__name__)
 

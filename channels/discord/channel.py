@@ -26,8 +26,8 @@ from discord import app_commands
 from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, IncomingMessage
-from channels._discord_approvals import ApprovalButton, ApprovalDesk
-from channels._discord_sink import ChannelOutlet, InteractionOutlet, TurnSink
+from channels.discord.approvals import ApprovalButton, ApprovalDesk
+from channels.discord.sink import ChannelOutlet, InteractionOutlet, TurnSink
 
 log = logging.getLogger(__name__)
 

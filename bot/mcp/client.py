@@ -1,8 +1,8 @@
 """MCP client: the lifecycle of Model Context Protocol servers whose tools the bot registers.
 
-Servers come from `[mcp.servers.<name>]` (parsed in bot/mcp_config.py): stdio or streamable HTTP.
+Servers come from `[mcp.servers.<name>]` (parsed in bot/mcp/config.py): stdio or streamable HTTP.
 Each server is owned by one supervising task that connects, lists the tools, registers them (as
-bot/mcp_tools.py adapts them, named `<server>__<tool>`) and waits for the connection to end; when it
+bot/mcp/tools.py adapts them, named `<server>__<tool>`) and waits for the connection to end; when it
 ends (the process died, the HTTP server went away) the tools are unregistered — they vanish from
 every catalog — and the server is restarted with capped exponential backoff.
 
@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Implementation
 from pydantic import ValidationError
 
-from bot.mcp_config import (
+from bot.mcp.config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_STARTUP_TIMEOUT,
     ServerConfigError,
@@ -38,7 +38,7 @@ from bot.mcp_config import (
     lower_snake,
     parse_spec,
 )
-from bot.mcp_tools import (
+from bot.mcp.tools import (
     MAX_DESCRIPTION,
     MAX_NAME,
     MAX_RESULT_CHARS,

@@ -24,7 +24,7 @@ import discord
 from bot.approvals import SUPERSEDED
 from bot.errors import MyclawError
 from bot.events import AgentAPI, ApprovalView
-from channels._discord_sink import ChannelOutlet, Outlet, TurnSink
+from channels.discord.sink import ChannelOutlet, Outlet, TurnSink
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=CUSTOM_
 
 
 def _desk(interaction: discord.Interaction) -> ApprovalDesk:
-    return interaction.client.approval_desk     # set by channels.discord_bot.MyclawClient
+    return interaction.client.approval_desk     # set by channels.discord.MyclawClient
 
 
 def buttons_for(approval_id: str) -> discord.ui.View:

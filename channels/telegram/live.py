@@ -22,8 +22,8 @@ import time
 
 from telegram.error import RetryAfter
 
-from channels._telegram_format import Part
-from channels._telegram_send import DeliveryError, Messenger, retry_seconds
+from channels.telegram.rendering import Part
+from channels.telegram.sending import DeliveryError, Messenger, retry_seconds
 
 log = logging.getLogger(__name__)
 

@@ -36,10 +36,10 @@ from bot.events import (
     ToolProgress,
     ToolStarted,
 )
-from channels._telegram_approvals import keyboard, preview_parts, request_fallback, request_message
-from channels._telegram_format import MESSAGE_LIMIT, Part, escape, split_message, truncate
-from channels._telegram_live import LiveMessage
-from channels._telegram_send import DeliveryError, Messenger
+from channels.telegram.approvals import keyboard, preview_parts, request_fallback, request_message
+from channels.telegram.live import LiveMessage
+from channels.telegram.rendering import MESSAGE_LIMIT, Part, escape, split_message, truncate
+from channels.telegram.sending import DeliveryError, Messenger
 
 log = logging.getLogger(__name__)
 

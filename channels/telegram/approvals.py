@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.events import ApprovalView
-from channels._telegram_format import Part, escape, truncate, utf16_len
+from channels.telegram.rendering import Part, escape, truncate, utf16_len
 
 CALLBACK_PREFIX = "ap:"
 CALLBACK_PATTERN = re.compile(r"^ap:([A-Za-z0-9_-]{1,56}):([ads])$")

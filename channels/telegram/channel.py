@@ -5,13 +5,13 @@
 - The token comes from TELEGRAM_BOT_TOKEN; `[telegram] base_url`/`base_file_url` point at the Bot
   API (a self-hosted server works). A wrong token or an unreachable API is one ChannelError line.
 - `mode = "polling"` (default, deleteWebhook + getUpdates) or `"webhook"` (our own aiohttp endpoint,
-  secret from TELEGRAM_WEBHOOK_SECRET, checked on every request; see _telegram_webhook).
+  secret from TELEGRAM_WEBHOOK_SECRET, checked on every request; see webhook.py).
 - The sender is always `telegram:<from.id>` (the user, never the chat). Autonomy, pairing, silence
   for ignored senders and every command are the agent's business: the channel only forwards text.
 - In groups listed in `[telegram] groups` the bot answers when mentioned (@name), replied to, or
   sent a command (bare or /cmd@thisbot); in any other group it stays silent.
-- Each chat's updates are handled in order, different chats concurrently (_telegram_updates).
-- Bot API requests go through aiohttp (_telegram_http), not PTB's default httpx pool, whose cost
+- Each chat's updates are handled in order, different chats concurrently (ordering.py).
+- Bot API requests go through aiohttp (http.py), not PTB's default httpx pool, whose cost
   per request grows with the number of open connections (bench/telegram.py).
 """
 
@@ -30,12 +30,12 @@ from telegram.ext import filters as tg_filters
 from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, IncomingMessage
-from channels._telegram_http import AiohttpRequest
-from channels._telegram_send import Messenger
-from channels._telegram_sink import ChatSink, SinkSettings, Target
-from channels._telegram_taps import INVALID_BUTTON, TapHandler
-from channels._telegram_updates import ChatOrderedProcessor
-from channels._telegram_webhook import WebhookServer, check_secret_shape
+from channels.telegram.http import AiohttpRequest
+from channels.telegram.ordering import ChatOrderedProcessor
+from channels.telegram.sending import Messenger
+from channels.telegram.sink import ChatSink, SinkSettings, Target
+from channels.telegram.taps import INVALID_BUTTON, TapHandler
+from channels.telegram.webhook import WebhookServer, check_secret_shape
 
 log = logging.getLogger(__name__)
 

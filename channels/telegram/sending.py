@@ -21,7 +21,7 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
-from channels._telegram_format import Part, split_message
+from channels.telegram.rendering import Part, split_message
 
 log = logging.getLogger(__name__)
 

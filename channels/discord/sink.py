@@ -30,10 +30,10 @@ from bot.events import (
     ToolProgress,
     ToolStarted,
 )
-from channels._discord_format import split_message
+from channels.discord.rendering import split_message
 
 if TYPE_CHECKING:
-    from channels._discord_approvals import ApprovalDesk
+    from channels.discord.approvals import ApprovalDesk
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_types import CallToolResult
 
-from bot.mcp_config import ServerSpec, lower_snake
+from bot.mcp.config import ServerSpec, lower_snake
 from bot.tool import NO_PREVIEW, CallContext, ToolMeta
 
 if TYPE_CHECKING:
-    from bot.mcp_client import ServerRunner
+    from bot.mcp.client import ServerRunner
 
 log = logging.getLogger(__name__)
 

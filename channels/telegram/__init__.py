@@ -1,0 +1,17 @@
+"""The Telegram channel (python-telegram-bot): one module per concern.
+
+    channel    routing updates to the agent; start and stop
+    ordering   per-chat ordered, cross-chat concurrent update processing
+    webhook    the webhook endpoint (polling uses PTB's updater)
+    http       the Bot API transport over aiohttp
+    rendering  model Markdown to Telegram HTML, splitting long replies
+    sending    sending and editing with plain-text fallback and rate-limit handling
+    live       a message edited in place (streamed text, tool status)
+    sink       one turn's events rendered in one chat
+    approvals  how an approval request and its outcome look; callback data
+    taps       a tap on an approval button
+"""
+
+from channels.telegram.channel import TelegramChannel, check_token, create
+
+__all__ = ["TelegramChannel", "check_token", "create"]
