@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import aiosqlite
-
+from bot.audit import AuditEntry, write_audit
 from bot.events import ApprovalView
-from bot.store import Store
+from bot.store import Row, Store, Tx
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +84,7 @@ class Resolution:
     request: ApprovalRequest | None = None
 
 
-def _from_row(row: aiosqlite.Row) -> ApprovalRequest:
+def _from_row(row: Row) -> ApprovalRequest:
     return ApprovalRequest(
         id=row["id"], session_id=row["session_id"], sender=row["sender"], chat=row["chat"],
         channel=row["channel"], tool=row["tool"], tool_use_id=row["tool_use_id"],
@@ -139,14 +138,15 @@ class Approvals:
             args_hash=args_hash(args), risk=risk, summary=summary, status="pending",
             created_at=now, expires_at=now + self.timeout_seconds, autonomy=autonomy,
         )
-        await self.store.execute(
-            "INSERT INTO approvals(id, session_id, sender, chat, channel, tool, tool_use_id,"
-            " args, args_hash, risk, summary, status, created_at, expires_at, autonomy)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
-            (request.id, session_id, sender, chat, channel, tool, tool_use_id,
-             json.dumps(request.args, ensure_ascii=False), request.args_hash, risk, summary,
-             request.created_at, request.expires_at, autonomy),
-        )
+        async with self.store.transaction() as tx:
+            await tx.execute(
+                "INSERT INTO approvals(id, session_id, sender, chat, channel, tool, tool_use_id,"
+                " args, args_hash, risk, summary, status, created_at, expires_at, autonomy)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+                (request.id, session_id, sender, chat, channel, tool, tool_use_id,
+                 json.dumps(request.args, ensure_ascii=False), request.args_hash, risk, summary,
+                 request.created_at, request.expires_at, autonomy),
+            )
         return request
 
     async def get(self, approval_id: str) -> ApprovalRequest | None:
@@ -167,16 +167,15 @@ class Approvals:
             resolution = Resolution(False, UNKNOWN_REQUEST)
             await self._audit_refusal(approval_id, resolver, choice, resolution)
             return resolution
-        async with self.store.transaction() as db:
-            resolution = await self._resolve_in(db, approval_id, resolver, choice)
-            await self._audit(db, approval_id, resolver, choice, resolution)
+        async with self.store.transaction() as tx:
+            resolution = await self._resolve_in(tx, approval_id, resolver, choice)
+            await self._audit(tx, approval_id, resolver, choice, resolution)
         return resolution
 
-    async def _resolve_in(self, db: aiosqlite.Connection, approval_id: str, resolver: str,
+    async def _resolve_in(self, tx: Tx, approval_id: str, resolver: str,
                           choice: str) -> Resolution:
         now = self.clock()
-        async with db.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)) as cursor:
-            row = await cursor.fetchone()
+        row = await tx.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
         if row is None:
             return Resolution(False, UNKNOWN_REQUEST)
         request = _from_row(row)
@@ -186,7 +185,7 @@ class Approvals:
         if request.status != "pending":
             return Resolution(False, _closed_reason(request, now), request.status, request)
         if request.expires_at <= now:
-            await db.execute(
+            await tx.execute(
                 "UPDATE approvals SET status = 'expired', resolved_at = ?"
                 " WHERE id = ? AND status = 'pending'", (now, approval_id))
             request.status, request.resolved_at = "expired", now
@@ -195,34 +194,36 @@ class Approvals:
             return Resolution(False, "This request was altered after it was shown; it cannot be "
                                      "approved. Ask again.", request.status, request)
         status: Status = "denied" if choice == "deny" else "approved"
-        cursor = await db.execute(
+        changed = await tx.execute(
             "UPDATE approvals SET status = ?, resolved_by = ?, resolved_at = ?"
             " WHERE id = ? AND status = 'pending' AND expires_at > ?",
             (status, resolver, now, approval_id, now))
-        if cursor.rowcount != 1:  # cannot happen under BEGIN IMMEDIATE; refuse rather than guess
+        if changed != 1:  # cannot happen under BEGIN IMMEDIATE; refuse rather than guess
             return Resolution(False, "This request was already answered.", None, request)
         if choice == "always":
-            await db.execute("INSERT OR IGNORE INTO session_auto_approve(session_id, tool)"
-                             " VALUES (?, ?)", (request.session_id, request.tool))
+            await tx.execute("INSERT INTO session_auto_approve(session_id, tool) VALUES (?, ?)"
+                             " ON CONFLICT DO NOTHING", (request.session_id, request.tool))
         request.status, request.resolved_by, request.resolved_at = status, resolver, now
         verb = {"approve": "Approved", "always": "Approved for this session", "deny": "Denied"}
         return Resolution(True, f"{verb[choice]} by {resolver}.", status, request)
 
-    async def _audit(self, db: aiosqlite.Connection | None, approval_id: str, resolver: str,
-                     choice: str, resolution: Resolution) -> None:
+    @staticmethod
+    async def _audit(tx: Tx, approval_id: str, resolver: str, choice: str,
+                     resolution: Resolution) -> None:
         request = resolution.request
         outcome = resolution.status if resolution.ok else "refused"
-        await self.store.record_audit(
+        await write_audit(tx, AuditEntry(
             sender=resolver, decision=f"approval:{choice}"[:40], outcome=outcome or "refused",
             session_id=request.session_id if request else None,
             tool=request.tool if request else None,
             args_hash=request.args_hash if request else None,
-            detail=f"{approval_id[:40]!r}: {resolution.reason}", db=db,
-        )
+            detail=f"{approval_id[:40]!r}: {resolution.reason}",
+        ))
 
     async def _audit_refusal(self, approval_id: Any, resolver: str, choice: Any,
                              resolution: Resolution) -> None:
-        await self._audit(None, str(approval_id), resolver, str(choice), resolution)
+        async with self.store.transaction() as tx:
+            await self._audit(tx, str(approval_id), resolver, str(choice), resolution)
 
     async def mark_finished(self, approval_id: str, ok: bool) -> None:
         """approved -> executed | failed, once the approved call has run.
@@ -230,9 +231,10 @@ class Approvals:
         Only an approved request moves; for any other status (a denied request the runtime
         closes the same way, one already finished) this changes nothing.
         """
-        changed = await self.store.execute(
-            "UPDATE approvals SET status = ? WHERE id = ? AND status = 'approved'",
-            ("executed" if ok else "failed", approval_id))
+        async with self.store.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE approvals SET status = ? WHERE id = ? AND status = 'approved'",
+                ("executed" if ok else "failed", approval_id))
         if changed != 1:
             log.debug("approval %s was not 'approved' when marked finished", approval_id)
 
@@ -244,21 +246,13 @@ class Approvals:
             " ORDER BY created_at", (session_id, self.clock()))
         return [_from_row(row) for row in rows]
 
-    async def supersede_session(self, session_id: str,
-                                db: aiosqlite.Connection | None = None) -> list[ApprovalRequest]:
-        """The user wrote again instead of answering: every pending request of the session ends.
-
-        Runs inside the caller's transaction `db` when given (the runtime does this together
-        with storing the new message, in one transaction).
-        """
-        sql = ("UPDATE approvals SET status = 'expired', resolved_by = ?, resolved_at = ?"
-               " WHERE session_id = ? AND status = 'pending' RETURNING *")
-        params = (SUPERSEDED, self.clock(), session_id)
-        if db is not None:
-            rows = await db.execute_fetchall(sql, params)
-        else:
-            async with self.store.transaction() as tx:
-                rows = await tx.execute_fetchall(sql, params)
+    async def supersede_session(self, tx: Tx, session_id: str) -> list[ApprovalRequest]:
+        """The user wrote again instead of answering: every pending request of the session ends
+        (in the caller's transaction: the runtime stores the new message in the same one)."""
+        rows = await tx.fetchall(
+            "UPDATE approvals SET status = 'expired', resolved_by = ?, resolved_at = ?"
+            " WHERE session_id = ? AND status = 'pending' RETURNING *",
+            (SUPERSEDED, self.clock(), session_id))
         return sorted((_from_row(row) for row in rows), key=lambda r: r.created_at)
 
     async def pending(self, channel: str | None = None) -> list[ApprovalRequest]:
@@ -271,8 +265,8 @@ class Approvals:
         return [_from_row(row) for row in rows]
 
     async def set_message_ref(self, approval_id: str, ref: str) -> None:
-        await self.store.execute("UPDATE approvals SET message_ref = ? WHERE id = ?",
-                                 (ref, approval_id))
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE approvals SET message_ref = ? WHERE id = ?", (ref, approval_id))
 
     async def message_ref(self, approval_id: str) -> str | None:
         if not _looks_like_id(approval_id):

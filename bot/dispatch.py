@@ -1,9 +1,9 @@
 """Tool dispatch: one `tool_use` block in, one `tool_result` block (or a pending approval) out.
 
 validate → policy → (approval) → execute or refuse → wrap → result. Dispatch is a dictionary
-lookup in the registry; adding a tool never changes this module. Every decision is audited, and
-the store writes of a call (audit, receipt, undo entry) are queued on the turn and committed with
-the step's history in one transaction.
+lookup in the registry; adding a tool never changes this module. Every decision is audited: the
+rows of a call (audit entries, the executed call's receipt and undo entry) are values left on the
+turn, which bot.journal writes with the step's history in one transaction.
 """
 
 from __future__ import annotations
@@ -13,17 +13,15 @@ import difflib
 import hashlib
 import json
 import logging
-import sqlite3
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot import history
+from bot.audit import AuditEntry
 from bot.events import Sink, ToolFinished, ToolProgress, ToolStarted
 from bot.policy import Caller, Decision, decide
 from bot.services import Services
-from bot.store import audit_row
 from bot.tool import (
     NO_PREVIEW,
     CallContext,
@@ -41,7 +39,24 @@ log = logging.getLogger(__name__)
 MAX_RESULT_CHARS = 200_000
 MAX_PREVIEW_DIFF = 1500  # characters of a dry_run diff shown in an approval request
 MAX_PREVIEW_CHARS = 12_000  # a longer preview cannot be approved: the call is refused
-Write = Callable[[sqlite3.Connection], None]  # runs inside the step's Store.run transaction
+
+
+@dataclass(frozen=True)
+class ExecutedCall:
+    """A call that ran successfully: its receipt (and undo entry, when `revertible`)."""
+
+    session_id: str
+    sender: str
+    tool: str
+    args: dict[str, Any]
+    result: Any
+    approver: str | None
+    started_at: float
+    finished_at: float
+    revertible: bool
+
+
+Record = AuditEntry | ExecutedCall
 
 
 @dataclass
@@ -57,8 +72,13 @@ class Turn:
     session_auto_approve: frozenset[str] = frozenset()
     run_allowlist: frozenset[str] | None = None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
-    writes: list[Write] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)  # written with the step's history
     log_calls: list[str] = field(default_factory=list)
+
+    def take_records(self) -> list[Record]:
+        """The rows left by the calls so far; the turn keeps none of them."""
+        taken, self.records = self.records, []
+        return taken
 
     @property
     def caller(self) -> Caller:
@@ -128,10 +148,9 @@ class Dispatcher:
 
     def _audit(self, turn: Turn, tool: str, args: Any, decision: str, outcome: str,
                detail: str = "") -> None:
-        digest = args_digest(args)
-        turn.writes.append(lambda conn: audit_row(
-            conn, sender=turn.sender, session_id=turn.session_id, tool=tool, args_hash=digest,
-            decision=decision, outcome=outcome, detail=detail[:500]))
+        turn.records.append(AuditEntry(
+            sender=turn.sender, session_id=turn.session_id, tool=tool, args_hash=args_digest(args),
+            decision=decision, outcome=outcome, detail=detail[:500], ts=time.time()))
 
     # --- running -------------------------------------------------------------------------
 
@@ -186,22 +205,12 @@ class Dispatcher:
 
     def _record_success(self, turn: Turn, tool: Tool, args: dict[str, Any], result: Any,
                         approver: str | None, started: float) -> None:
-        services, finished = self.services, time.time()
-        revertible = callable(getattr(tool, "revert", None))
         self._audit(turn, tool.meta.name, args, "allow" if approver is None else "approved",
                     "executed", f"approver={approver}" if approver else "")
-
-        def write(conn: sqlite3.Connection) -> None:
-            if services.receipts is not None:
-                services.receipts.issue_in(
-                    conn, session_id=turn.session_id, tool=tool.meta.name, args=args,
-                    result=result if isinstance(result, dict) else {"value": result},
-                    sender=turn.sender, approver=approver, started_at=started,
-                    finished_at=finished)
-            if revertible and services.undo is not None:
-                services.undo.record_in(conn, session_id=turn.session_id, sender=turn.sender,
-                                        tool=tool.meta.name, args=args, result=result)
-        turn.writes.append(write)
+        turn.records.append(ExecutedCall(
+            session_id=turn.session_id, sender=turn.sender, tool=tool.meta.name, args=args,
+            result=result, approver=approver, started_at=started, finished_at=time.time(),
+            revertible=callable(getattr(tool, "revert", None))))
 
     def result_block(self, tool: Tool, args: dict[str, Any], result: Any,
                      call_id: str) -> dict[str, Any]:

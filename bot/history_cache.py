@@ -1,9 +1,11 @@
 """A bounded in-memory copy of recent sessions' histories, so a turn reads nothing from SQLite.
 
 The store stays the source of truth: the cache only ever holds what this process itself wrote
-(every history write of a session goes through its ordered queue, in this process), it is
-filled from the store on a miss, and an entry is dropped whenever a write fails. Bounded by the
-total size of the cached histories, least recently used first out.
+(bot.journal feeds it from each committed history write, and drops the session when a write rolls
+back), it is filled from the store on a miss. A write that leaves the history out of the API's
+shape (two user messages in a row, tool calls followed by something other than their results)
+drops the session too: the next read loads it from the store, where it is repaired in full.
+Bounded by the total size of the cached histories, least recently used first out.
 """
 
 from __future__ import annotations
@@ -46,7 +48,10 @@ class HistoryCache:
         """Record messages appended to a session (no-op when the session is not cached).
         `added_chars`: their stored size, when the caller has already encoded them."""
         entry = self._entries.get(session_id)
-        if entry is None:
+        if entry is None or not new:
+            return
+        if entry[0] and not _may_follow(entry[0][-1], new[0]):
+            self.drop(session_id)
             return
         if added_chars is None:
             added_chars = sum(len(json.dumps(m["content"], ensure_ascii=False)) for m in new)
@@ -61,3 +66,19 @@ class HistoryCache:
         entry = self._entries.pop(session_id, None)
         if entry is not None:
             self._chars -= entry[1]
+
+
+def _may_follow(last: dict[str, Any], first: dict[str, Any]) -> bool:
+    """Can `first` come right after `last` in the API's shape?"""
+    if last.get("role") == first.get("role"):
+        return False
+    calls = {b.get("id") for b in _blocks(last) if b.get("type") == "tool_use"}
+    if not calls:
+        return True
+    answered = {b.get("tool_use_id") for b in _blocks(first) if b.get("type") == "tool_result"}
+    return calls <= answered
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []

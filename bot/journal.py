@@ -1,31 +1,72 @@
-"""A session's history in the store.
+"""Sessions and their history in the store.
 
 Reads come from a bounded cache of what this process wrote (bot.history_cache), else from the
-store. Each step's messages, the audit/receipt/undo rows its tool calls queued, and its token
-usage go to SQLite in one transaction (`Store.run`: a WAL commit on the event loop, no thread
-hand-off).
+store. Every history write goes through `append`/`replace` inside a store transaction, and the
+cache follows what was written: it takes the messages when the transaction commits and drops
+the session when it rolls back, so no caller keeps it in step by hand. Each step's messages, the
+audit/receipt/undo rows of its tool calls, and its token usage go to the store in one
+transaction (`write`).
 """
 
 from __future__ import annotations
 
-import sqlite3
+import json
+import secrets
 import time
 from typing import Any
 
-from bot.dispatch import Turn
+from bot.audit import AuditEntry, write_audit
+from bot.dispatch import ExecutedCall, Turn
 from bot.history_cache import HistoryCache
-from bot.store import Store, append_rows, encode_contents
+from bot.receipts import Receipts
+from bot.store import Store, Tx
+from bot.undo import UndoLog
 
 Messages = list[dict[str, Any]]
 
+APPEND_SQL = "INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, ?)"
 USAGE_SQL = ("INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
              " cache_read_tokens, cache_write_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 
 
+def encode_contents(messages: Messages) -> list[str]:
+    """Each message's content as stored (JSON text); its length is the cache's size unit."""
+    return [json.dumps(m["content"], ensure_ascii=False) for m in messages]
+
+
 class Journal:
-    def __init__(self, store: Store, cache: HistoryCache | None = None):
+    def __init__(self, store: Store, *, receipts: Receipts | None = None,
+                 undo: UndoLog | None = None, cache: HistoryCache | None = None):
         self.store = store
+        self.receipts = receipts
+        self.undo = undo
         self.cache = cache or HistoryCache()
+
+    # --- sessions ----------------------------------------------------------------------------
+
+    async def active_session(self, owner: str, chat: str, channel: str) -> str:
+        row = await self.store.fetchone(
+            "SELECT id FROM sessions WHERE sender = ? AND chat = ? AND active = 1", (owner, chat))
+        if row is not None:
+            return row["id"]
+        return await self.new_session(owner, chat, channel)
+
+    async def new_session(self, owner: str, chat: str, channel: str) -> str:
+        session_id = secrets.token_hex(8)
+        now = time.time()
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE sessions SET active = 0 WHERE sender = ? AND chat = ?",
+                             (owner, chat))
+            await tx.execute(
+                "INSERT INTO sessions(id, sender, chat, channel, active, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, 1, ?, ?)", (session_id, owner, chat, channel, now, now))
+        return session_id
+
+    async def session_info(self, session_id: str) -> dict[str, Any] | None:
+        row = await self.store.fetchone("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return dict(row) if row else None
+
+    # --- history -----------------------------------------------------------------------------
 
     async def history(self, session_id: str) -> tuple[Messages, int, bool]:
         """The stored history and its size; True when it came from the cache of what this
@@ -33,46 +74,62 @@ class Journal:
         cached = self.cache.get(session_id)
         if cached is not None:
             return *cached, True
-        stored, size = await self.store.load_history_sized(session_id)
+        stored, size = await self.stored(session_id)
         self.cache.put(session_id, stored, size)
         return stored, size, False
 
+    async def stored(self, session_id: str) -> tuple[Messages, int]:
+        """The history as the store has it, and the length of its stored JSON (a cheap size
+        for the token budget)."""
+        rows = await self.store.fetchall(
+            "SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", (session_id,))
+        size = sum(len(r["content"]) for r in rows)
+        return [{"role": r["role"], "content": json.loads(r["content"])} for r in rows], size
+
+    async def append(self, tx: Tx, session_id: str, messages: Messages,
+                     encoded: list[str] | None = None) -> None:
+        """Append messages inside `tx` (`encoded`: their contents already encoded)."""
+        if not messages:
+            return
+        texts = encoded if encoded is not None else encode_contents(messages)
+        now = time.time()
+        await tx.executemany(APPEND_SQL, [(session_id, m["role"], text, now)
+                                          for m, text in zip(messages, texts, strict=True)])
+        added = sum(map(len, texts))
+        tx.on_commit(lambda: self.cache.extend(session_id, messages, added))
+        tx.on_rollback(lambda: self.cache.drop(session_id))
+
     async def replace(self, session_id: str, messages: Messages) -> None:
-        """Rewrite a session's history (after repair or compaction)."""
-        self.cache.drop(session_id)
-        await self.store.replace_history(session_id, messages)
-
-    def forget(self, session_id: str) -> None:
-        """Drop the cached copy; the next read comes from the store."""
-        self.cache.drop(session_id)
-
-    def appended(self, session_id: str, new: Messages) -> None:
-        """Note messages written to the store outside the journal (in a caller's transaction)."""
-        self.cache.extend(session_id, new)
+        """Rewrite a session's history (after repair or compaction) atomically."""
+        async with self.store.transaction() as tx:
+            await tx.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            await self.append(tx, session_id, messages)
+            tx.on_commit(lambda: self.cache.drop(session_id))  # the next read loads it whole
 
     async def write(self, turn: Turn, new: Messages, response: Any = None) -> None:
-        """Store one step: its messages, the rows its tool calls queued, its token usage."""
-        writes = turn.writes[:]
-        turn.writes.clear()
-        encoded = encode_contents(new)  # once, for the store and the cache's size
-        self.cache.extend(turn.session_id, new, sum(map(len, encoded)))
-        try:
-            await self._persist(turn, new, encoded, response, writes)
-        except BaseException:
-            self.cache.drop(turn.session_id)  # the store is the truth: reload next time
-            raise
-
-    async def _persist(self, turn: Turn, new: Messages, encoded: list[str], response: Any,
-                       writes: list[Any]) -> None:
-        usage = response.usage if response is not None else None
-
-        def work(conn: sqlite3.Connection) -> None:
-            append_rows(conn, turn.session_id, new, encoded)
-            for write in writes:
-                write(conn)
+        """Store one step: its messages, the rows its tool calls left on the turn, its usage."""
+        records = turn.take_records()
+        async with self.store.transaction() as tx:
+            await self.append(tx, turn.session_id, new)
+            for record in records:
+                await self._write_record(tx, record)
+            usage = response.usage if response is not None else None
             if usage:
-                conn.execute(USAGE_SQL, (
+                await tx.execute(USAGE_SQL, (
                     time.time(), turn.session_id, turn.sender, response.model,
                     usage.get("input_tokens", 0), usage.get("output_tokens", 0),
                     usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0)))
-        await self.store.run(work)
+
+    async def _write_record(self, tx: Tx, record: AuditEntry | ExecutedCall) -> None:
+        if isinstance(record, AuditEntry):
+            await write_audit(tx, record)
+            return
+        if self.receipts is not None:
+            await self.receipts.issue(
+                tx, session_id=record.session_id, tool=record.tool, args=record.args,
+                result=record.result if isinstance(record.result, dict) else {"value": record.result},
+                sender=record.sender, approver=record.approver, started_at=record.started_at,
+                finished_at=record.finished_at)
+        if record.revertible and self.undo is not None:
+            await self.undo.record(tx, session_id=record.session_id, sender=record.sender,
+                                   tool=record.tool, args=record.args, result=record.result)

@@ -14,16 +14,13 @@ import hmac
 import json
 import os
 import secrets
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
-
 from bot.approvals import args_hash
 from bot.errors import MyclawError
-from bot.store import Store
+from bot.store import Row, Store, Tx
 
 if TYPE_CHECKING:
     from bot.config import Config
@@ -143,35 +140,17 @@ class Receipts:
     def sign(self, fields: Sequence[Any]) -> str:
         return hmac.new(self._key, _signed_bytes(fields), hashlib.sha256).hexdigest()
 
-    async def issue(self, *, session_id: str, tool: str, args: dict[str, Any], result: Any,
-                    sender: str, approver: str | None, started_at: float, finished_at: float,
-                    db: aiosqlite.Connection | None = None) -> int:
-        """Write a signed receipt; inside the caller's transaction `db` when given. Returns its id."""
-        if db is not None:
-            return await self._insert(db, session_id, tool, args, result, sender, approver,
-                                      started_at, finished_at)
-        async with self.store.transaction() as tx:
-            return await self._insert(tx, session_id, tool, args, result, sender, approver,
-                                      started_at, finished_at)
-
-    async def _insert(self, db: aiosqlite.Connection, session_id: str, tool: str,
-                      args: dict[str, Any], result: Any, sender: str, approver: str | None,
-                      started_at: float, finished_at: float) -> int:
+    async def issue(self, tx: Tx, *, session_id: str, tool: str, args: dict[str, Any],
+                    result: Any, sender: str, approver: str | None, started_at: float,
+                    finished_at: float) -> int:
+        """Write a signed receipt inside the caller's transaction; returns its id."""
         values = _values(session_id, tool, args, result, sender, approver, started_at, finished_at)
         # The id is part of what is signed, so insert first and sign once the id is known;
         # both statements are in one transaction, so no unsigned row is ever visible.
-        cursor = await db.execute(_INSERT_SQL, values)
-        receipt_id = int(cursor.lastrowid)
-        await db.execute(_SIGN_SQL, (self.sign([receipt_id, *values]), receipt_id))
-        return receipt_id
-
-    def issue_in(self, conn: sqlite3.Connection, *, session_id: str, tool: str,
-                 args: dict[str, Any], result: Any, sender: str, approver: str | None,
-                 started_at: float, finished_at: float) -> int:
-        """`issue`, synchronously, inside a `Store.run` transaction (the per-turn write path)."""
-        values = _values(session_id, tool, args, result, sender, approver, started_at, finished_at)
-        receipt_id = int(conn.execute(_INSERT_SQL, values).lastrowid)
-        conn.execute(_SIGN_SQL, (self.sign([receipt_id, *values]), receipt_id))
+        row = await tx.fetchone(_INSERT_SQL + " RETURNING id", values)
+        assert row is not None, "INSERT ... RETURNING gives one row"
+        receipt_id = int(row["id"])
+        await tx.execute(_SIGN_SQL, (self.sign([receipt_id, *values]), receipt_id))
         return receipt_id
 
     async def verify_all(self) -> list[str]:
@@ -205,7 +184,7 @@ _VERIFY_SQL = "SELECT " + ", ".join(
 ) + " FROM receipts ORDER BY id"
 
 
-def _decode_row(raw: aiosqlite.Row) -> dict[str, Any]:
+def _decode_row(raw: Row) -> dict[str, Any]:
     row = dict(raw)
     for name in _TEXT_FIELDS:
         if row[name] is not None:

@@ -49,7 +49,7 @@ class Agent:
         self.prompt = PromptBuilder(services)
         self._sessions: dict[tuple[str, str], str] = {}
         self._auto_approve: dict[str, frozenset[str]] = {}
-        self.journal = Journal(services.store)
+        self.journal = Journal(services.store, receipts=services.receipts, undo=services.undo)
 
     # --- the channel-facing API (bot.events.AgentAPI) ------------------------------------
 
@@ -109,7 +109,7 @@ class Agent:
         key = (self._owner(message), message.chat)
         cached = self._sessions.get(key)
         if cached is None:
-            cached = await self.services.store.active_session(*key, message.channel)
+            cached = await self.journal.active_session(*key, message.channel)
             if len(self._sessions) >= SESSION_CACHE_SIZE:
                 self._sessions.clear()
             self._sessions[key] = cached
@@ -117,9 +117,9 @@ class Agent:
 
     async def new_session(self, message: IncomingMessage) -> str:
         old = await self.session_id(message)
-        await self.services.approvals.supersede_session(old)
-        new = await self.services.store.new_session(self._owner(message), message.chat,
-                                                    message.channel)
+        async with self.services.store.transaction() as tx:
+            await self.services.approvals.supersede_session(tx, old)
+        new = await self.journal.new_session(self._owner(message), message.chat, message.channel)
         self._sessions[(self._owner(message), message.chat)] = new
         ctx = CallContext(sender=message.sender, session_id=new, channel=message.channel,
                           workspace=self.config.workspace, services=self.services)
@@ -178,18 +178,17 @@ class Agent:
             # Calls still waiting for a tap: the new message supersedes them (their tool_use gets
             # a "not completed" result from repair). Done before anything else, so a late tap
             # cannot run a call the model was told did not happen.
-            async with store.transaction() as db:
-                await approvals.supersede_session(session_id, db=db)
-                await store.append_messages(session_id, [user], db=db)
-            self.journal.appended(session_id, [user])
+            async with store.transaction() as tx:
+                await approvals.supersede_session(tx, session_id)
+                await self.journal.append(tx, session_id, [user])
         else:
             await self.journal.write(turn, [user])
         messages = [*base, user]
         if waiting or (len(base) and base[-1]["role"] == "user"):
+            # The stored tail is not in the API's shape (repair merges or answers it here); the
+            # cache saw that when it was written, so the next turn reads it back from the store,
+            # where it is repaired in full.
             messages = history.repair(messages)
-            # The stored tail is not in the API's shape (repair merged or answered it here):
-            # the next turn reads it back from the store, where it is repaired in full.
-            self.journal.forget(session_id)
         await self._loop(turn, messages)
 
     async def _turn(self, session_id: str, sender: str, chat: str, channel: str, autonomy: str,
@@ -234,7 +233,7 @@ class Agent:
                                         "Everything so far is saved; send 'continue' to go on."))
             await turn.sink.emit(Done("", usage))
         finally:
-            if turn.writes:  # audit rows of calls refused before the turn failed
+            if turn.records:  # audit rows of calls refused before the turn failed
                 await asyncio.shield(self.journal.write(turn, []))
             log.info("turn", extra={"sender": turn.sender, "session": turn.session_id,
                                     "tools": turn.log_calls, "tokens": usage,
@@ -314,7 +313,7 @@ class Agent:
         await self.journal.write(turn, [{"role": "user", "content": [result]}])
         if await self.services.approvals.pending_for_session(request.session_id):
             return  # other calls of the same step still wait for their answer
-        active = await self.services.store.session_info(request.session_id)
+        active = await self.journal.session_info(request.session_id)
         if active and active.get("active"):
             stored, size, _ = await self.journal.history(request.session_id)
             await self._loop(turn, await self._prepared(turn, stored, size))

@@ -12,17 +12,15 @@ sender, and every grant or refusal is audited.
 from __future__ import annotations
 
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import aiosqlite
-
+from bot.audit import AuditEntry, write_audit
 from bot.config import LEVELS, Config
 from bot.errors import MyclawError
 from bot.policy import highest_level
-from bot.store import Store
+from bot.store import Row, Store, Tx
 
 # No 0/O, 1/I/L: a code read aloud or copied from a phone screen survives.
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -76,43 +74,41 @@ class Senders:
         if not sender or len(sender) > MAX_SENDER_CHARS:
             return None
         now = self.clock()
-        async with self.store.transaction() as db:
-            if not await self._may_issue(db, sender, now):
+        async with self.store.transaction() as tx:
+            if not await self._may_issue(tx, sender, now):
                 return None
-            await db.execute("UPDATE pairing_codes SET status = 'expired', resolved_at = ?"
+            await tx.execute("UPDATE pairing_codes SET status = 'expired', resolved_at = ?"
                              " WHERE sender = ? AND status = 'pending'", (now, sender))
-            return await self._insert_code(db, sender, now)
+            return await self._insert_code(tx, sender, now)
 
-    async def _may_issue(self, db: aiosqlite.Connection, sender: str, now: float) -> bool:
-        if await self._count(db, "SELECT COUNT(*) FROM granted_senders WHERE sender = ?", (sender,)):
+    async def _may_issue(self, tx: Tx, sender: str, now: float) -> bool:
+        if await self._count(tx, "SELECT COUNT(*) FROM granted_senders WHERE sender = ?", (sender,)):
             return False
         live = ("SELECT COUNT(*) FROM pairing_codes WHERE sender = ? AND status = 'pending'"
                 " AND expires_at > ?")
-        if await self._count(db, live, (sender, now)):
+        if await self._count(tx, live, (sender, now)):
             return False  # a valid code was already sent: it is sent once
         recent = "SELECT COUNT(*) FROM pairing_codes WHERE sender = ? AND created_at > ?"
-        if await self._count(db, recent, (sender, now - 3600)) >= self._max_per_hour:
+        if await self._count(tx, recent, (sender, now - 3600)) >= self._max_per_hour:
             return False
         pending = "SELECT COUNT(*) FROM pairing_codes WHERE status = 'pending' AND expires_at > ?"
-        return await self._count(db, pending, (now,)) < MAX_PENDING_CODES
+        return await self._count(tx, pending, (now,)) < MAX_PENDING_CODES
 
-    async def _insert_code(self, db: aiosqlite.Connection, sender: str, now: float) -> str:
+    async def _insert_code(self, tx: Tx, sender: str, now: float) -> str:
         for _ in range(5):
             code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-            try:
-                await db.execute(
-                    "INSERT INTO pairing_codes(code, sender, created_at, expires_at, status)"
-                    " VALUES (?, ?, ?, ?, 'pending')", (code, sender, now, now + self._code_ttl))
-            except sqlite3.IntegrityError:
-                continue  # 31^8 codes: a clash is astronomically rare, but never reuse one
-            return code
+            inserted = await tx.execute(
+                "INSERT INTO pairing_codes(code, sender, created_at, expires_at, status)"
+                " VALUES (?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING",
+                (code, sender, now, now + self._code_ttl))
+            if inserted:  # 31^8 codes: a clash is astronomically rare, but never reuse one
+                return code
         raise PairingError("could not generate a unique pairing code")
 
     @staticmethod
-    async def _count(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...]) -> int:
-        async with db.execute(sql, params) as cursor:
-            row = await cursor.fetchone()
-        return int(row[0])
+    async def _count(tx: Tx, sql: str, params: tuple[Any, ...]) -> int:
+        row = await tx.fetchone(sql, params)
+        return int(row[0]) if row else 0
 
     async def list_codes(self) -> list[dict[str, Any]]:
         """Codes waiting for the operator (pending and not expired), oldest first."""
@@ -134,38 +130,37 @@ class Senders:
     async def _answer(self, code: str, status: str, level: str | None, by: str) -> str:
         code = _normalise(code)
         now = self.clock()
-        async with self.store.transaction() as db:
-            async with db.execute("SELECT * FROM pairing_codes WHERE code = ?", (code,)) as cursor:
-                row = await cursor.fetchone()
+        async with self.store.transaction() as tx:
+            row = await tx.fetchone("SELECT * FROM pairing_codes WHERE code = ?", (code,))
             problem = _why_not_answerable(row, now)
             if problem is None:
-                await self._apply(db, row["sender"], code, status, level, by, now)
+                await self._apply(tx, row["sender"], code, status, level, by, now)
             elif row is not None and row["status"] == "pending":  # seen expired: record it
-                await db.execute("UPDATE pairing_codes SET status = 'expired', resolved_at = ?"
+                await tx.execute("UPDATE pairing_codes SET status = 'expired', resolved_at = ?"
                                  " WHERE code = ? AND status = 'pending'", (now, code))
         if problem is not None:
             raise PairingError(problem)
         return row["sender"]
 
-    async def _apply(self, db: aiosqlite.Connection, sender: str, code: str, status: str,
+    async def _apply(self, tx: Tx, sender: str, code: str, status: str,
                      level: str | None, by: str, now: float) -> None:
-        await db.execute("UPDATE pairing_codes SET status = ?, level = ?, resolved_at = ?"
+        await tx.execute("UPDATE pairing_codes SET status = ?, level = ?, resolved_at = ?"
                          " WHERE code = ? AND status = 'pending'", (status, level, now, code))
         if level is not None:
-            await db.execute(
+            await tx.execute(
                 "INSERT INTO granted_senders(sender, level, granted_at, granted_by) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT(sender) DO UPDATE SET level = excluded.level,"
                 " granted_at = excluded.granted_at, granted_by = excluded.granted_by",
                 (sender, level, now, by))
-        await self.store.record_audit(sender=by, decision="pair", outcome=status,
-                                      detail=f"{sender} -> {level or 'none'} (code {code})", db=db)
+        await write_audit(tx, AuditEntry(sender=by, decision="pair", outcome=status,
+                                         detail=f"{sender} -> {level or 'none'} (code {code})"))
 
 
 def _normalise(code: str) -> str:
     return "".join(str(code).split()).upper()[:32]
 
 
-def _why_not_answerable(row: aiosqlite.Row | None, now: float) -> str | None:
+def _why_not_answerable(row: Row | None, now: float) -> str | None:
     if row is None:
         return "unknown pairing code (check `myclaw pair list`)"
     if row["status"] == "approved":

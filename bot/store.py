@@ -1,27 +1,34 @@
-"""The SQLite store (aiosqlite): WAL, busy timeout, numbered migrations.
+"""The SQLite store: WAL, busy timeout, numbered migrations, and the one write path.
 
-Reads and the domain modules' writes go through one aiosqlite connection; writes go through
-`transaction()`, which serialises them on an asyncio lock and opens `BEGIN IMMEDIATE`, so many
-sessions writing at once never see "database is locked" (other processes wait up to the busy
-timeout). The per-step writes of a turn (`run`) use a second, synchronous connection on the
-event loop itself: a WAL commit without fsync takes microseconds, less than the hand-off to
-aiosqlite's thread it replaces; if another process holds the write lock for more than 50 ms
-that write falls back to the aiosqlite thread. WAL checkpoints (the fsyncs) stay on that thread.
+The interface every backend implements (a PostgreSQL one translates the `?` placeholders):
 
-Domain modules (approvals, pairing, memory, ...) use `fetchone`/`fetchall`/`transaction`; the
-history and session helpers live here because the runtime needs them on every turn.
+- `Store`: `open()`, `close()`, `dialect`, `fetchone(sql, params)` / `fetchall(sql, params)`
+  (rows indexable by column name), `transaction()`, `schema_version()`.
+- `Tx`, yielded by `async with store.transaction() as tx:` — the only way to write:
+  `execute(sql, params) -> rowcount`, `executemany(sql, seq)`, `fetchone`/`fetchall` (reads
+  and `... RETURNING` inside the transaction), `on_commit(callback)` and `on_rollback(callback)`
+  (caches keep themselves in step with what was written).
+
+SQL stays portable: qmark parameters, `ON CONFLICT ... DO NOTHING`, dates computed in Python.
+
+How SQLite runs it: reads go through one aiosqlite connection (its own thread). Transactions are
+serialised on an asyncio lock and open `BEGIN IMMEDIATE`, so sessions writing at once never see
+"database is locked" (other processes wait up to the busy timeout). They run on a second,
+synchronous connection on the event loop itself: a WAL commit without fsync takes microseconds,
+less than the hand-off to aiosqlite's thread. When another process holds the write lock for more
+than 50 ms, that transaction runs on aiosqlite's thread instead (the lock is taken at `BEGIN
+IMMEDIATE`, so the choice is made before any statement). WAL checkpoints (the fsyncs) stay on
+that thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
-import secrets
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,10 +43,69 @@ log = logging.getLogger(__name__)
 BUSY_TIMEOUT_MS = 10_000
 INLINE_BUSY_S = 0.05     # the inline writer waits this long for another process, then hops
 CHECKPOINT_EVERY = 200   # inline commits between two WAL checkpoints on the aiosqlite thread
+Params = Sequence[Any] | dict[str, Any]
+Row = sqlite3.Row
 T = TypeVar("T")
 
 
+class Tx:
+    """One write transaction: its statements are committed together or not at all.
+
+    Statements run on the inline connection directly, or (`thread` given) in one hop each to
+    aiosqlite's thread, on that connection's underlying sqlite3 connection."""
+
+    def __init__(self, conn: sqlite3.Connection, thread: aiosqlite.Connection | None = None):
+        self._conn = conn
+        self._thread = thread
+        self._on_commit: list[Callable[[], None]] = []
+        self._on_rollback: list[Callable[[], None]] = []
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if self._thread is None:
+            return work(self._conn)
+        # aiosqlite's documented methods are thin wrappers over _execute(fn); calling it
+        # directly runs a statement and its fetch in one thread hop.
+        return await self._thread._execute(work, self._conn)
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one statement; the number of rows it changed."""
+        return await self._run(lambda conn: conn.execute(sql, params).rowcount)
+
+    async def executemany(self, sql: str, seq: Iterable[Params]) -> None:
+        await self._run(lambda conn: conn.executemany(sql, seq))
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        return await self._run(lambda conn: conn.execute(sql, params).fetchall())
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        # Read to the end, so a `RETURNING` statement always completes.
+        return next(iter(await self.fetchall(sql, params)), None)
+
+    def on_commit(self, callback: Callable[[], None]) -> None:
+        """Run `callback()` once the transaction has committed (never if it rolls back)."""
+        self._on_commit.append(callback)
+
+    def on_rollback(self, callback: Callable[[], None]) -> None:
+        """Run `callback()` if the transaction rolls back (or its commit fails)."""
+        self._on_rollback.append(callback)
+
+    def _finished(self, committed: bool) -> None:
+        callbacks = self._on_commit if committed else self._on_rollback
+        self._on_commit, self._on_rollback = [], []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # a cache hook must not turn a committed write into a failure
+                log.exception("transaction %s callback failed", "commit" if committed else "rollback")
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 class Store:
+    dialect = "sqlite"
+
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self._db: aiosqlite.Connection | None = None
@@ -64,6 +130,7 @@ class Store:
             # on a worker thread: hence check_same_thread=False.
             self._inline = sqlite3.connect(self.path, isolation_level=None, timeout=INLINE_BUSY_S,
                                            check_same_thread=False)
+            self._inline.row_factory = sqlite3.Row
             # Checkpoints (the only fsyncs in WAL mode) run on aiosqlite's thread, never here.
             # Each PRAGMA is read to the end: a statement left open would pin the log.
             for pragma in ("synchronous = NORMAL", "wal_autocheckpoint = 0", "foreign_keys = ON"):
@@ -136,66 +203,16 @@ class Store:
         (version,) = await (await self.db.execute("PRAGMA user_version")).fetchone()
         return int(version)
 
-    # --- generic access --------------------------------------------------------------------
+    # --- reads -------------------------------------------------------------------------------
 
     # Each aiosqlite call is one hop to the connection's thread; execute_fetchall does the
     # statement and the fetch in a single hop, which matters on the per-turn path.
-    async def fetchone(self, sql: str, params: tuple | dict = ()) -> aiosqlite.Row | None:
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         rows = await self.db.execute_fetchall(sql, params)
         return next(iter(rows), None)
 
-    async def fetchall(self, sql: str, params: tuple | dict = ()) -> list[aiosqlite.Row]:
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         return list(await self.db.execute_fetchall(sql, params))
-
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction; statements inside are committed together or not at all."""
-        async with self._write_lock:
-            await self.db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.db
-            except BaseException:
-                await self.db.execute("ROLLBACK")
-                raise
-            await self.db.execute("COMMIT")
-
-    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `work(conn)` as one write transaction: the per-step writes of a turn (history,
-        audit, receipts, usage), inline on the event loop (see the module docstring), else in
-        one hop to aiosqlite's thread. `work` must be quick, synchronous, and touch only `conn`.
-        """
-        def in_transaction(conn: sqlite3.Connection) -> T:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = work(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return result
-
-        async with self._write_lock:
-            if self._inline is not None:
-                try:
-                    result = in_transaction(self._inline)
-                except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc) and "busy" not in str(exc):
-                        raise
-                else:
-                    self._inline_commits += 1
-                    if self._inline_commits % CHECKPOINT_EVERY == 0:
-                        self._checkpoints.add(task := asyncio.ensure_future(self._checkpoint()))
-                        task.add_done_callback(self._checkpoints.discard)
-                    return result
-            # aiosqlite's documented methods are thin wrappers over _execute(fn); calling it
-            # directly is the one way to batch several statements into one thread hop.
-            return await self.db._execute(in_transaction, self.db._conn)
-
-    async def execute(self, sql: str, params: tuple | dict = ()) -> int:
-        """A single write; returns the number of rows changed."""
-        async with self.transaction() as db:
-            cursor = await db.execute(sql, params)
-            return cursor.rowcount
 
     async def ping(self) -> bool:
         try:
@@ -204,104 +221,48 @@ class Store:
             return False
         return True
 
-    # --- sessions and history ------------------------------------------------------------
+    # --- the write path ----------------------------------------------------------------------
 
-    async def active_session(self, sender: str, chat: str, channel: str) -> str:
-        row = await self.fetchone(
-            "SELECT id FROM sessions WHERE sender = ? AND chat = ? AND active = 1",
-            (sender, chat),
-        )
-        if row is not None:
-            return row["id"]
-        return await self.new_session(sender, chat, channel)
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Tx]:
+        """One write transaction; statements inside are committed together or not at all."""
+        async with self._write_lock:
+            tx = await self._begin()
+            try:
+                yield tx
+                await tx._run(lambda conn: conn.execute("COMMIT"))
+            except BaseException:
+                await self._rollback(tx)
+                tx._finished(committed=False)
+                raise
+            if tx._thread is None:
+                self._inline_committed()
+        tx._finished(committed=True)
 
-    async def new_session(self, sender: str, chat: str, channel: str) -> str:
-        session_id = secrets.token_hex(8)
-        now = time.time()
-        async with self.transaction() as db:
-            await db.execute("UPDATE sessions SET active = 0 WHERE sender = ? AND chat = ?",
-                             (sender, chat))
-            await db.execute(
-                "INSERT INTO sessions(id, sender, chat, channel, active, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, 1, ?, ?)",
-                (session_id, sender, chat, channel, now, now),
-            )
-        return session_id
+    async def _begin(self) -> Tx:
+        if self._inline is not None:
+            try:
+                self._inline.execute("BEGIN IMMEDIATE")
+                return Tx(self._inline)
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise
+        db = self.db
+        await db.execute("BEGIN IMMEDIATE")  # waits up to the busy timeout, off the loop
+        return Tx(db._conn, db)
 
-    async def session_info(self, session_id: str) -> dict[str, Any] | None:
-        row = await self.fetchone("SELECT * FROM sessions WHERE id = ?", (session_id,))
-        return dict(row) if row else None
+    async def _rollback(self, tx: Tx) -> None:
+        try:
+            if tx._conn.in_transaction:  # a failed COMMIT may already have ended it
+                await asyncio.shield(tx._run(lambda conn: conn.execute("ROLLBACK")))
+        except sqlite3.Error:
+            log.warning("rollback failed", exc_info=True)
 
-    async def load_history(self, session_id: str) -> list[dict[str, Any]]:
-        return (await self.load_history_sized(session_id))[0]
-
-    async def load_history_sized(self, session_id: str) -> tuple[list[dict[str, Any]], int]:
-        """The history and the length of its stored JSON (a cheap size for the token budget)."""
-        rows = await self.fetchall(
-            "SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
-        )
-        size = sum(len(r["content"]) for r in rows)
-        return [{"role": r["role"], "content": json.loads(r["content"])} for r in rows], size
-
-    async def append_messages(self, session_id: str, messages: list[dict[str, Any]],
-                              db: aiosqlite.Connection | None = None) -> None:
-        """Append messages in one transaction (or inside the caller's transaction `db`)."""
-        if not messages:
-            return
-        if db is not None:
-            await db.executemany(APPEND_SQL, _message_rows(session_id, messages))
-            return
-        await self.run(lambda conn: append_rows(conn, session_id, messages))
-
-    async def replace_history(self, session_id: str, messages: list[dict[str, Any]]) -> None:
-        """Rewrite a session's history (after repair or compaction) atomically."""
-        async with self.transaction() as db:
-            await db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-            await self.append_messages(session_id, messages, db=db)
-
-    async def record_audit(self, *, sender: str, decision: str, outcome: str,
-                           session_id: str | None = None, tool: str | None = None,
-                           args_hash: str | None = None, detail: str = "",
-                           db: aiosqlite.Connection | None = None) -> None:
-        params = (time.time(), session_id, sender, tool, args_hash, decision, outcome, detail)
-        if db is not None:
-            await db.execute(AUDIT_SQL, params)
-        else:
-            await self.execute(AUDIT_SQL, params)
-
-
-APPEND_SQL = "INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, ?)"
-
-
-def encode_contents(messages: list[dict[str, Any]]) -> list[str]:
-    """Each message's content as stored (JSON text); its length is the cache's size unit."""
-    return [json.dumps(m["content"], ensure_ascii=False) for m in messages]
-
-
-def _message_rows(session_id: str, messages: list[dict[str, Any]],
-                  encoded: list[str] | None = None) -> list[tuple]:
-    now = time.time()
-    texts = encoded if encoded is not None else encode_contents(messages)
-    return [(session_id, m["role"], text, now) for m, text in zip(messages, texts, strict=True)]
-
-
-def append_rows(conn: sqlite3.Connection, session_id: str, messages: list[dict[str, Any]],
-                encoded: list[str] | None = None) -> None:
-    """Synchronous append, for use inside `Store.run` (`encoded`: contents already encoded)."""
-    if messages:
-        conn.executemany(APPEND_SQL, _message_rows(session_id, messages, encoded))
-
-
-AUDIT_SQL = ("INSERT INTO audit(ts, session_id, sender, tool, args_hash, decision, outcome, detail)"
-             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-
-
-def audit_row(conn: sqlite3.Connection, *, sender: str, decision: str, outcome: str,
-              session_id: str | None = None, tool: str | None = None,
-              args_hash: str | None = None, detail: str = "") -> None:
-    """Synchronous audit insert, for use inside `Store.run`."""
-    conn.execute(AUDIT_SQL, (time.time(), session_id, sender, tool, args_hash, decision, outcome,
-                             detail))
+    def _inline_committed(self) -> None:
+        self._inline_commits += 1
+        if self._inline_commits % CHECKPOINT_EVERY == 0:
+            self._checkpoints.add(task := asyncio.ensure_future(self._checkpoint()))
+            task.add_done_callback(self._checkpoints.discard)
 
 
 def _split_sql(script: str) -> list[str]:

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import time
 import weakref
 from typing import Any
 
-import aiosqlite
-
 from bot.approvals import args_hash
+from bot.audit import AuditEntry, write_audit
 from bot.registry import Registry
-from bot.store import Store
+from bot.store import Store, Tx
 from bot.tool import CallContext, ToolException, to_tool_error
 
 NOTHING_TO_UNDO = "Nothing to undo in this session."
@@ -36,19 +34,11 @@ class UndoLog:
         self._session_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary())
 
-    async def record(self, *, session_id: str, sender: str, tool: str, args: dict[str, Any],
-                     result: dict[str, Any], db: aiosqlite.Connection | None = None) -> None:
-        """Remember a successful call of a revertible tool (inside the caller's transaction `db`)."""
-        params = _row(session_id, sender, tool, args, result)
-        if db is not None:
-            await db.execute(_RECORD_SQL, params)
-        else:
-            await self.store.execute(_RECORD_SQL, params)
-
-    def record_in(self, conn: sqlite3.Connection, *, session_id: str, sender: str, tool: str,
-                  args: dict[str, Any], result: dict[str, Any]) -> None:
-        """`record`, synchronously, inside a `Store.run` transaction (the per-turn write path)."""
-        conn.execute(_RECORD_SQL, _row(session_id, sender, tool, args, result))
+    @staticmethod
+    async def record(tx: Tx, *, session_id: str, sender: str, tool: str, args: dict[str, Any],
+                     result: Any) -> None:
+        """Remember a successful call of a revertible tool, inside the caller's transaction."""
+        await tx.execute(_RECORD_SQL, _row(session_id, sender, tool, args, result))
 
     async def undo_last(self, session_id: str, registry: Registry, ctx: CallContext) -> str:
         """Revert the newest not-yet-reverted entry of the session; a sentence for the user."""
@@ -78,21 +68,22 @@ class UndoLog:
         except Exception as exc:  # a bug in the tool: traceback logged by to_tool_error
             error = to_tool_error(exc, name)
             return await self._refused(session_id, ctx, name, args, error.message)
-        async with self.store.transaction() as db:
-            await db.execute("UPDATE undo_log SET reverted_at = ? WHERE id = ? AND reverted_at IS NULL",
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE undo_log SET reverted_at = ? WHERE id = ? AND reverted_at IS NULL",
                              (time.time(), row["id"]))
-            await self.store.record_audit(sender=ctx.sender, decision="undo", outcome="reverted",
-                                          session_id=session_id, tool=name,
-                                          args_hash=args_hash(args), detail=f"undo_log {row['id']}",
-                                          db=db)
+            await write_audit(tx, AuditEntry(sender=ctx.sender, decision="undo", outcome="reverted",
+                                             session_id=session_id, tool=name,
+                                             args_hash=args_hash(args),
+                                             detail=f"undo_log {row['id']}"))
         label = _label(args)
         return f"Undone: {name} {label}." if label else f"Undone: {name}."
 
     async def _refused(self, session_id: str, ctx: CallContext, name: str, args: dict[str, Any],
                        reason: str) -> str:
-        await self.store.record_audit(sender=ctx.sender, decision="undo", outcome="failed",
-                                      session_id=session_id, tool=name,
-                                      args_hash=args_hash(args), detail=reason)
+        async with self.store.transaction() as tx:
+            await write_audit(tx, AuditEntry(sender=ctx.sender, decision="undo", outcome="failed",
+                                             session_id=session_id, tool=name,
+                                             args_hash=args_hash(args), detail=reason))
         return f"{name} cannot be undone: {reason}"
 
 

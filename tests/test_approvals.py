@@ -15,6 +15,7 @@ import pytest
 
 from bot.approvals import ApprovalRequest, Approvals, args_hash
 from bot.store import Store
+from tests.store_support import execute
 
 OWNER, APPROVER, STRANGER = "telegram:1", "telegram:99", "telegram:666"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -209,7 +210,7 @@ async def test_an_unknown_choice_is_refused(approvals, store):
 
 async def test_args_edited_in_the_store_after_showing_cannot_be_approved(approvals, store):
     request = await ask(approvals)
-    await store.execute("UPDATE approvals SET args = ? WHERE id = ?",
+    await execute(store, "UPDATE approvals SET args = ? WHERE id = ?",
                         (json.dumps({"path": "/etc/passwd", "text": "hé"}), request.id))
     result = await approvals.resolve(request.id, OWNER, "approve")
     assert not result.ok and "altered" in result.reason
@@ -230,7 +231,8 @@ async def test_always_approves_and_adds_the_tool_to_the_sessions_auto_approve_se
 async def test_a_new_message_supersedes_the_sessions_pending_requests(approvals, store):
     first, second = await ask(approvals, session="s1"), await ask(approvals, session="s1")
     elsewhere = await ask(approvals, session="s2")
-    superseded = await approvals.supersede_session("s1")
+    async with store.transaction() as tx:
+        superseded = await approvals.supersede_session(tx, "s1")
     assert [r.id for r in superseded] == [first.id, second.id]
     assert all(r.status == "expired" and r.resolved_by == "superseded" for r in superseded)
     assert await approvals.pending_for_session("s1") == []

@@ -87,22 +87,31 @@ def test_usage_lists_the_recorded_tokens(tmp_path):
     assert "cli:local" in proc.stdout and "claude-sonnet-5-5" in proc.stdout
 
 
-def _read_until(fd: int, needle: bytes, timeout: float = 20) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while needle not in seen:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"did not see {needle!r} in {seen[-500:]!r}"
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-    return seen
+class _Terminal:
+    """Reads a pty up to a needle; what came after the needle stays for the next read (the
+    prompt often arrives in the same chunk as the answer before it)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.pending = b""
+
+    def read_until(self, needle: bytes, timeout: float = 20) -> bytes:
+        seen = self.pending
+        deadline = time.monotonic() + timeout
+        while needle not in seen:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"did not see {needle!r} in {seen[-500:]!r}"
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+        head, found, self.pending = seen.partition(needle)
+        return head + found
 
 
 def test_ctrl_c_in_a_terminal_stops_the_turn_and_a_second_one_exits(tmp_path):
@@ -113,17 +122,18 @@ def test_ctrl_c_in_a_terminal_stops_the_turn_and_a_second_one_exits(tmp_path):
         if pid == 0:  # child: the CLI on a real terminal
             os.chdir(ROOT)
             os.execve(sys.executable, [sys.executable, "-m", "bot", "chat"], env)
+        terminal = _Terminal(fd)
         try:
-            _read_until(fd, b"Ctrl-D to quit")
+            terminal.read_until(b"Ctrl-D to quit")
             os.write(fd, b"think for a long time\n")
             fake.wait_for_requests(1)
             os.kill(pid, signal.SIGINT)
-            assert b"too slow" not in _read_until(fd, b"Stopped.")
+            assert b"too slow" not in terminal.read_until(b"Stopped.")
             os.write(fd, b"are you there?\n")
-            _read_until(fd, b"after stop")
-            _read_until(fd, b"you> ")  # the turn is over: Ctrl-C now means quit
+            terminal.read_until(b"after stop")
+            terminal.read_until(b"you> ")  # the turn is over: Ctrl-C now means quit
             os.kill(pid, signal.SIGINT)
-            _read_until(fd, b"bye")
+            terminal.read_until(b"bye")
             _, status = os.waitpid(pid, 0)
             assert os.waitstatus_to_exitcode(status) == 0
         finally:

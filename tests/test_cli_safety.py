@@ -17,6 +17,7 @@ from bot.cli.safety import clean, parse_since
 from bot.receipts import Receipts, load_or_create_key
 from bot.senders import Senders
 from bot.store import Store
+from tests.store_support import audit, execute
 
 STRANGER = "telegram:4242"
 
@@ -83,7 +84,7 @@ def test_an_expired_code_on_the_command_line_grants_nothing(config_file, capsys)
     code = request_code(config_file)
 
     async def age_codes(config, store):
-        await store.execute("UPDATE pairing_codes SET expires_at = ?", (time.time() - 1,))
+        await execute(store, "UPDATE pairing_codes SET expires_at = ?", (time.time() - 1,))
 
     with_store(config_file, age_codes)
     assert myclaw(config_file, "pair", "approve", code) == 1
@@ -120,8 +121,10 @@ def issue_receipts(config_file: Path, count: int) -> None:
     async def work(config, store):
         receipts = Receipts(store, load_or_create_key(config.data_dir / "receipt.key"))
         for n in range(count):
-            await receipts.issue(session_id="s", tool="fs_write", args={"n": n}, result={"ok": n},
-                                 sender="telegram:1", approver=None, started_at=1.0, finished_at=2.0)
+            async with store.transaction() as tx:
+                await receipts.issue(tx, session_id="s", tool="fs_write", args={"n": n},
+                                     result={"ok": n}, sender="telegram:1", approver=None,
+                                     started_at=1.0, finished_at=2.0)
 
     with_store(config_file, work)
 
@@ -136,7 +139,7 @@ def test_receipts_verify_fails_and_names_the_tampered_receipt(config_file, capsy
     issue_receipts(config_file, 3)
 
     async def tamper(config, store):
-        await store.execute("UPDATE receipts SET tool = 'fs_delete' WHERE id = 2")
+        await execute(store, "UPDATE receipts SET tool = 'fs_delete' WHERE id = 2")
 
     with_store(config_file, tamper)
     assert myclaw(config_file, "receipts", "verify") == 1
@@ -164,12 +167,12 @@ def test_receipts_verify_with_no_receipts_is_fine(config_file, capsys):
 
 def seed_audit(config_file: Path) -> None:
     async def work(config, store):
-        await store.record_audit(sender="telegram:1", decision="allow", outcome="executed",
+        await audit(store, sender="telegram:1", decision="allow", outcome="executed",
                                  tool="fs_read", detail="old one")
-        await store.execute("UPDATE audit SET ts = ts - 3 * 86400")
-        await store.record_audit(sender="telegram:1", decision="ask", outcome="pending",
+        await execute(store, "UPDATE audit SET ts = ts - 3 * 86400")
+        await audit(store, sender="telegram:1", decision="ask", outcome="pending",
                                  tool="fs_write", detail="recent")
-        await store.record_audit(sender="discord:2", decision="deny", outcome="blocked",
+        await audit(store, sender="discord:2", decision="deny", outcome="blocked",
                                  tool="shell_run", detail="high risk at supervised autonomy")
 
     with_store(config_file, work)

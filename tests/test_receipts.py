@@ -18,6 +18,7 @@ from bot.receipts import (
 )
 from bot.store import Store
 from tests.conftest import FAKE_ENV, make_config
+from tests.store_support import execute
 
 
 @pytest.fixture
@@ -31,10 +32,11 @@ def receipts(store: Store, key: bytes) -> Receipts:
 
 
 async def issue(receipts: Receipts, tool: str = "fs_write", approver: str | None = "telegram:9") -> int:
-    return await receipts.issue(
-        session_id="s1", tool=tool, args={"path": "notes/a.md", "text": "ciao"},
-        result={"written": 4, "path": "notes/a.md"}, sender="telegram:1", approver=approver,
-        started_at=1_700_000_000.123456789, finished_at=1_700_000_000.5)
+    async with receipts.store.transaction() as tx:
+        return await receipts.issue(
+            tx, session_id="s1", tool=tool, args={"path": "notes/a.md", "text": "ciao"},
+            result={"written": 4, "path": "notes/a.md"}, sender="telegram:1", approver=approver,
+            started_at=1_700_000_000.123456789, finished_at=1_700_000_000.5)
 
 
 # --- the key -------------------------------------------------------------------------------
@@ -103,7 +105,7 @@ async def test_flipping_one_byte_of_a_text_field_is_reported(receipts, store, fi
     target = await issue(receipts)
     await issue(receipts)
     # Replace the first character with another one: exactly one byte differs.
-    await store.execute(
+    await execute(store,
         f"UPDATE receipts SET {field} = (CASE substr({field}, 1, 1) WHEN 'a' THEN 'b' ELSE 'a' END)"
         f" || substr({field}, 2) WHERE id = ?", (target,))
     problems = await receipts.verify_all()
@@ -114,14 +116,14 @@ async def test_flipping_one_byte_of_a_text_field_is_reported(receipts, store, fi
 @pytest.mark.parametrize("field", ["started_at", "finished_at"])
 async def test_moving_a_timestamp_is_reported(receipts, store, field):
     target = await issue(receipts)
-    await store.execute(f"UPDATE receipts SET {field} = {field} + 0.000001 WHERE id = ?", (target,))
+    await execute(store, f"UPDATE receipts SET {field} = {field} + 0.000001 WHERE id = ?", (target,))
     assert len(await receipts.verify_all()) == 1
 
 
 async def test_bytes_that_are_not_utf8_are_reported_not_a_crash(receipts, store):
     target = await issue(receipts)
-    await store.execute("UPDATE receipts SET sender = CAST(X'FFFE41' AS TEXT) WHERE id = ?", (target,))
-    await store.execute("UPDATE receipts SET started_at = X'FF' WHERE id = ?", (target,))
+    await execute(store, "UPDATE receipts SET sender = CAST(X'FFFE41' AS TEXT) WHERE id = ?", (target,))
+    await execute(store, "UPDATE receipts SET started_at = X'FF' WHERE id = ?", (target,))
     problems = await receipts.verify_all()
     assert len(problems) == 1 and problems[0].startswith(f"receipt {target} ")
 
@@ -129,7 +131,7 @@ async def test_bytes_that_are_not_utf8_are_reported_not_a_crash(receipts, store)
 async def test_a_deleted_receipt_leaves_a_reported_gap(receipts, store):
     for _ in range(4):
         await issue(receipts)
-    await store.execute("DELETE FROM receipts WHERE id IN (2, 3)")
+    await execute(store, "DELETE FROM receipts WHERE id IN (2, 3)")
     assert await receipts.verify_all() == ["receipts 2-3 are missing (deleted?)"]
 
 
@@ -144,10 +146,10 @@ async def test_a_receipt_written_inside_a_rolled_back_transaction_never_exists(r
         pass
 
     with pytest.raises(Abort):
-        async with store.transaction() as db:
-            await receipts.issue(session_id="s1", tool="fs_write", args={}, result={},
+        async with store.transaction() as tx:
+            await receipts.issue(tx, session_id="s1", tool="fs_write", args={}, result={},
                                  sender="telegram:1", approver=None, started_at=1.0,
-                                 finished_at=2.0, db=db)
+                                 finished_at=2.0)
             raise Abort
     assert await receipts.count() == 0
     assert await issue(receipts) == 1  # no id was burnt, so no false "missing" report

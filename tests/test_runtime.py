@@ -121,7 +121,7 @@ async def test_system_prompt_catalog_and_history_carry_cache_breakpoints(app_fac
     assert second["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert json.dumps(first["tools"]) == json.dumps(second["tools"])
     assert [t["name"] for t in first["tools"]] == sorted(t["name"] for t in first["tools"])
-    stored = await app.services.store.load_history(await app.agent.session_id(message("x")))
+    stored, _ = await app.agent.journal.stored(await app.agent.session_id(message("x")))
     assert "cache_control" not in json.dumps(stored)
 
 
@@ -271,5 +271,5 @@ async def test_a_long_conversation_is_compacted_by_the_small_model(app_factory, 
     assert last["model"] == "claude-sonnet-5-5"
     assert "SUMMARY: the user said many long things" in last["messages"][0]["content"][0]["text"]
     assert last["messages"][-1]["content"][-1]["text"].startswith("message 11:")
-    stored = await app.services.store.load_history(await app.agent.session_id(message("x")))
+    stored, _ = await app.agent.journal.stored(await app.agent.session_id(message("x")))
     assert len(stored) < 24

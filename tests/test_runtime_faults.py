@@ -14,6 +14,7 @@ from pathlib import Path
 from bot import history
 from bot.events import CollectingSink, ErrorEvent, IncomingMessage
 from tests.fakes.anthropic_server import FakeAnthropic, error, text, tool_use
+from tests.store_support import append
 
 
 def message(text_: str) -> IncomingMessage:
@@ -64,7 +65,7 @@ async def test_a_rejected_key_names_the_variable_to_fix(app_factory, fake_anthro
 async def test_history_left_with_an_unanswered_tool_use_is_repaired(app_factory, fake_anthropic):
     app = await app_factory()
     session = await app.agent.session_id(message("x"))
-    await app.services.store.append_messages(session, [
+    await append(app.services.store, session, [
         {"role": "user", "content": [{"type": "text", "text": "before the crash"}]},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_lost",
                                            "name": "time_now", "input": {}}]},

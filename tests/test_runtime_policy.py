@@ -13,6 +13,7 @@ from bot.registry import RegistrationError, Registry
 from bot.tool import BaseTool, ToolMeta
 from tests.fakes.anthropic_server import text, tool_use
 from tests.runtime_tools import Recorder, Writer
+from tests.store_support import execute
 
 SUPERVISED = {"senders": {"telegram:1": "supervised"}, "approvals": {"approvers": ["telegram:9"]}}
 
@@ -114,14 +115,14 @@ async def test_a_sender_whose_access_was_revoked_cannot_run_a_pending_call(app_f
     app = await app_factory({"senders": {"unknown": "pairing"}})
     writer = Writer()
     app.services.registry.register(writer, "tests")
-    await app.services.store.execute(
+    await execute(app.services.store,
         "INSERT INTO granted_senders(sender, level, granted_at, granted_by) VALUES (?, ?, 0, ?)",
         ("telegram:5", "supervised", "cli:local"))
     fake_anthropic.script(tool_use("writer", {"note": "late"}))
     sink = CollectingSink()
     await app.agent.handle(message("write", sender="telegram:5"), sink)
     (needed,) = sink.of(ApprovalNeeded)
-    await app.services.store.execute("DELETE FROM granted_senders WHERE sender = ?", ("telegram:5",))
+    await execute(app.services.store, "DELETE FROM granted_senders WHERE sender = ?", ("telegram:5",))
     fake_anthropic.script(text("no longer allowed"))
     assert (await app.agent.resolve_approval(needed.approval.id, "telegram:5", "approve",
                                              CollectingSink())).ok

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from bot.journal import Journal
 from bot.migrations import MIGRATIONS
 from bot.store import Store
+from tests.store_support import append, execute
 
 
 async def test_migrations_are_numbered_applied_once_and_recorded(tmp_path):
@@ -25,11 +29,13 @@ async def test_migrations_are_numbered_applied_once_and_recorded(tmp_path):
 async def test_many_sessions_and_two_processes_write_at_once_without_locking_errors(tmp_path):
     path = tmp_path / "myclaw.db"
     async with Store(path) as first, Store(path) as second:
-        sessions = [await first.new_session(f"telegram:{i}", str(i), "telegram") for i in range(20)]
+        journals = {first: Journal(first), second: Journal(second)}
+        sessions = [await journals[first].new_session(f"telegram:{i}", str(i), "telegram")
+                    for i in range(20)]
 
         async def chat(store: Store, session: str, n: int) -> None:
             for k in range(n):
-                await store.append_messages(session, [
+                await append(store, session, [
                     {"role": "user", "content": [{"type": "text", "text": f"q{k}"}]},
                     {"role": "assistant", "content": [{"type": "text", "text": f"a{k}"}]}])
 
@@ -37,32 +43,49 @@ async def test_many_sessions_and_two_processes_write_at_once_without_locking_err
                                for i, s in enumerate(sessions)))
         (count,) = await first.fetchone("SELECT count(*) FROM messages")
         assert count == 20 * 10 * 2
-        history = await second.load_history(sessions[3])
+        history, _ = await journals[second].stored(sessions[3])
         assert [m["content"][0]["text"] for m in history[:4]] == ["q0", "a0", "q1", "a1"]
 
 
-async def test_a_failed_transaction_leaves_nothing_behind(tmp_path):
+async def test_a_failed_transaction_leaves_nothing_behind_and_runs_only_its_rollback_hooks(
+        tmp_path):
     async with Store(tmp_path / "myclaw.db") as store:
-        session = await store.new_session("cli:local", "local", "cli")
+        journal = Journal(store)
+        session = await journal.new_session("cli:local", "local", "cli")
+        seen: list[str] = []
+        with pytest.raises(RuntimeError, match="crash in the middle"):
+            async with store.transaction() as tx:
+                tx.on_commit(lambda: seen.append("commit"))
+                tx.on_rollback(lambda: seen.append("rollback"))
+                await tx.execute("INSERT INTO messages(session_id, role, content, created_at)"
+                                 " VALUES (?, 'user', '[]', 0)", (session,))
+                raise RuntimeError("crash in the middle")
+        assert seen == ["rollback"]
+        assert await journal.stored(session) == ([], 0)
+        await append(store, session, [{"role": "user", "content": [{"type": "text", "text": "ok"}]}])
+        assert len((await journal.stored(session))[0]) == 1
 
-        def half_done(conn) -> None:
-            conn.execute("INSERT INTO messages(session_id, role, content, created_at)"
-                         " VALUES (?, 'user', '[]', 0)", (session,))
-            raise RuntimeError("crash in the middle")
 
-        try:
-            await store.run(half_done)
-        except RuntimeError:
-            pass
-        assert await store.load_history(session) == []
-        await store.append_messages(session, [{"role": "user", "content": [{"type": "text",
-                                                                            "text": "ok"}]}])
-        assert len(await store.load_history(session)) == 1
+async def test_a_transaction_reads_its_own_writes_returns_row_counts_and_runs_commit_hooks(tmp_path):
+    async with Store(tmp_path / "myclaw.db") as store:
+        seen: list[str] = []
+        async with store.transaction() as tx:
+            tx.on_commit(lambda: seen.append("commit"))
+            tx.on_rollback(lambda: seen.append("rollback"))
+            row = await tx.fetchone("INSERT INTO memories(sender, text, created_at)"
+                                    " VALUES (?, ?, 0) RETURNING id", ("cli:local", "one"))
+            await tx.executemany("INSERT INTO memories(sender, text, created_at) VALUES (?, ?, 0)",
+                                 [("cli:local", "two"), ("cli:local", "three")])
+            assert len(await tx.fetchall("SELECT id FROM memories")) == 3
+            assert seen == []  # nothing runs before the commit
+            changed = await tx.execute("UPDATE memories SET text = 'x' WHERE id > ?", (row["id"],))
+        assert (row["id"], changed, seen) == (1, 2, ["commit"])
+        assert store.dialect == "sqlite"
 
 
 async def test_full_text_search_is_available(tmp_path):
     async with Store(tmp_path / "myclaw.db") as store:
-        await store.execute("INSERT INTO memories(sender, text, created_at) VALUES (?, ?, 0)",
+        await execute(store, "INSERT INTO memories(sender, text, created_at) VALUES (?, ?, 0)",
                             ("cli:local", "the blue bicycle is in the garage"))
         rows = await store.fetchall(
             "SELECT m.text FROM memories_fts f JOIN memories m ON m.id = f.rowid"
@@ -75,14 +98,14 @@ async def test_a_step_write_waits_for_another_process_holding_the_lock_and_still
 
     path = tmp_path / "myclaw.db"
     async with Store(path) as store:
-        session = await store.new_session("cli:local", "local", "cli")
+        journal = Journal(store)
+        session = await journal.new_session("cli:local", "local", "cli")
         other = sqlite3.connect(path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # another process is writing
         asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
-        await store.append_messages(session, [{"role": "user", "content": [{"type": "text",
-                                                                            "text": "late"}]}])
+        await append(store, session, [{"role": "user", "content": [{"type": "text", "text": "late"}]}])
         other.close()
-        assert [m["content"][0]["text"] for m in await store.load_history(session)] == ["late"]
+        assert [m["content"][0]["text"] for m in (await journal.stored(session))[0]] == ["late"]
 
 
 async def test_the_write_ahead_log_is_checkpointed_so_it_does_not_grow_without_bound(tmp_path,
@@ -92,10 +115,10 @@ async def test_the_write_ahead_log_is_checkpointed_so_it_does_not_grow_without_b
     monkeypatch.setattr(store_mod, "CHECKPOINT_EVERY", 20)
     path = tmp_path / "myclaw.db"
     async with Store(path) as store:
-        session = await store.new_session("cli:local", "local", "cli")
+        session = await Journal(store).new_session("cli:local", "local", "cli")
         block = [{"role": "user", "content": [{"type": "text", "text": "x" * 8000}]}]
         for i in range(600):
-            await store.append_messages(session, block)
+            await append(store, session, block)
             if i % 20 == 19:  # a read between bursts, as turns have: queued after the checkpoint
                 await store.fetchone("SELECT 1")
         wal = path.with_name(path.name + "-wal")

@@ -75,8 +75,9 @@ def tools(services) -> dict[str, Any]:
 async def run(undo: UndoLog, ctx: CallContext, tool: Any, **args: Any) -> dict[str, Any]:
     """What the runtime does after a successful call of a revertible tool."""
     result = await tool.execute(ctx, **args)
-    await undo.record(session_id=ctx.session_id, sender=ctx.sender, tool=tool.meta.name,
-                      args=args, result=result)
+    async with undo.store.transaction() as tx:
+        await undo.record(tx, session_id=ctx.session_id, sender=ctx.sender, tool=tool.meta.name,
+                          args=args, result=result)
     return result
 
 

@@ -53,12 +53,12 @@ class MemoryStore(BaseTool):
     async def execute(self, ctx: CallContext, text: str, **_: Any) -> dict[str, Any]:
         store = require_store(ctx)
         cleaned = _clean(text)
-        async with store.transaction() as db:
-            cursor = await db.execute(
-                "INSERT INTO memories(sender, text, created_at) VALUES (?, ?, ?)",
+        async with store.transaction() as tx:
+            row = await tx.fetchone(
+                "INSERT INTO memories(sender, text, created_at) VALUES (?, ?, ?) RETURNING id",
                 (ctx.sender, cleaned, time.time()),
             )
-            memory_id = cursor.lastrowid
+            memory_id = row["id"] if row else None
         return {"id": memory_id, "stored": cleaned}
 
     async def revert(self, ctx: CallContext, args: dict[str, Any], result: dict[str, Any]) -> dict:
@@ -66,8 +66,9 @@ class MemoryStore(BaseTool):
         if not isinstance(memory_id, int):
             raise UnrevertibleError("This result carries no memory id to delete.")
         # Only the sender's own memory: an undo can never delete someone else's.
-        deleted = await require_store(ctx).execute(
-            "DELETE FROM memories WHERE id = ? AND sender = ?", (memory_id, ctx.sender))
+        async with require_store(ctx).transaction() as tx:
+            deleted = await tx.execute(
+                "DELETE FROM memories WHERE id = ? AND sender = ?", (memory_id, ctx.sender))
         if not deleted:
             raise UnrevertibleError(f"Memory {memory_id} is already gone.",
                                     "Nothing to undo; tell the user it was already forgotten.")

@@ -86,7 +86,8 @@ class SupraLLM(BaseTool):
             answer = await llm.ask(model=model, prompt=_prompt(question, context),
                                    system=SYSTEM_PROMPT, max_tokens=config["agent"]["max_tokens"])
         except LLMError as exc:
-            await ctx.services.store.execute(_REFUND_SQL, (ctx.sender, TOOL, day))
+            async with ctx.services.store.transaction() as tx:
+                await tx.execute(_REFUND_SQL, (ctx.sender, TOOL, day))
             raise _translate(exc, model) from exc
         await _record_usage(ctx, model, answer.usage)
         if not answer.text.strip():
@@ -100,9 +101,8 @@ async def _reserve(ctx: CallContext, day: str, quota: int) -> int:
     store = ctx.services.store
     row = None
     if quota > 0:
-        async with store.transaction() as db:
-            cursor = await db.execute(_RESERVE_SQL, (ctx.sender, TOOL, day, quota))
-            row = await cursor.fetchone()
+        async with store.transaction() as tx:
+            row = await tx.fetchone(_RESERVE_SQL, (ctx.sender, TOOL, day, quota))
     if row is None:
         raise ToolQuotaError(
             f"The daily supra_llm quota ({quota} calls) is used up for today (UTC).",
@@ -115,10 +115,11 @@ async def _reserve(ctx: CallContext, day: str, quota: int) -> int:
 
 async def _record_usage(ctx: CallContext, model: str, usage: dict[str, int]) -> None:
     """The supra call costs money like any model call: account for it in the usage table."""
-    await ctx.services.store.execute(_USAGE_SQL, (
-        time.time(), ctx.session_id, ctx.sender, model, usage.get("input_tokens", 0),
-        usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
-        usage.get("cache_write_tokens", 0)))
+    async with ctx.services.store.transaction() as tx:
+        await tx.execute(_USAGE_SQL, (
+            time.time(), ctx.session_id, ctx.sender, model, usage.get("input_tokens", 0),
+            usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
+            usage.get("cache_write_tokens", 0)))
 
 
 def _prompt(question: str, context: str) -> str:

@@ -115,8 +115,8 @@ async def store_checks(config: Config) -> list[Check]:
 async def _probe_write(store: Any) -> str | None:
     """Try a real schema write and roll it back; None if it worked, else why not."""
     try:
-        async with store.transaction() as db:
-            await db.execute("CREATE TABLE doctor_write_probe (x INTEGER)")
+        async with store.transaction() as tx:
+            await tx.execute("CREATE TABLE doctor_write_probe (x INTEGER)")
             raise _RollBack
     except _RollBack:
         return None
