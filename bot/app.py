@@ -19,6 +19,7 @@ from typing import Any
 
 from bot.config import SECRET_ENV_VARS, Config
 from bot.errors import ChannelError, ConfigError
+from bot.events import ApprovalSurface
 from bot.hooks import run_session_hooks
 from bot.policy import Profile
 from bot.registry import Registry
@@ -51,6 +52,17 @@ def build_registry(config: Config, cwd: Any = None) -> Registry:
     return registry
 
 
+def approvers(config: Config) -> list[str]:
+    """Who may answer anyone's approval requests: the configured approvers, and the operator's
+    web console when it is enabled (its sessions need a login link only the operator can make)."""
+    from bot.console.auth import OPERATOR
+
+    names = list(config["approvals"]["approvers"])
+    if config["console"]["enabled"]:
+        names.append(OPERATOR)
+    return names
+
+
 class App:
     def __init__(self, config: Config, services: Services):
         from bot.runtime import Agent
@@ -77,7 +89,7 @@ class App:
         services = Services(
             config=config, store=store, registry=build_registry(config), llm=LLMClient(config),
             approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
-                                approvers=approvals_cfg["approvers"]),
+                                approvers=approvers(config)),
             receipts=Receipts(store, receipt_key(config)),
             undo=UndoLog(store),
             senders=Senders(config, store),
@@ -119,6 +131,8 @@ class App:
             channel = module.create(self.config, self.agent)
             await channel.start()
             self.channels[name] = channel
+            if isinstance(channel, ApprovalSurface):  # approvals answered in the console show there
+                self.agent.add_approval_surface(name, channel)
             log.info("%s channel connected", name)
 
     async def stop_channels(self) -> None:
@@ -144,6 +158,13 @@ class App:
             health = HealthServer(self.config, self.services.store, self.channels)
             await health.start()
             self._extras.append(health)
+        if self.config["console"]["enabled"]:
+            from bot.console import build
+
+            console = build(self.config, self.services, self.agent, self.channels)
+            await console.start()
+            self.services.extras["console"] = console
+            self._extras.append(console)
         self._started = True
         await run_session_hooks(self.services.registry, "start", self.system_context())
 

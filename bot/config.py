@@ -148,6 +148,15 @@ SCHEMA: dict[str, Any] = _obj({
         "listen": {"type": "string"},
         "port": {"type": "integer", "minimum": 0, "maximum": 65535},
     }),
+    "console": _obj({
+        "enabled": {"type": "boolean"},
+        "listen": {"type": "string", "minLength": 1},
+        "port": {"type": "integer", "minimum": 0, "maximum": 65535},
+        "public_url": {"type": "string"},
+        "session_ttl_seconds": {"type": "integer", "minimum": 60},
+        "login_ttl_seconds": {"type": "integer", "minimum": 10, "maximum": 3600},
+        "secure_cookies": {"enum": ["auto", True, False]},
+    }),
     "log": _obj({
         "format": {"enum": ["text", "json"]},
         "level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
@@ -196,6 +205,11 @@ DEFAULTS: dict[str, Any] = {
     },
     "mcp": {"servers": {}},
     "health": {"enabled": False, "listen": "127.0.0.1", "port": 8080},
+    # The operator's web console: off unless asked for; local only unless a proxy is put in front.
+    # public_url: the address the login link names (e.g. https://bot.example.org behind a proxy);
+    # "" means http://listen:port. secure_cookies "auto": Secure when the request came over TLS.
+    "console": {"enabled": False, "listen": "127.0.0.1", "port": 8765, "public_url": "",
+                "session_ttl_seconds": 8 * 3600, "login_ttl_seconds": 300, "secure_cookies": "auto"},
     "log": {"format": "text", "level": "INFO"},
 }
 

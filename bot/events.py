@@ -9,7 +9,7 @@ and channels know nothing of the agent's internals.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 ChannelName = Literal["cli", "telegram", "discord"]
 
@@ -128,6 +128,27 @@ class CollectingSink:
     def text(self) -> str:
         done = self.of(Done)
         return done[-1].text if done else ""
+
+
+@dataclass(frozen=True)
+class ApprovalResolved:
+    """An approval answered away from its channel's own buttons (e.g. in the web console)."""
+
+    approval: ApprovalView
+    choice: str                        # approve | deny | always
+    resolver: str                      # who answered ("console:operator")
+    resolved_at: float
+    message_ref: str | None            # what the channel stored when it showed the request
+
+
+@runtime_checkable
+class ApprovalSurface(Protocol):
+    """What a channel offers so that an approval answered elsewhere looks answered there too:
+    where the resumed conversation is posted, and how the request message shows the outcome."""
+
+    def resume_sink(self, approval: ApprovalView) -> Sink: ...
+
+    async def approval_resolved(self, outcome: ApprovalResolved) -> None: ...
 
 
 class AgentAPI(Protocol):

@@ -151,4 +151,21 @@ CREATE TABLE tool_quota (
     (2, "approvals remember the autonomy level the request was made at", """
 ALTER TABLE approvals ADD COLUMN autonomy TEXT;
 """),
+    (3, "console: one-time login links and operator sessions (tokens stored hashed)", """
+CREATE TABLE console_logins (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    used_at REAL
+);
+CREATE TABLE console_sessions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    token_hash TEXT NOT NULL UNIQUE,
+    operator TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    revoked_at REAL
+);
+"""),
 ]

@@ -16,9 +16,11 @@ from typing import Any
 from bot import commands, history
 from bot.approvals import Resolution, args_hash
 from bot.dispatch import Dispatcher, Planned, Turn, error_block
-from bot.errors import LLMError
+from bot.errors import ChannelError, LLMError
 from bot.events import (
     ApprovalNeeded,
+    ApprovalResolved,
+    ApprovalSurface,
     ApprovalView,
     Done,
     ErrorEvent,
@@ -49,6 +51,7 @@ class Agent:
         self.prompt = PromptBuilder(services)
         self._sessions: dict[tuple[str, str], str] = {}
         self._auto_approve: dict[str, frozenset[str]] = {}
+        self._surfaces: dict[str, ApprovalSurface] = {}
         self.journal = Journal(services.store, receipts=services.receipts, undo=services.undo)
 
     # --- the channel-facing API (bot.events.AgentAPI) ------------------------------------
@@ -81,6 +84,30 @@ class Agent:
             self._auto_approve.pop(request.session_id, None)  # "always" may have added a tool
             key = self.session_key(request.sender, request.chat)
             self.queue.spawn(key, lambda: self._guarded(sink, self._resume(request, resolver, sink)))
+        return resolution
+
+    def add_approval_surface(self, channel: str, surface: ApprovalSurface) -> None:
+        """A running channel that can show approvals answered elsewhere (see resolve_elsewhere)."""
+        self._surfaces[channel] = surface
+
+    async def resolve_elsewhere(self, approval_id: str, resolver: str, choice: str) -> Resolution:
+        """An answer from outside the request's channel (the web console): the same
+        compare-and-set as a tap; the conversation resumes in the request's chat, and the
+        channel edits its request message to show the outcome."""
+        request = await self.services.approvals.get(approval_id)
+        surface = self._surfaces.get(request.channel) if request else None
+        sink: Sink = _NoChannel()
+        if surface is not None and request is not None:
+            try:
+                sink = surface.resume_sink(request.view())
+            except ChannelError:  # the channel stopped: the history still gets the answer
+                surface = None
+        resolution = await self.resolve_approval(approval_id, resolver, choice, sink)
+        done = resolution.request
+        if resolution.ok and done is not None and surface is not None:
+            ref = await self.services.approvals.message_ref(approval_id)
+            await surface.approval_resolved(ApprovalResolved(
+                done.view(), choice, resolver, done.resolved_at or time.time(), ref))
         return resolution
 
     async def set_approval_message_ref(self, approval_id: str, ref: str) -> None:
@@ -337,6 +364,14 @@ class Agent:
                                                approver=resolver)
         await self.services.approvals.mark_finished(request.id, not result.get("is_error"))
         return result
+
+
+class _NoChannel:
+    """Where a resumed conversation goes when its channel is not running: the history keeps
+    it; the events are only logged."""
+
+    async def emit(self, event: Any) -> None:
+        log.info("approval resumed with no channel to show %s", type(event).__name__)
 
 
 def _open_tool_uses(messages: list[dict[str, Any]]) -> bool:

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "bot.cli.core",      # run, chat, tools, usage
     "bot.cli.safety",    # pair, receipts, audit  (issue 3)
     "bot.cli.doctor",       # doctor [--security] [--telegram]  (issue 9)
+    "bot.cli.console",   # console login, console logout --all
 )
 
 

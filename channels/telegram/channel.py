@@ -29,12 +29,13 @@ from telegram.ext import filters as tg_filters
 
 from bot.config import Config
 from bot.errors import ChannelError
-from bot.events import AgentAPI, IncomingMessage
+from bot.events import AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage
+from channels.telegram.approvals import outcome_message
 from channels.telegram.http import AiohttpRequest
 from channels.telegram.ordering import ChatOrderedProcessor
-from channels.telegram.sending import Messenger
+from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
-from channels.telegram.taps import INVALID_BUTTON, TapHandler
+from channels.telegram.taps import INVALID_BUTTON, TapHandler, chat_target
 from channels.telegram.webhook import WebhookServer, check_secret_shape
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,29 @@ class TelegramChannel:
         if app.running:
             await app.stop()
         await app.shutdown()
+
+    # --- approvals answered elsewhere (bot.events.ApprovalSurface) ----------------------------
+
+    def resume_sink(self, approval: ApprovalView) -> ChatSink:
+        """The resumed conversation is posted in the chat of the request."""
+        if self._messenger is None or not approval.chat.lstrip("-").isdigit():
+            raise ChannelError("telegram is not running; the conversation cannot be shown")
+        return ChatSink(self._messenger, self.agent, chat_target(approval.chat, approval.sender),
+                        self.settings)
+
+    async def approval_resolved(self, outcome: ApprovalResolved) -> None:
+        """The request message (chat:message_id, stored when it was sent) shows the outcome and
+        loses its buttons, as after a tap."""
+        chat, _, message_id = (outcome.message_ref or "").partition(":")
+        if self._messenger is None or not chat.lstrip("-").isdigit() or not message_id.isdigit():
+            return
+        part = outcome_message(outcome.approval, outcome.choice, outcome.resolver,
+                               outcome.resolved_at)
+        try:
+            await self._messenger.edit(int(chat), int(message_id), part, markup=None)
+        except DeliveryError:
+            log.warning("telegram: could not mark approval %s as answered", outcome.approval.id,
+                        exc_info=True)
 
     # --- routing ----------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ INVALID_BUTTON = "This button is not valid any more."
 MAX_ANSWER_CHARS = 200   # Telegram's limit for callback query answers
 
 
-def _chat_target(chat: str, sender: str) -> Target:
+def chat_target(chat: str, sender: str) -> Target:
     """Where the resumed conversation is posted: the chat of the request."""
     chat_id = int(chat)
     _, _, user = sender.partition(":")
@@ -58,7 +58,7 @@ class TapHandler:
         # No await since resolve_approval returned: the resumed turn has not emitted yet, so it
         # will post into the chat of the request, whatever message the tap came from.
         if request.chat.lstrip("-").isdigit():
-            sink.retarget(_chat_target(request.chat, request.sender))
+            sink.retarget(chat_target(request.chat, request.sender))
         sink.start_typing()
         await self._answer(query, ANSWER.get(choice, "Done"), alert=False)
         if isinstance(message, Message) and belongs_to(message.reply_markup, approval_id):

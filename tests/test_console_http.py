@@ -1,0 +1,289 @@
+"""The web console over real HTTP: the real App serving the console on 127.0.0.1, a plain
+aiohttp client acting as the browser (cookie and CSRF token kept by hand)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import pytest
+
+from bot.console.auth import OPERATOR
+from tests import store_support
+from tests.console_support import CONSOLE, ConsoleClient, logged_in, open_console
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror="alert(1)">\n   indented & "quoted"'
+APPROVAL_ID = "A" * 16
+ROUTES = [("GET", "/"), ("GET", "/pairing"), ("GET", "/senders"), ("GET", "/audit"),
+          ("GET", "/receipts"), ("GET", "/usage"), ("GET", "/health"),
+          ("POST", f"/approvals/{APPROVAL_ID}"), ("POST", "/pairing/ABCDEFGH/allow"),
+          ("POST", "/pairing/ABCDEFGH/deny"), ("POST", "/receipts/verify"), ("POST", "/logout")]
+
+
+@pytest.fixture
+async def http():
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+@pytest.fixture
+async def app(app_factory):
+    return await app_factory({**CONSOLE, "senders": {"telegram:42": "supervised"}})
+
+
+async def pending_request(app, summary: str = "Create notes.txt", sender: str = "telegram:42"):
+    return await app.services.approvals.create(
+        session_id="s1", sender=sender, chat="42", channel="telegram", tool="fs_write",
+        tool_use_id="toolu_1", args={"path": "notes.txt", "content": "milk"}, risk="medium",
+        summary=summary)
+
+
+async def audit(app, decision: str) -> list[dict]:
+    rows = await app.services.store.fetchall("SELECT * FROM audit WHERE decision = ?", (decision,))
+    return [dict(row) for row in rows]
+
+
+async def test_every_page_and_action_answers_401_with_how_to_log_in_without_a_session(app, http):
+    client = await open_console(app, http)
+    for method, path in ROUTES:
+        page = await (client.get(path) if method == "GET" else client.post(path, {"csrf": "0" * 64}))
+        assert page.status == 401, (method, path)
+        assert "myclaw console login" in page.text
+    client.cookie = "x" * 43  # a cookie of the right shape that names no session
+    assert (await client.get("/")).status == 401
+
+
+async def test_a_login_link_sets_a_strict_http_only_cookie_and_works_once(app, http):
+    client = await open_console(app, http)
+    token = await app.services.extras["console"].context.auth.issue_login()
+    async with http.get(f"{client.base}/login/{token}", allow_redirects=False) as response:
+        assert response.status == 303 and response.headers["Location"] == "/"
+        cookie = response.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Secure" not in cookie
+    client.cookie = cookie.split(";")[0].split("=", 1)[1]
+    assert (await client.get("/")).status == 200
+    replay = ConsoleClient(client.base, http)
+    page = await replay.login(token)
+    assert page.status == 401 and "not valid" in page.text and replay.cookie is None
+    outcomes = [row["outcome"] for row in await audit(app, "console:login")]
+    assert outcomes == ["ok", "refused"]
+
+
+async def test_the_stored_login_token_and_session_are_only_hashes(app, http):
+    client = await logged_in(app, http)
+    rows = await app.services.store.fetchall("SELECT token_hash FROM console_sessions")
+    assert [len(r["token_hash"]) for r in rows] == [64]
+    assert client.cookie not in rows[0]["token_hash"]
+
+
+async def test_the_cookie_is_secure_behind_a_tls_proxy(app, http):
+    client = await open_console(app, http)
+    token = await app.services.extras["console"].context.auth.issue_login()
+    async with http.get(f"{client.base}/login/{token}", allow_redirects=False,
+                        headers={"X-Forwarded-Proto": "https"}) as response:
+        assert "Secure" in response.headers["Set-Cookie"]
+
+
+async def test_a_login_link_used_after_its_lifetime_fails(app, http):
+    client = await open_console(app, http)
+    auth = app.services.extras["console"].context.auth
+    token = await auth.issue_login()
+    auth.clock = lambda: time.time() + auth.login_ttl + 1
+    assert (await client.login(token)).status == 401
+
+
+async def test_an_expired_session_is_refused(app, http):
+    client = await logged_in(app, http)
+    auth = app.services.extras["console"].context.auth
+    assert (await client.get("/")).status == 200
+    auth.clock = lambda: time.time() + auth.session_ttl + 1
+    assert (await client.get("/")).status == 401
+
+
+async def test_logout_all_from_the_command_line_ends_every_session(app, http, tmp_path):
+    from bot.cli import main
+
+    first, second = await logged_in(app, http), await logged_in(app, http)
+    config_file = tmp_path / "myclaw.toml"
+    config_file.write_text(f'[store]\npath = "{app.config.store_path}"\n')
+    assert await asyncio.to_thread(main, ["--config", str(config_file), "console", "logout", "--all"]) == 0
+    assert (await first.get("/")).status == 401 and (await second.get("/")).status == 401
+
+
+async def test_the_login_command_prints_a_link_that_logs_in_once(app, http, tmp_path, capsys):
+    from bot.cli import main
+
+    client = await open_console(app, http)
+    config_file = tmp_path / "myclaw.toml"
+    port = app.services.extras["console"].port
+    config_file.write_text(f'[store]\npath = "{app.config.store_path}"\n'
+                           f'[console]\nenabled = true\nport = {port}\n')
+    assert await asyncio.to_thread(main, ["--config", str(config_file), "console", "login"]) == 0
+    link = capsys.readouterr().out.strip()
+    assert link.startswith(f"http://127.0.0.1:{port}/login/")
+    assert (await client.login(link.rsplit("/", 1)[1])).status == 303
+    assert (await client.get("/")).status == 200
+
+
+async def test_the_logout_button_ends_this_session(app, http):
+    client = await logged_in(app, http)
+    await client.post("/logout", {"csrf": await client.csrf()})
+    assert (await client.get("/")).status == 401
+
+
+async def test_a_post_without_the_csrf_token_changes_nothing(app, http):
+    client = await logged_in(app, http)
+    code = await app.services.senders.pairing_code("telegram:555")
+    refused = await client.post(f"/pairing/{code}/allow", {"level": "full"})
+    assert refused.status == 403
+    wrong = await client.post(f"/pairing/{code}/allow", {"level": "full", "csrf": "f" * 64})
+    assert wrong.status == 403
+    assert await app.services.senders.granted_level("telegram:555") is None
+    assert len(await audit(app, "console:csrf")) == 2
+
+
+async def test_a_cross_site_post_is_refused_even_with_the_token(app, http):
+    client = await logged_in(app, http)
+    code = await app.services.senders.pairing_code("telegram:555")
+    token = await client.csrf("/pairing")
+    for headers in ({"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+        sent = await client.post(f"/pairing/{code}/allow", {"level": "full", "csrf": token}, headers)
+        assert sent.status == 403
+    assert await app.services.senders.granted_level("telegram:555") is None
+
+
+async def test_a_hostile_preview_and_sender_are_shown_escaped_and_whole(app, http):
+    client = await logged_in(app, http)
+    await pending_request(app, summary=HOSTILE + "\n" + "x" * 5000 + "END", sender="telegram:42")
+    page = await client.get("/")
+    assert "<script>alert" not in page.text and "onerror=\"alert" not in page.text
+    escaped = "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=x onerror=&#34;alert(1)&#34;&gt;"
+    assert escaped in page.text
+    assert "\n   indented &amp; &#34;quoted&#34;" in page.text   # whitespace kept for <pre>
+    assert "x" * 5000 + "END" in page.text                      # never cut
+
+
+async def test_every_response_carries_the_strict_security_headers(app, http):
+    client = await logged_in(app, http)
+    for page in (await client.get("/"), await client.get("/static/console.css"),
+                 await ConsoleClient(client.base, http).get("/audit"),
+                 await client.post("/receipts/verify", {})):
+        csp = page.headers["Content-Security-Policy"]
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp
+        assert "frame-ancestors 'none'" in csp and "form-action 'self'" in csp
+        assert page.headers["X-Content-Type-Options"] == "nosniff"
+        assert page.headers["Referrer-Policy"] == "no-referrer"
+
+
+async def test_no_page_has_inline_script_or_event_handlers(app, http):
+    client = await logged_in(app, http)
+    await pending_request(app)
+    await app.services.senders.pairing_code("telegram:555")
+    for path in ("/", "/pairing", "/senders", "/audit", "/receipts", "/usage", "/health"):
+        page = await client.get(path)
+        assert page.status == 200, path
+        assert "<script>" not in page.text and " on" + "click" not in page.text
+        assert page.text.count("<script") == 1 and 'src="/static/console.js"' in page.text
+
+
+async def test_approve_in_the_console_is_recorded_with_the_operator_as_resolver(app, http):
+    client = await logged_in(app, http)
+    request = await pending_request(app)
+    page = await client.act(f"/approvals/{request.id}", {"choice": "deny"})
+    assert f"Denied by {OPERATOR}." in page.text
+    stored = await app.services.approvals.get(request.id)
+    assert stored.resolved_by == OPERATOR and stored.status in ("denied", "failed")
+    again = await client.act(f"/approvals/{request.id}", {"choice": "approve"})
+    assert f"already denied by {OPERATOR}" in again.text
+    assert [r["outcome"] for r in await audit(app, "console:approval")] == ["ok", "refused"]
+
+
+async def test_the_console_is_an_approver_only_when_it_is_enabled(app_factory):
+    on = await app_factory(CONSOLE)
+    assert OPERATOR in on.services.approvals.approvers
+    request = await pending_request(on, sender="telegram:7")
+    assert (await on.services.approvals.resolve(request.id, OPERATOR, "deny")).ok
+
+
+async def test_without_the_console_its_name_cannot_answer_anything(app_factory):
+    off = await app_factory()
+    assert OPERATOR not in off.services.approvals.approvers
+    request = await pending_request(off, sender="telegram:7")
+    resolution = await off.services.approvals.resolve(request.id, OPERATOR, "approve")
+    assert not resolution.ok and "Only telegram:7" in resolution.reason
+
+
+async def test_pairing_allow_grants_the_chosen_level_and_deny_refuses(app, http):
+    client = await logged_in(app, http)
+    code = await app.services.senders.pairing_code("telegram:555")
+    other = await app.services.senders.pairing_code("telegram:666")
+    page = await client.act(f"/pairing/{code}/allow", {"level": "read_only"}, page="/pairing")
+    assert "Granted read_only to telegram:555." in page.text
+    assert await app.services.senders.granted_level("telegram:555") == "read_only"
+    page = await client.act(f"/pairing/{other}/deny", {}, page="/pairing")
+    assert "Denied pairing for telegram:666." in page.text
+    again = await client.act(f"/pairing/{code}/allow", {"level": "full"}, page="/pairing")
+    assert "already used" in again.text
+    pair_rows = await audit(app, "pair")
+    assert {r["sender"] for r in pair_rows} == {OPERATOR}
+
+
+async def test_a_bad_level_is_refused_with_the_reason(app, http):
+    client = await logged_in(app, http)
+    code = await app.services.senders.pairing_code("telegram:555")
+    page = await client.act(f"/pairing/{code}/allow", {"level": "root"}, page="/pairing")
+    assert "unknown level" in page.text
+    assert await app.services.senders.granted_level("telegram:555") is None
+
+
+async def test_the_audit_filters_by_sender_tool_decision_and_date(app, http):
+    client = await logged_in(app, http)
+    store = app.services.store
+    await store_support.audit(store, sender="telegram:1", decision="ask", outcome="approved", tool="fs_write",
+                             detail="first <b>one</b>")
+    await store_support.audit(store, sender="telegram:2", decision="deny", outcome="refused", tool="shell_run",
+                             detail="second")
+    page = await client.get("/audit", sender="telegram:1")
+    assert "first &lt;b&gt;one&lt;/b&gt;" in page.text and "second" not in page.text
+    page = await client.get("/audit", tool="shell_run")
+    assert "second" in page.text and "first" not in page.text
+    page = await client.get("/audit", decision="refused")
+    assert "second" in page.text and "first" not in page.text
+    page = await client.get("/audit", **{"from": "2001-01-01", "to": "2001-01-02"})
+    assert "No audit entries match." in page.text
+    page = await client.get("/audit", **{"from": "yesterday"})
+    assert "is not a date" in page.text and "second" in page.text
+
+
+async def test_verify_reports_a_clean_log_and_then_a_tampered_receipt(app, http):
+    client = await logged_in(app, http)
+    receipts = app.services.receipts
+    for n in range(2):
+        async with app.services.store.transaction() as tx:
+            await receipts.issue(tx, session_id="s1", tool="fs_write", args={"n": n}, result="ok",
+                                 sender="telegram:42", approver=None, started_at=1.0, finished_at=2.0)
+    page = await client.act("/receipts/verify", {}, page="/receipts")
+    assert "All 2 receipts verify." in page.text
+    await store_support.execute(app.services.store, "UPDATE receipts SET sender = 'telegram:666' WHERE id = 2")
+    page = await client.act("/receipts/verify", {}, page="/receipts")
+    assert "1 problem(s) in 2 receipts." in page.text and "receipt 2" in page.text
+
+
+async def test_usage_is_drawn_as_an_svg_chart_per_day_and_per_sender(app, http):
+    client = await logged_in(app, http)
+    await store_support.execute(
+        app.services.store, "INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
+        " cache_read_tokens, cache_write_tokens)"
+        " VALUES (?, 's1', '<b>telegram:42</b>', 'm', 1200, 300, 0, 0)",
+        (time.time(),))
+    page = await client.get("/usage")
+    assert page.text.count("<svg") == 2 and "1.5k" in page.text
+    assert "&lt;b&gt;telegram:42&lt;/b&gt;" in page.text
+
+
+async def test_health_shows_the_store_and_each_channel(app, http):
+    client = await logged_in(app, http)
+    app.channels["telegram"] = type("Down", (), {"connected": False})()
+    page = await client.get("/health")
+    assert "Store: <b>answering</b>" in page.text and "telegram: <b>NOT connected</b>" in page.text
