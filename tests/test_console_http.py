@@ -240,10 +240,10 @@ async def test_a_bad_level_is_refused_with_the_reason(app, http):
 async def test_the_audit_filters_by_sender_tool_decision_and_date(app, http):
     client = await logged_in(app, http)
     store = app.services.store
-    await store_support.audit(store, sender="telegram:1", decision="ask", outcome="approved", tool="fs_write",
-                             detail="first <b>one</b>")
-    await store_support.audit(store, sender="telegram:2", decision="deny", outcome="refused", tool="shell_run",
-                             detail="second")
+    await store_support.audit(store, sender="telegram:1", decision="ask", outcome="approved",
+                              tool="fs_write", detail="first <b>one</b>")
+    await store_support.audit(store, sender="telegram:2", decision="deny", outcome="refused",
+                              tool="shell_run", detail="second")
     page = await client.get("/audit", sender="telegram:1")
     assert "first &lt;b&gt;one&lt;/b&gt;" in page.text and "second" not in page.text
     page = await client.get("/audit", tool="shell_run")
@@ -265,7 +265,8 @@ async def test_verify_reports_a_clean_log_and_then_a_tampered_receipt(app, http)
                                  sender="telegram:42", approver=None, started_at=1.0, finished_at=2.0)
     page = await client.act("/receipts/verify", {}, page="/receipts")
     assert "All 2 receipts verify." in page.text
-    await store_support.execute(app.services.store, "UPDATE receipts SET sender = 'telegram:666' WHERE id = 2")
+    await store_support.execute(app.services.store,
+                                "UPDATE receipts SET sender = 'telegram:666' WHERE id = 2")
     page = await client.act("/receipts/verify", {}, page="/receipts")
     assert "1 problem(s) in 2 receipts." in page.text and "receipt 2" in page.text
 
