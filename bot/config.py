@@ -125,6 +125,12 @@ SCHEMA: dict[str, Any] = _obj({
             "shell_run": _obj({
                 "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
                 "max_output_bytes": {"type": "integer", "minimum": 1},
+                # Sandbox limits per process (0 = none): CPU seconds, address space, file size,
+                # processes of the bot's user.
+                "cpu_seconds": {"type": "integer", "minimum": 0},
+                "memory_mb": {"type": "integer", "minimum": 0},
+                "max_file_mb": {"type": "integer", "minimum": 0},
+                "max_processes": {"type": "integer", "minimum": 0},
             }),
             "net": _obj({
                 "allow_hosts": _STR_LIST,
@@ -196,7 +202,8 @@ DEFAULTS: dict[str, Any] = {
                 "guild_ready_timeout": 2.0},
     "tools": {
         "custom_paths": [],
-        "shell_run": {"timeout_seconds": 60, "max_output_bytes": 50_000},
+        "shell_run": {"timeout_seconds": 60, "max_output_bytes": 50_000, "cpu_seconds": 60,
+                      "memory_mb": 2048, "max_file_mb": 1024, "max_processes": 256},
         "net": {"allow_hosts": [], "allow_domains": [], "timeout_seconds": 20,
                 "max_bytes": 2_000_000},
         "web_search": {"provider": "brave", "searxng_url": "",

@@ -1,25 +1,34 @@
-"""shell_run: run one shell command in the workspace, with a timeout, an output cap and a
-scrubbed environment; the whole process group dies on timeout, /stop or cancellation.
+"""shell_run: run one shell command in the caller's workspace, inside the bubblewrap sandbox
+(tools/_bwrap.py), with a timeout, an output cap, resource limits and a scrubbed environment;
+the whole process tree dies on timeout, /stop or cancellation.
 
-Risk is decided per command (`classify`): a known read-only program with plain arguments that
-stay inside the workspace is medium; anything else is high. When in doubt: high.
+The sandbox is the boundary: a command sees only the caller's workspace, read-only system files,
+a private /tmp and /proc, and no network unless the call asks for it. Where bubblewrap cannot
+run, every call is refused (`myclaw doctor --security` says how to fix it).
+
+Risk is still decided per command (`classify`), for the approval: a known read-only program
+with plain arguments that stay inside the workspace is medium; anything else is high, and so is
+any call with network (data can leave). When in doubt: high.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import signal
-import subprocess
 from typing import Any, ClassVar
 
 from bot.config import SECRET_ENV_VARS
-from bot.tool import BaseTool, CallContext, Risk, ToolInvalidArgsError, ToolMeta
+from bot.security_audit import Finding
+from bot.tool import (
+    BaseTool,
+    CallContext,
+    Risk,
+    ToolInvalidArgsError,
+    ToolMeta,
+    ToolPermissionError,
+)
+from tools._bwrap import OPTIONAL_FLAGS, Limits, SandboxFinder, SandboxUnavailable, probe_sync
 from tools._shell_risk import classify, holds_secrets, reads_recursively, visible
 
-KILL_GRACE_SECONDS = 0.5      # between SIGTERM and SIGKILL of the group
-READER_GRACE_SECONDS = 1.0    # for output pipes held open by a process that left the group
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 # Read-only runs must stay read-only even in a repository whose config names a program to run.
 # The workspace itself must not become one: fs_write can create HEAD, config, objects/ and refs/
@@ -50,135 +59,28 @@ def child_environment(secret_values: list[str], base: dict[str, str] | None = No
     return {**env, **QUIET_ENV}
 
 
-class _Capture:
-    """Keeps the first `limit` bytes of a stream and drops the rest (still reading it, so the
-    child never blocks on a full pipe)."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.data = bytearray()
-        self.dropped = False
-
-    def add(self, chunk: bytes) -> None:
-        room = self.limit - len(self.data)
-        if room > 0:
-            self.data += chunk[:room]
-        if len(chunk) > room:
-            self.dropped = True
-
-    def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
-
-
-class _ShellProtocol(asyncio.SubprocessProtocol):
-    """Collects output and reports the shell's exit as soon as it happens.
-
-    (`Process.wait()` on Python 3.11 may only return once every pipe is closed, which a
-    background grandchild can delay forever; the protocol's process_exited does not wait.)
-    """
-
-    def __init__(self, cap: int):
-        self.output = {1: _Capture(cap), 2: _Capture(cap)}
-        self.exited = asyncio.Event()
-        self.pipes_closed = asyncio.Event()
-        self._open_pipes = {1, 2}
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        self.output[fd].add(data)
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self._open_pipes.discard(fd)
-        if not self._open_pipes:
-            self.pipes_closed.set()
-
-    def process_exited(self) -> None:
-        self.exited.set()
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def _terminate(pgid: int, exited: asyncio.Event) -> None:
-    """SIGTERM to the whole group, a short grace, then SIGKILL to whatever is left."""
-    _signal_group(pgid, signal.SIGTERM)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(exited.wait(), KILL_GRACE_SECONDS)
-    _signal_group(pgid, signal.SIGKILL)
-    await exited.wait()
-
-
-async def _wait_exit(exited: asyncio.Event, timeout: float, stop: asyncio.Event) -> bool:
-    """True if the shell exited within `timeout`; CancelledError if /stop was pressed first."""
-    exit_waiter = asyncio.ensure_future(exited.wait())
-    stop_waiter = asyncio.ensure_future(stop.wait())
-    try:
-        done, _ = await asyncio.wait({exit_waiter, stop_waiter}, timeout=timeout,
-                                     return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        exit_waiter.cancel()
-        stop_waiter.cancel()
-    if stop_waiter in done and exit_waiter not in done:
-        raise asyncio.CancelledError("stopped by the user")
-    return exit_waiter in done
-
-
-async def _spawn(command: str, cwd: str, env: dict[str, str],
-                 cap: int) -> tuple[asyncio.SubprocessTransport, _ShellProtocol]:
-    """Start the shell. A cancellation that lands while asyncio is still wiring the pipes would
-    make asyncio kill the shell alone and orphan its children, so the start is shielded and a
-    cancelled start kills the whole group itself."""
-    spawning = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(
-        lambda: _ShellProtocol(cap), "/bin/sh", "-c", command, cwd=cwd, env=env,
-        start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE))
-    try:
-        return await asyncio.shield(spawning)
-    except asyncio.CancelledError:
-        with contextlib.suppress(OSError):
-            transport, protocol = await spawning
-            try:
-                await _terminate(transport.get_pid(), protocol.exited)
-            finally:
-                transport.close()
-        raise
-
-
-async def run_command(command: str, cwd: str, env: dict[str, str], timeout: float, cap: int,
-                      stop: asyncio.Event) -> dict[str, Any]:
-    transport, protocol = await _spawn(command, cwd, env, cap)
-    pgid = transport.get_pid()  # start_new_session: the shell leads its own process group
-    try:
-        timed_out = not await _wait_exit(protocol.exited, timeout, stop)
-        if timed_out:
-            await _terminate(pgid, protocol.exited)
-    except BaseException:  # cancelled, /stop, anything: never leave the process tree behind
-        await _terminate(pgid, protocol.exited)
-        raise
-    finally:
-        # Background children the command left behind die with it; that closes the pipes too.
-        _signal_group(pgid, signal.SIGKILL)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(protocol.pipes_closed.wait(), READER_GRACE_SECONDS)
-        transport.close()
-    out, err = protocol.output[1], protocol.output[2]
-    return {"exit_code": transport.get_returncode(), "stdout": out.text(), "stderr": err.text(),
-            "truncated": out.dropped or err.dropped, "timed_out": timed_out}
+# One probe per process: whether bwrap works here does not change while the bot runs.
+SHARED_SANDBOX = SandboxFinder()
+NETWORK_REASON = "asks for network access: data can leave this machine"
+UNAVAILABLE_HINT = ("No shell command runs without the sandbox. The operator can run "
+                    "`myclaw doctor --security` to see how to fix it.")
 
 
 class ShellRun(BaseTool):
     examples: ClassVar[list[dict[str, Any]]] = [{"command": "ls -la"}]
 
-    def __init__(self, workspace: str = "<workspace>"):
+    def __init__(self, workspace: str = "<workspace>", sandbox: SandboxFinder | None = None):
         self.workspace = workspace
+        self.sandbox = SHARED_SANDBOX if sandbox is None else sandbox
         self.meta = ToolMeta(
             name="shell_run",
             description=(
-                "Run one shell command (/bin/sh -c) in the workspace directory and return exit_code, "
-                "stdout, stderr, truncated and timed_out. Read-only commands (ls, cat, grep, find, "
-                "git status/log/diff, ...) with plain arguments are medium risk; pipes, redirections, "
-                "substitutions and other programs are high risk and need approval. Secrets are not "
+                "Run one shell command (/bin/sh -c) in the workspace directory, inside a sandbox "
+                "that sees only the workspace and read-only system programs, with no network "
+                "unless `network` is true; returns exit_code, stdout, stderr, truncated and "
+                "timed_out. Read-only commands (ls, cat, grep, find, git status/log/diff, ...) "
+                "with plain arguments are medium risk; pipes, redirections, substitutions, other "
+                "programs and network access are high risk and need approval. Secrets are not "
                 "in its environment."
             ),
             schema={
@@ -187,6 +89,9 @@ class ShellRun(BaseTool):
                     "command": {"type": "string", "minLength": 1, "maxLength": 8000},
                     "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600,
                                         "description": "Stop earlier than the configured timeout"},
+                    "network": {"type": "boolean",
+                                "description": "Give the command network access (high risk; "
+                                               "default false: no network at all)"},
                 },
                 "required": ["command"],
                 "additionalProperties": False,
@@ -199,40 +104,75 @@ class ShellRun(BaseTool):
             capability_required=f"proc:exec:{workspace}",
         )
 
-    def assess(self, command: str) -> tuple[Risk, str]:
-        """classify(), plus what depends on the workspace: a recursive search through a tree
-        that holds .env files would read those secrets, which no file tool may."""
+    def assess(self, command: str, network: bool = False) -> tuple[Risk, str]:
+        """classify(), plus what depends on the call: network access lets data leave, and a
+        recursive search through a tree that holds .env files would read those secrets, which
+        no file tool may."""
+        if network:
+            return "high", NETWORK_REASON
         risk, reason = classify(command)
         if (risk == "medium" and reads_recursively(command)
                 and holds_secrets(self.workspace)):
             return "high", "searches a workspace tree that holds .env files"
         return risk, reason
 
+    def environment_report(self) -> tuple[str, list[Finding]]:
+        """For `myclaw doctor --security`: does the sandbox work on this machine, and how well.
+        Blocking (one probe): for the command line only."""
+        try:
+            sandbox = probe_sync(self.sandbox.search_path)
+        except SandboxUnavailable as exc:
+            return "", [Finding("medium", "tools.shell_run",
+                                f"{exc.problem}, so shell_run refuses every command", exc.fix)]
+        findings = []
+        if os.geteuid() == 0:
+            findings.append(Finding(
+                "medium", "tools.shell_run.max_processes",
+                "the bot runs as root, and Linux never applies the process limit to root: a "
+                "shell command can start processes until its timeout",
+                "run the bot as an ordinary user (deploy/myclaw.service and the Dockerfile do)"))
+        missing = [flag for flag in OPTIONAL_FLAGS if flag not in sandbox.optional_flags]
+        if missing:
+            findings.append(Finding(
+                "low", "tools.shell_run",
+                f"this bubblewrap does not support {', '.join(missing)}: commands may create "
+                "nested user namespaces", "upgrade bubblewrap to 0.8 or later"))
+        return (f"bubblewrap works ({sandbox.bwrap}): commands see only the workspace, "
+                "read-only system files and no network"), findings
+
     def risk_for(self, args: dict[str, Any]) -> Risk:
-        return self.assess(str(args.get("command", "")))[0]
+        return self.assess(str(args.get("command", "")), args.get("network") is True)[0]
 
     async def dry_run(self, ctx: CallContext, command: str, timeout_seconds: float | None = None,
-                      **_: Any) -> dict[str, Any]:
+                      network: bool = False, **_: Any) -> dict[str, Any]:
         _check_command(command)
-        risk, reason = self.assess(command)
+        risk, reason = self.assess(command, network)
         timeout = _timeout(ctx, timeout_seconds)
+        where = f"{ctx.workspace}, with network" if network else str(ctx.workspace)
         return {
-            "summary": f"Run `{visible(command)}` in {ctx.workspace} ({risk}: {reason})",
+            "summary": f"Run `{visible(command)}` in {where} ({risk}: {reason})",
             "command": command, "cwd": str(ctx.workspace), "risk": risk, "reason": reason,
-            "timeout_seconds": timeout,
+            "timeout_seconds": timeout, "network": network,
         }
 
     async def execute(self, ctx: CallContext, command: str, timeout_seconds: float | None = None,
-                      **_: Any) -> dict[str, Any]:
+                      network: bool = False, **_: Any) -> dict[str, Any]:
         _check_command(command)
+        try:
+            sandbox = await self.sandbox.get()
+        except SandboxUnavailable as exc:
+            raise ToolPermissionError(f"shell_run is disabled on this machine: {exc}.",
+                                      UNAVAILABLE_HINT) from exc
         config = ctx.services.config
+        settings = config["tools"]["shell_run"]
         env = child_environment(config.secret_values())
         if self.assess(command)[0] == "medium":
             env.update(READ_ONLY_GIT_ENV)
         ctx.workspace.mkdir(parents=True, exist_ok=True)
-        cap = int(config["tools"]["shell_run"]["max_output_bytes"])
-        return await run_command(command, str(ctx.workspace), env, _timeout(ctx, timeout_seconds), cap,
-                                 ctx.cancelled)
+        return await sandbox.run(command, ctx.workspace, env, network=network is True,
+                                 limits=Limits.from_settings(settings),
+                                 timeout=_timeout(ctx, timeout_seconds),
+                                 cap=int(settings["max_output_bytes"]), stop=ctx.cancelled)
 
 
 def _check_command(command: str) -> None:

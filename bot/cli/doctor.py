@@ -70,6 +70,7 @@ async def run_doctor(config: Config, *, security: bool = False, telegram: bool =
         checks.append(await telegram_check(config, import_module))
     if security:
         checks.extend(security_checks(config))
+        checks.extend(environment_checks(config))
     for check in checks:
         print(check.line(), file=out)
     failed = sum(c.status == "FAIL" for c in checks)
@@ -198,6 +199,28 @@ def _describe_bot(result: Any) -> str:
     if username:
         return f" (@{username})"
     return f" ({result})" if isinstance(result, str) and result else ""
+
+
+def environment_checks(config: Config) -> list[Check]:
+    """What tools say about this machine (e.g. whether shell_run's sandbox works here)."""
+    from bot.app import build_registry
+
+    try:
+        registry = build_registry(config)
+    except Exception:  # tool_checks already reported it, with the reason
+        return []
+    checks = []
+    for name in registry.names():
+        report = getattr(registry.get(name), "environment_report", None)
+        if not callable(report):
+            continue
+        summary, findings = report()
+        if summary:
+            checks.append(Check("ok", f"{name} environment", summary))
+        checks += [Check("FAIL" if f.severity == "high" else "warn",
+                         f"security [{f.severity}] {f.key}", f"{f.problem}. Fix: {f.fix}")
+                   for f in findings]
+    return checks
 
 
 def security_checks(config: Config) -> list[Check]:

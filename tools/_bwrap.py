@@ -1,0 +1,223 @@
+"""The shell sandbox: every shell_run command runs inside bubblewrap (`bwrap`).
+
+What a command sees:
+- the caller's workspace, read-write, at its real path (and the working directory);
+- the system directories programs need, read-only: /usr and the /bin, /sbin, /lib* entries
+  (recreated as the same symlinks on merged-/usr systems), and a short allow-list of /etc files
+  that hold no secrets (users and groups, the dynamic linker's cache, time zone, alternatives);
+  resolver and CA files only when the call has network;
+- a private, empty /tmp (tmpfs, also $HOME), a new /proc for a new PID namespace (so it sees only
+  its own processes and their environments), a minimal /dev;
+- no home directory, no store or data directory, no config, no /run, /var, /sys or /opt;
+- no network (a new, empty network namespace) unless the call asks for it;
+- new user, IPC, UTS and cgroup namespaces, no capabilities, no nested user namespaces (where
+  bwrap supports --disable-userns), a new session (no terminal injection);
+- resource limits set by `prlimit` before bwrap starts: CPU seconds, address space, file size
+  and processes (the kernel never applies the process limit to root: run the bot as an
+  ordinary user, as deploy/ does);
+- it dies with the bot (--die-with-parent), and its whole PID namespace dies with it.
+
+`probe()` runs a trivial command with exactly these flags once per process, so a machine where
+bubblewrap is missing or cannot create namespaces (a container without the needed seccomp and
+AppArmor settings) is found out before any command runs; shell_run then refuses every call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools._proc import run_process
+
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+# Top-level system entries a program may need; each bound read-only if it exists (or recreated
+# as the same symlink, e.g. /bin -> usr/bin).
+SYSTEM_ENTRIES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# /etc is an allow-list: no shadow, no ssh host keys, no ssl/private, no apt/pip/npm credentials,
+# no gitconfig (a credential helper), no environment files.
+ETC_ENTRIES = ("passwd", "group", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+               "localtime", "timezone", "alternatives", "os-release", "locale.alias",
+               "mime.types", "magic", "magic.mime")
+ETC_NETWORK_ENTRIES = ("resolv.conf", "hosts", "host.conf", "gai.conf", "services", "protocols",
+                       "ssl/certs", "ca-certificates", "ca-certificates.conf")
+# Flags that harden but that an older bwrap may not know: dropped (and said so by doctor) when the
+# probe shows this bwrap refuses them.
+OPTIONAL_FLAGS = ("--disable-userns",)
+PROBE_TIMEOUT_SECONDS = 10.0
+INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap); in a container "
+                "it also needs user namespaces: see deploy/README.md, 'The shell sandbox'")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-process resource limits of a sandboxed command (0 = no limit)."""
+
+    cpu_seconds: int = 60
+    memory_bytes: int = 2 * 1024 ** 3
+    processes: int = 256
+    file_bytes: int = 1024 ** 3
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> Limits:
+        return cls(cpu_seconds=int(settings.get("cpu_seconds", cls.cpu_seconds)),
+                   memory_bytes=int(settings.get("memory_mb", cls.memory_bytes >> 20)) << 20,
+                   processes=int(settings.get("max_processes", cls.processes)),
+                   file_bytes=int(settings.get("max_file_mb", cls.file_bytes >> 20)) << 20)
+
+    def prlimit_args(self) -> list[str]:
+        pairs = (("--cpu", self.cpu_seconds), ("--as", self.memory_bytes),
+                 ("--nproc", self.processes), ("--fsize", self.file_bytes))
+        return [f"{flag}={value}" for flag, value in pairs if value > 0]
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """A working bwrap (and prlimit) and the optional flags this bwrap accepts."""
+
+    bwrap: str
+    prlimit: str
+    optional_flags: tuple[str, ...]
+
+    def argv(self, command: str, workspace: Path | None, *, network: bool,
+             limits: Limits) -> list[str]:
+        """The full argv: prlimit, bwrap with its flags, then /bin/sh -c command."""
+        return [self.prlimit, *limits.prlimit_args(), "--", self.bwrap,
+                *bwrap_flags(workspace, network=network, optional=self.optional_flags),
+                "--", "/bin/sh", "-c", command]
+
+    async def run(self, command: str, workspace: Path, env: dict[str, str], *, network: bool,
+                  limits: Limits, timeout: float, cap: int, stop: asyncio.Event) -> dict[str, Any]:
+        """Run one command in the sandbox (same result shape as tools._proc.run_process)."""
+        real = _real_directory(workspace)
+        argv = self.argv(command, real, network=network, limits=limits)
+        return await run_process(argv, str(real), sandbox_environment(env), timeout, cap, stop)
+
+
+def _real_directory(path: Path) -> Path:
+    """Bind the directory itself, not a symlink to it (a symlink would dangle inside)."""
+    return Path(os.path.realpath(path))
+
+
+class SandboxUnavailable(Exception):
+    """bwrap is missing or cannot create its namespaces here: `problem`, and `fix`."""
+
+    def __init__(self, problem: str, fix: str = INSTALL_HINT):
+        super().__init__(f"{problem}: {fix}")
+        self.problem = problem
+        self.fix = fix
+
+
+def sandbox_environment(env: dict[str, str]) -> dict[str, str]:
+    """The (already scrubbed) environment, with paths that mean something inside the sandbox."""
+    return {**env, "HOME": "/tmp", "TMPDIR": "/tmp", "PATH": SYSTEM_PATH}
+
+
+def bwrap_flags(workspace: Path | None, *, network: bool, optional: tuple[str, ...] = ()) -> list[str]:
+    flags = ["--unshare-all", "--unshare-user", *optional, "--cap-drop", "ALL",
+             "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    if network:
+        flags.append("--share-net")
+    for entry in SYSTEM_ENTRIES:
+        flags += _mirror(entry)
+    for name in ETC_ENTRIES + (ETC_NETWORK_ENTRIES if network else ()):
+        flags += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    flags += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    if workspace is not None:
+        flags += ["--bind", str(workspace), str(workspace), "--chdir", str(workspace)]
+    return flags
+
+
+def _mirror(entry: str) -> list[str]:
+    if os.path.islink(entry):
+        return ["--symlink", os.readlink(entry), entry]
+    if os.path.isdir(entry):
+        return ["--ro-bind", entry, entry]
+    return []
+
+
+# --- is it usable here? ------------------------------------------------------------------------
+
+
+def _binaries(search_path: str) -> tuple[str, str]:
+    bwrap, prlimit = shutil.which("bwrap", path=search_path), shutil.which("prlimit", path=search_path)
+    if bwrap is None:
+        raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
+    if prlimit is None:
+        raise SandboxUnavailable("prlimit is not installed (it sets the sandbox's resource "
+                                 "limits)", "install util-linux")
+    return bwrap, prlimit
+
+
+def _probe_argv(bwrap: str, prlimit: str, optional: tuple[str, ...]) -> list[str]:
+    return Sandbox(bwrap, prlimit, optional).argv("true", None, network=False, limits=Limits())
+
+
+def _verdict(tried: list[tuple[tuple[str, ...], int, str]], bwrap: str, prlimit: str) -> Sandbox:
+    """The first flag set that worked, or SandboxUnavailable quoting bwrap's own complaint."""
+    for optional, code, _ in tried:
+        if code == 0:
+            return Sandbox(bwrap, prlimit, optional)
+    complaint = tried[-1][2].strip().splitlines()[-1:] or ["no message"]
+    raise SandboxUnavailable(f"bubblewrap cannot create its sandbox here ({complaint[0][:200]})")
+
+
+def probe_sync(search_path: str = SYSTEM_PATH) -> Sandbox:
+    """Blocking probe for the command line (`myclaw doctor`)."""
+    bwrap, prlimit = _binaries(search_path)
+    tried = []
+    for optional in (OPTIONAL_FLAGS, ()):
+        try:
+            done = subprocess.run(_probe_argv(bwrap, prlimit, optional), capture_output=True,
+                                  text=True, timeout=PROBE_TIMEOUT_SECONDS, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            tried.append((optional, -1, str(exc)))
+            continue
+        tried.append((optional, done.returncode, done.stderr))
+        if done.returncode == 0:
+            break
+    return _verdict(tried, bwrap, prlimit)
+
+
+async def probe(search_path: str = SYSTEM_PATH) -> Sandbox:
+    """The same probe without blocking the event loop."""
+    bwrap, prlimit = _binaries(search_path)
+    tried = []
+    for optional in (OPTIONAL_FLAGS, ()):
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *_probe_argv(bwrap, prlimit, optional), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            async with asyncio.timeout(PROBE_TIMEOUT_SECONDS):
+                _, err = await process.communicate()
+        except (OSError, TimeoutError) as exc:
+            tried.append((optional, -1, str(exc)))
+            continue
+        tried.append((optional, process.returncode or 0, err.decode(errors="replace")))
+        if process.returncode == 0:
+            break
+    return _verdict(tried, bwrap, prlimit)
+
+
+class SandboxFinder:
+    """Probes once, on first use, and remembers the answer (working sandbox or why not)."""
+
+    def __init__(self, search_path: str = SYSTEM_PATH) -> None:
+        self.search_path = search_path  # where bwrap and prlimit are looked for
+        self._lock = asyncio.Lock()
+        self._found: Sandbox | SandboxUnavailable | None = None
+
+    async def get(self) -> Sandbox:
+        async with self._lock:
+            if self._found is None:
+                try:
+                    self._found = await probe(self.search_path)
+                except SandboxUnavailable as exc:
+                    self._found = exc
+        if isinstance(self._found, SandboxUnavailable):
+            raise self._found
+        return self._found
