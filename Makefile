@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean browser
+.PHONY: run test lint bench clean browser sandbox-tools
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,18 @@ run: $(VENV)/.installed
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check bot channels tools tests bench
 
-test: lint browser
+# shell_run runs every command inside bubblewrap; its tests need the real thing.
+sandbox-tools:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
+	  else \
+	    echo "bubblewrap (bwrap) is not installed; the shell sandbox tests need it." >&2; \
+	    echo "Install it as root: apt-get install bubblewrap (or your system's package)." >&2; \
+	    exit 1; \
+	  fi; }
+
+test: lint browser sandbox-tools
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-dev

@@ -311,7 +311,8 @@ REQUIRED_HARDENING = {
     "Restart": "on-failure", "ProtectKernelTunables": "yes", "ProtectKernelModules": "yes",
     "ProtectControlGroups": "yes", "RestrictSUIDSGID": "yes", "LockPersonality": "yes",
     "CapabilityBoundingSet": "", "AmbientCapabilities": "", "PrivateDevices": "yes",
-    "RestrictNamespaces": "yes", "UMask": "0077",
+    "RestrictNamespaces": "cgroup ipc mnt net pid user uts",  # the shell sandbox's namespaces
+    "UMask": "0077",
 }
 
 
@@ -377,10 +378,13 @@ def test_the_unit_passes_systemd_analyze_verify_or_the_directive_parser(tmp_path
                                          text.replace("ProtectSystem=strict", "ProtectSystem=tight")))
     assert "ProtectSystem" in broken.stderr or "protect system" in broken.stderr.lower()
     exposure = subprocess.run(
-        [analyze, "security", "--offline=yes", "--threshold=20", "--no-pager",
+        [analyze, "security", "--offline=yes", "--threshold=25", "--no-pager",
          f"--root={tmp_path / 'root'}", "/etc/systemd/system/myclaw.service"],
         capture_output=True, text=True, timeout=30, check=False)
-    assert exposure.returncode == 0, exposure.stdout[-600:]  # exposure score at most 2.0 ("OK")
+    # Exposure score at most 2.5 ("OK"). It was 1.4 before shell_run's sandbox: systemd counts
+    # the namespaces and mount calls bubblewrap needs (1.0), which buy each command a far
+    # narrower view than the unit gives the bot.
+    assert exposure.returncode == 0, exposure.stdout[-600:]
 
 
 # --- the example config -------------------------------------------------------------------------

@@ -341,3 +341,18 @@ async def test_doctor_reports_a_working_sandbox(tmp_path):
     assert ok and ok[0].status == "ok" and "bubblewrap works" in ok[0].detail
     root = [c for c in checks if c.name.endswith("tools.shell_run.max_processes")]
     assert bool(root) == (os.geteuid() == 0)  # the process limit does not bind root
+
+
+async def test_where_a_fresh_proc_is_refused_the_sandbox_gets_an_empty_one_never_the_hosts(
+        ctx, tmp_path, monkeypatch):
+    # A bwrap that behaves like one in a container with masked /proc paths.
+    search = fake_bin(tmp_path, prlimit='shift 5; exec "$@"', bwrap=(
+        'for a in "$@"; do [ "$a" = --proc ] && { echo "bwrap: Can\'t mount proc on '
+        '/newroot/proc: Operation not permitted" >&2; exit 1; }; done; exec /usr/bin/bwrap "$@"'))
+    monkeypatch.setenv("SERVICE_API_TOKEN", SECRET)
+    tool = shell_run.ShellRun(str(ctx.workspace), SandboxFinder(search))
+    result = await tool.execute(ctx, command=f"ls /proc; cat /proc/{os.getpid()}/environ; echo ran")
+    assert result["stdout"] == "ran\n" and not leaked(result)
+    summary, findings = tool.environment_report()
+    assert "bubblewrap works" in summary
+    assert any("empty /proc" in f.problem for f in findings)

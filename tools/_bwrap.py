@@ -48,6 +48,11 @@ ETC_NETWORK_ENTRIES = ("resolv.conf", "hosts", "host.conf", "gai.conf", "service
 # Flags that harden but that an older bwrap may not know: dropped (and said so by doctor) when the
 # probe shows this bwrap refuses them.
 OPTIONAL_FLAGS = ("--disable-userns",)
+# What the probe tries, best first: (optional flags, a fresh /proc). The kernel refuses a fresh
+# /proc where the outer one is partly hidden (Docker's masked paths, systemd's
+# ProtectKernelTunables); the sandbox then gets an empty /proc instead, never the outer one.
+VARIANTS: tuple[tuple[tuple[str, ...], bool], ...] = (
+    (OPTIONAL_FLAGS, True), ((), True), (OPTIONAL_FLAGS, False), ((), False))
 PROBE_TIMEOUT_SECONDS = 10.0
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap); in a container "
                 "it also needs user namespaces: see deploy/README.md, 'The shell sandbox'")
@@ -82,12 +87,14 @@ class Sandbox:
     bwrap: str
     prlimit: str
     optional_flags: tuple[str, ...]
+    proc: bool = True  # a fresh /proc of its own; False: an empty /proc
 
     def argv(self, command: str, workspace: Path | None, *, network: bool,
              limits: Limits) -> list[str]:
         """The full argv: prlimit, bwrap with its flags, then /bin/sh -c command."""
-        return [self.prlimit, *limits.prlimit_args(), "--", self.bwrap,
-                *bwrap_flags(workspace, network=network, optional=self.optional_flags),
+        flags = bwrap_flags(workspace, network=network, optional=self.optional_flags,
+                            proc=self.proc)
+        return [self.prlimit, *limits.prlimit_args(), "--", self.bwrap, *flags,
                 "--", "/bin/sh", "-c", command]
 
     async def run(self, command: str, workspace: Path, env: dict[str, str], *, network: bool,
@@ -117,7 +124,8 @@ def sandbox_environment(env: dict[str, str]) -> dict[str, str]:
     return {**env, "HOME": "/tmp", "TMPDIR": "/tmp", "PATH": SYSTEM_PATH}
 
 
-def bwrap_flags(workspace: Path | None, *, network: bool, optional: tuple[str, ...] = ()) -> list[str]:
+def bwrap_flags(workspace: Path | None, *, network: bool, optional: tuple[str, ...] = (),
+                proc: bool = True) -> list[str]:
     flags = ["--unshare-all", "--unshare-user", *optional, "--cap-drop", "ALL",
              "--die-with-parent", "--new-session", "--hostname", "sandbox"]
     if network:
@@ -126,7 +134,7 @@ def bwrap_flags(workspace: Path | None, *, network: bool, optional: tuple[str, .
         flags += _mirror(entry)
     for name in ETC_ENTRIES + (ETC_NETWORK_ENTRIES if network else ()):
         flags += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    flags += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    flags += ["--proc" if proc else "--dir", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     if workspace is not None:
         flags += ["--bind", str(workspace), str(workspace), "--chdir", str(workspace)]
     return flags
@@ -153,16 +161,12 @@ def _binaries(search_path: str) -> tuple[str, str]:
     return bwrap, prlimit
 
 
-def _probe_argv(bwrap: str, prlimit: str, optional: tuple[str, ...]) -> list[str]:
-    return Sandbox(bwrap, prlimit, optional).argv("true", None, network=False, limits=Limits())
-
-
-def _verdict(tried: list[tuple[tuple[str, ...], int, str]], bwrap: str, prlimit: str) -> Sandbox:
-    """The first flag set that worked, or SandboxUnavailable quoting bwrap's own complaint."""
-    for optional, code, _ in tried:
+def _verdict(tried: list[tuple[Sandbox, int, str]]) -> Sandbox:
+    """The first variant that worked, or SandboxUnavailable quoting bwrap's first complaint."""
+    for sandbox, code, _ in tried:
         if code == 0:
-            return Sandbox(bwrap, prlimit, optional)
-    complaint = tried[-1][2].strip().splitlines()[-1:] or ["no message"]
+            return sandbox
+    complaint = tried[0][2].strip().splitlines()[-1:] or ["no message"]
     raise SandboxUnavailable(f"bubblewrap cannot create its sandbox here ({complaint[0][:200]})")
 
 
@@ -170,37 +174,40 @@ def probe_sync(search_path: str = SYSTEM_PATH) -> Sandbox:
     """Blocking probe for the command line (`myclaw doctor`)."""
     bwrap, prlimit = _binaries(search_path)
     tried = []
-    for optional in (OPTIONAL_FLAGS, ()):
+    for optional, proc in VARIANTS:
+        sandbox = Sandbox(bwrap, prlimit, optional, proc)
         try:
-            done = subprocess.run(_probe_argv(bwrap, prlimit, optional), capture_output=True,
-                                  text=True, timeout=PROBE_TIMEOUT_SECONDS, check=False)
+            done = subprocess.run(sandbox.argv("true", None, network=False, limits=Limits()),
+                                  capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS,
+                                  check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            tried.append((optional, -1, str(exc)))
+            tried.append((sandbox, -1, str(exc)))
             continue
-        tried.append((optional, done.returncode, done.stderr))
+        tried.append((sandbox, done.returncode, done.stderr))
         if done.returncode == 0:
             break
-    return _verdict(tried, bwrap, prlimit)
+    return _verdict(tried)
 
 
 async def probe(search_path: str = SYSTEM_PATH) -> Sandbox:
     """The same probe without blocking the event loop."""
     bwrap, prlimit = _binaries(search_path)
     tried = []
-    for optional in (OPTIONAL_FLAGS, ()):
+    for optional, proc in VARIANTS:
+        sandbox = Sandbox(bwrap, prlimit, optional, proc)
         try:
             process = await asyncio.create_subprocess_exec(
-                *_probe_argv(bwrap, prlimit, optional), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                *sandbox.argv("true", None, network=False, limits=Limits()),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             async with asyncio.timeout(PROBE_TIMEOUT_SECONDS):
                 _, err = await process.communicate()
         except (OSError, TimeoutError) as exc:
-            tried.append((optional, -1, str(exc)))
+            tried.append((sandbox, -1, str(exc)))
             continue
-        tried.append((optional, process.returncode or 0, err.decode(errors="replace")))
+        tried.append((sandbox, process.returncode or 0, err.decode(errors="replace")))
         if process.returncode == 0:
             break
-    return _verdict(tried, bwrap, prlimit)
+    return _verdict(tried)
 
 
 class SandboxFinder:

@@ -137,6 +137,12 @@ class ShellRun(BaseTool):
                 "low", "tools.shell_run",
                 f"this bubblewrap does not support {', '.join(missing)}: commands may create "
                 "nested user namespaces", "upgrade bubblewrap to 0.8 or later"))
+        if not sandbox.proc:
+            findings.append(Finding(
+                "low", "tools.shell_run",
+                "the kernel refuses the sandbox a /proc of its own here (parts of this "
+                "machine's /proc are hidden), so commands get an empty /proc: ps and "
+                "/dev/fd do not work", "see deploy/README.md, 'The shell sandbox'"))
         return (f"bubblewrap works ({sandbox.bwrap}): commands see only the workspace, "
                 "read-only system files and no network"), findings
 
