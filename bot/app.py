@@ -15,6 +15,8 @@ import logging
 import os
 import signal
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from bot.config import SECRET_ENV_VARS, Config
@@ -76,8 +78,10 @@ class App:
         self._started = False
 
     @classmethod
-    async def open(cls, config: Config) -> App:
+    async def open(cls, config: Config, clock: Callable[[], float] = time.time) -> App:
         from bot.approvals import Approvals
+        from bot.delivery import Delivery
+        from bot.jobs import JobLimits, Jobs
         from bot.llm import LLMClient
         from bot.receipts import Receipts, receipt_key
         from bot.senders import Senders
@@ -93,6 +97,8 @@ class App:
             receipts=Receipts(store, receipt_key(config)),
             undo=UndoLog(store),
             senders=Senders(config, store),
+            jobs=Jobs(store, JobLimits.from_config(config["jobs"]), clock),
+            delivery=Delivery(),
         )
         return cls(config, services)
 
@@ -133,10 +139,12 @@ class App:
             self.channels[name] = channel
             if isinstance(channel, ApprovalSurface):  # approvals answered in the console show there
                 self.agent.add_approval_surface(name, channel)
+            self.services.delivery.register(name, channel)
             log.info("%s channel connected", name)
 
     async def stop_channels(self) -> None:
         for name, channel in reversed(list(self.channels.items())):
+            self.services.delivery.unregister(name)
             try:
                 await channel.stop()
             except ChannelError as exc:
@@ -165,6 +173,15 @@ class App:
             await console.start()
             self.services.extras["console"] = console
             self._extras.append(console)
+        if self.config["jobs"]["enabled"]:
+            from bot.job_runner import AgentJobRunner
+            from bot.scheduler import Scheduler
+
+            runner = AgentJobRunner(self.agent, self.services.delivery, self.services.senders)
+            scheduler = Scheduler(self.services.jobs, runner, self.services.jobs.clock,
+                                  tick_seconds=self.config["jobs"]["tick_seconds"])
+            await scheduler.start()
+            self._extras.append(scheduler)
         self._started = True
         await run_session_hooks(self.services.registry, "start", self.system_context())
 

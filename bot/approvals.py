@@ -63,6 +63,7 @@ class ApprovalRequest:
     resolved_by: str | None = None
     resolved_at: float | None = None
     autonomy: str | None = None   # the sender's level when the request was made
+    allowlist: frozenset[str] | None = None  # the run's tool allowlist (a scheduled job's)
 
     def view(self) -> ApprovalView:
         return ApprovalView(self.id, self.tool, self.risk, self.summary, self.sender, self.chat,
@@ -92,6 +93,7 @@ def _from_row(row: Row) -> ApprovalRequest:
         summary=row["summary"], status=row["status"], created_at=row["created_at"],
         expires_at=row["expires_at"], resolved_by=row["resolved_by"],
         resolved_at=row["resolved_at"], autonomy=row["autonomy"],
+        allowlist=None if row["allowlist"] is None else frozenset(json.loads(row["allowlist"])),
     )
 
 
@@ -128,7 +130,8 @@ class Approvals:
 
     async def create(self, *, session_id: str, sender: str, chat: str, channel: str, tool: str,
                      tool_use_id: str, args: dict[str, Any], risk: str,
-                     summary: str, autonomy: str | None = None) -> ApprovalRequest:
+                     summary: str, autonomy: str | None = None,
+                     allowlist: frozenset[str] | None = None) -> ApprovalRequest:
         """`autonomy` is the sender's level when asking (it may come from Discord roles, which
         are not known when the tap arrives); the resumed call is judged at that level."""
         now = self.clock()
@@ -137,15 +140,17 @@ class Approvals:
             channel=channel, tool=tool, tool_use_id=tool_use_id, args=dict(args),
             args_hash=args_hash(args), risk=risk, summary=summary, status="pending",
             created_at=now, expires_at=now + self.timeout_seconds, autonomy=autonomy,
+            allowlist=allowlist,
         )
         async with self.store.transaction() as tx:
             await tx.execute(
                 "INSERT INTO approvals(id, session_id, sender, chat, channel, tool, tool_use_id,"
-                " args, args_hash, risk, summary, status, created_at, expires_at, autonomy)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+                " args, args_hash, risk, summary, status, created_at, expires_at, autonomy,"
+                " allowlist) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
                 (request.id, session_id, sender, chat, channel, tool, tool_use_id,
                  json.dumps(request.args, ensure_ascii=False), request.args_hash, risk, summary,
-                 request.created_at, request.expires_at, autonomy),
+                 request.created_at, request.expires_at, autonomy,
+                 None if allowlist is None else json.dumps(sorted(allowlist))),
             )
         return request
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from bot.events import IncomingMessage, Notice, Sink
+from bot.events import Button, IncomingMessage, Notice, Sink
+from bot.jobs import JobError
+from bot.schedule import ScheduleError, local_time, zone
 from bot.tool import CallContext
 
 if TYPE_CHECKING:
@@ -23,6 +25,8 @@ DESCRIPTIONS: list[tuple[str, str]] = [
     ("new", "Start a fresh conversation"),
     ("stop", "Cancel what I am doing"),
     ("undo", "Revert the last change I made in this conversation"),
+    ("jobs", "Your reminders and scheduled jobs"),
+    ("timezone", "Show or set your time zone for schedules"),
 ]
 
 
@@ -96,6 +100,56 @@ async def _undo(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
     await agent._queued(message, sink, work)
 
 
+async def _jobs(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    jobs = agent.services.jobs
+    verb, _, rest = arg.partition(" ")
+    if verb in ("cancel", "resume"):
+        change = jobs.cancel if verb == "cancel" else jobs.resume
+        try:
+            job = await change(rest.strip(), message.sender)
+        except JobError as exc:
+            await sink.emit(Notice(f"Cannot {verb} that job: {exc}"))
+            return
+        done = "cancelled" if verb == "cancel" else "resumed"
+        await sink.emit(Notice(f"Job '{job.name}' {done}."))
+        return
+    if verb:
+        await sink.emit(Notice("Usage: /jobs, /jobs cancel ID or /jobs resume ID"))
+        return
+    listing = await jobs.for_owner(message.sender)
+    if not listing:
+        await sink.emit(Notice("You have no scheduled jobs. Ask me, e.g. \"remind me in 20 "
+                               "minutes to stretch\" or \"every Monday at 8 summarise my notes\"."))
+        return
+    lines, buttons = [], []
+    for job in listing:
+        when = (f"next {local_time(job.next_run, job.schedule.timezone)}"
+                if job.status == "active" and job.next_run else job.status)
+        last = f"; last: {job.last_outcome}" if job.last_outcome else ""
+        lines.append(f"• {job.name} [{job.id}] — {job.schedule.describe()}; {when}{last}")
+        buttons.append(Button(f"Cancel: {job.name[:24]}", f"/jobs cancel {job.id}"))
+        if job.status == "paused":
+            buttons.append(Button(f"Resume: {job.name[:24]}", f"/jobs resume {job.id}"))
+    await sink.emit(Notice("Your jobs:\n" + "\n".join(lines), buttons=tuple(buttons)))
+
+
+async def _timezone(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
+                    arg: str) -> None:
+    jobs, default = agent.services.jobs, agent.config["agent"]["timezone"]
+    if not arg:
+        current = await jobs.timezone_of(message.sender, default)
+        await sink.emit(Notice(f"Your time zone is {current}. Change it with /timezone "
+                               "Europe/Rome (any IANA name)."))
+        return
+    try:
+        zone(arg.split()[0])
+    except ScheduleError as exc:
+        await sink.emit(Notice(str(exc)))
+        return
+    await jobs.set_timezone(message.sender, arg.split()[0])
+    await sink.emit(Notice(f"Time zone set to {arg.split()[0]}. New schedules use it."))
+
+
 def _resolver(choice: str) -> Handler:
     async def handler(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                       arg: str) -> None:
@@ -121,4 +175,6 @@ HANDLERS: dict[str, Handler] = {
     "undo": _undo,
     "approve": _resolver("approve"),
     "deny": _resolver("deny"),
+    "jobs": _jobs,
+    "timezone": _timezone,
 }

@@ -83,6 +83,15 @@ SCHEMA: dict[str, Any] = _obj({
         "stream": {"type": "boolean"},
         "session_scope": {"enum": ["sender", "chat"]},
         "shutdown_grace_seconds": {"type": "number", "minimum": 0},
+        "timezone": {"type": "string", "minLength": 1},
+    }),
+    "jobs": _obj({
+        "enabled": {"type": "boolean"},
+        "max_per_sender": {"type": "integer", "minimum": 0},
+        "min_interval_seconds": {"type": "number", "minimum": 60},
+        "grace_seconds": {"type": "number", "minimum": 0},
+        "run_lease_seconds": {"type": "number", "minimum": 60},
+        "tick_seconds": {"type": "number", "exclusiveMinimum": 0},
     }),
     "store": _obj({"path": {"type": "string"}}),  # "" = the default under the XDG data dir
     "senders": {
@@ -187,7 +196,10 @@ DEFAULTS: dict[str, Any] = {
         "stream": True,
         "session_scope": "sender",
         "shutdown_grace_seconds": 10,
+        "timezone": "UTC",
     },
+    "jobs": {"enabled": True, "max_per_sender": 20, "min_interval_seconds": 300,
+             "grace_seconds": 3600, "run_lease_seconds": 3600, "tick_seconds": 30},
     "store": {"path": ""},
     "senders": {"cli:local": "full", "unknown": "pairing"},
     "pairing": {"code_ttl_seconds": 3600, "max_codes_per_hour": 3},
@@ -357,4 +369,16 @@ def from_dict(raw: dict[str, Any], source: Path | None = None,
         raise ConfigError(f"{origin}: {_describe(error)}")
     config = Config(_merge(DEFAULTS, raw), source, dict(os.environ) if env is None else env)
     config.profile()  # the chosen profile must exist
+    _check_timezone(config, origin)
     return config
+
+
+def _check_timezone(config: Config, origin: str) -> None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    name = config["agent"]["timezone"]
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(f"{origin}: [agent] timezone = {name!r}: unknown time zone; use an IANA "
+                          "name like 'Europe/Rome' or 'UTC'") from exc

@@ -158,7 +158,7 @@ class Dispatcher:
         async def progress(text: str) -> None:
             await turn.sink.emit(ToolProgress(call_id, tool_name, text))
         return CallContext(sender=turn.sender, session_id=turn.session_id, channel=turn.channel,
-                           workspace=self.services.config.workspace, services=self.services,
+                           chat=turn.chat, workspace=self.services.config.workspace, services=self.services,
                            progress_sink=progress, cancelled=turn.cancelled)
 
     async def preview(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str) -> str:

@@ -77,6 +77,15 @@ class ApprovalNeeded:
 
 
 @dataclass(frozen=True)
+class Button:
+    """A button under a notice. Tapping it sends `command` (e.g. "/jobs cancel 3f2a") as a
+    message from whoever tapped, so it passes every check that typing the command would."""
+
+    label: str
+    command: str
+
+
+@dataclass(frozen=True)
 class Notice:
     """A complete message for the user (command replies, pairing codes, step-limit notes).
 
@@ -85,6 +94,7 @@ class Notice:
 
     text: str
     private: bool = False
+    buttons: tuple[Button, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -168,4 +168,44 @@ CREATE TABLE console_sessions (
     revoked_at REAL
 );
 """),
+    (4, "scheduled jobs, their runs, per-sender time zones; approvals keep a run's allowlist", """
+CREATE TABLE jobs (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    chat TEXT NOT NULL,
+    name TEXT NOT NULL,
+    prompt TEXT NOT NULL DEFAULT '',
+    message TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    timezone TEXT NOT NULL,
+    level TEXT NOT NULL,
+    tools TEXT NOT NULL DEFAULT '[]',
+    status TEXT NOT NULL DEFAULT 'active',
+    next_run REAL,
+    failures INTEGER NOT NULL DEFAULT 0,
+    last_run REAL,
+    last_outcome TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL
+);
+CREATE INDEX jobs_due ON jobs(status, next_run);
+CREATE INDEX jobs_by_owner ON jobs(owner, status);
+CREATE TABLE job_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id TEXT NOT NULL,
+    scheduled_for REAL NOT NULL,
+    status TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    detail TEXT NOT NULL DEFAULT '',
+    UNIQUE (job_id, scheduled_for)
+);
+CREATE INDEX job_runs_by_status ON job_runs(status, started_at);
+CREATE TABLE sender_settings (
+    sender TEXT PRIMARY KEY,
+    timezone TEXT
+);
+ALTER TABLE approvals ADD COLUMN allowlist TEXT;
+"""),
 ]

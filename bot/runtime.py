@@ -189,11 +189,23 @@ class Agent:
 
     # --- turns ---------------------------------------------------------------------------
 
-    async def _user_turn(self, message: IncomingMessage, autonomy: str, sink: Sink) -> None:
-        session_id = await self.session_id(message)
+    async def run_unattended(self, *, session_key: str, sender: str, chat: str, channel: str,
+                             level: str, allowlist: frozenset[str], text: str,
+                             sink: Sink) -> None:
+        """A turn nobody typed (a scheduled job): in its own session `session_key`, as `sender`
+        at `level`, restricted to `allowlist`; approvals it needs are posted into `chat`."""
+        session_id = await self.services.store.active_session(sender, session_key, channel)
+        message = IncomingMessage(sender=sender, chat=chat, text=text, channel=channel)
+        await self._queued(message, sink, lambda: self._user_turn(
+            message, level, sink, session_id=session_id, run_allowlist=allowlist))
+
+    async def _user_turn(self, message: IncomingMessage, autonomy: str, sink: Sink, *,
+                         session_id: str | None = None,
+                         run_allowlist: frozenset[str] | None = None) -> None:
+        session_id = session_id or await self.session_id(message)
         store, approvals = self.services.store, self.services.approvals
         turn = await self._turn(session_id, message.sender, message.chat, message.channel,
-                                autonomy, sink)
+                                autonomy, sink, run_allowlist)
         stored, size, cached = await self.journal.history(session_id)
         waiting = _open_tool_uses(stored)
         # What this process wrote is already in the API's shape except possibly at its end
@@ -219,14 +231,14 @@ class Agent:
         await self._loop(turn, messages)
 
     async def _turn(self, session_id: str, sender: str, chat: str, channel: str, autonomy: str,
-                    sink: Sink) -> Turn:
+                    sink: Sink, run_allowlist: frozenset[str] | None = None) -> Turn:
         auto = self._auto_approve.get(session_id)
         if auto is None:
             auto = await self.services.approvals.session_auto_approve(session_id)
             if len(self._auto_approve) >= SESSION_CACHE_SIZE:
                 self._auto_approve.clear()
             self._auto_approve[session_id] = auto
-        return Turn(session_id, sender, chat, channel, autonomy, sink, auto)
+        return Turn(session_id, sender, chat, channel, autonomy, sink, auto, run_allowlist)
 
     async def _prepared(self, turn: Turn, stored: list[dict[str, Any]], size: int | None,
                         repair: bool = True) -> list[dict[str, Any]]:
@@ -322,7 +334,7 @@ class Agent:
         request = await self.services.approvals.create(
             session_id=turn.session_id, sender=turn.sender, chat=turn.chat, channel=turn.channel,
             tool=tool.meta.name, tool_use_id=block["id"], args=block["input"], risk=plan.risk,
-            summary=summary, autonomy=turn.autonomy)
+            summary=summary, autonomy=turn.autonomy, allowlist=turn.run_allowlist)
         return request.view(), None
 
     # --- approvals resumed ---------------------------------------------------------------
@@ -335,7 +347,7 @@ class Agent:
         if request.channel == "discord" and request.autonomy:
             autonomy = request.autonomy
         turn = await self._turn(request.session_id, request.sender, request.chat,
-                                request.channel, autonomy, sink)
+                                request.channel, autonomy, sink, request.allowlist)
         result = await self._resolved_result(turn, request, resolver)
         await self.journal.write(turn, [{"role": "user", "content": [result]}])
         if await self.services.approvals.pending_for_session(request.session_id):

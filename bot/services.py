@@ -23,4 +23,6 @@ class Services:
     receipts: Any = None     # bot.receipts.Receipts
     undo: Any = None         # bot.undo.UndoLog
     senders: Any = None      # bot.senders.Senders
+    jobs: Any = None         # bot.jobs.Jobs — scheduled jobs, used by the schedule tool
+    delivery: Any = None     # bot.delivery.Delivery — sinks for chats nobody is typing in
     extras: dict[str, Any] = field(default_factory=dict)  # e.g. the resolver the net guard uses

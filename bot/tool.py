@@ -61,6 +61,7 @@ class CallContext:
     sender: str = "cli:local"
     session_id: str = "local"
     channel: str = "cli"
+    chat: str = "local"
     workspace: Path = field(default_factory=Path.cwd)
     services: Any = None
     progress_sink: Callable[[str], Awaitable[None] | None] | None = None

@@ -1,0 +1,35 @@
+"""Where the core sends messages nobody asked for just now: a scheduled job's answer, a note to
+a job's owner. Each running channel registers an `Outlet` under its name; the core asks for a
+sink by (channel name, chat, sender) and never learns anything about the platform.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.events import Sink
+
+
+class Outlet(Protocol):
+    def sink_for(self, chat: str, sender: str) -> Sink | None:
+        """A sink posting into `chat` on behalf of a conversation with `sender`, or None when
+        the chat cannot be reached (unknown id, the bot was removed)."""
+
+
+class Delivery:
+    def __init__(self) -> None:
+        self._outlets: dict[str, Outlet] = {}
+
+    def register(self, channel: str, outlet: Outlet) -> None:
+        self._outlets[channel] = outlet
+
+    def unregister(self, channel: str) -> None:
+        self._outlets.pop(channel, None)
+
+    def sink(self, channel: str, chat: str, sender: str) -> Sink | None:
+        outlet = self._outlets.get(channel)
+        return outlet.sink_for(chat, sender) if outlet is not None else None
+
+    @property
+    def channels(self) -> list[str]:
+        return sorted(self._outlets)
