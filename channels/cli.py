@@ -65,6 +65,8 @@ class TerminalSink:
             self.streamed = False
         elif isinstance(event, Notice):
             self.write(f"{event.text}\n")
+            for button in event.buttons:   # no buttons in a terminal: show what to type
+                self.write(f"  [{button.label}] → {button.command}\n")
         elif isinstance(event, ErrorEvent):
             self.write(f"error: {event.message}\n")
         elif isinstance(event, ToolStarted):
@@ -108,6 +110,10 @@ class TerminalChannel:
         self.sink = TerminalSink(stdout or sys.stdout)
         self._turn: asyncio.Task | None = None
         self._interrupts = 0
+
+    def sink_for(self, chat: str, sender: str) -> TerminalSink | None:
+        """Job runs created at this terminal print here."""
+        return self.sink if chat == CHAT else None
 
     def _message(self, text: str) -> IncomingMessage:
         return IncomingMessage(sender=SENDER, chat=CHAT, text=text, channel="cli")

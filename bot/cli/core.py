@@ -62,7 +62,9 @@ async def _terminal(app: Any, args: argparse.Namespace) -> int:
     if args.log_level is None:  # the conversation shows its own errors; keep log lines out of it
         logging.getLogger().setLevel(logging.ERROR)
     grace = app.config["agent"]["shutdown_grace_seconds"]
-    await TerminalChannel(app.agent, grace=grace).run()
+    terminal = TerminalChannel(app.agent, grace=grace)
+    app.services.delivery.register("cli", terminal)
+    await terminal.run()
     await app.agent.shutdown(grace)
     return 0
 

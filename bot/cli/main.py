@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "bot.cli.safety",    # pair, receipts, audit  (issue 3)
     "bot.cli.doctor",       # doctor [--security] [--telegram]  (issue 9)
     "bot.cli.console",   # console login, console logout --all
+    "bot.cli.jobs",      # jobs list | cancel
 )
 
 

@@ -27,6 +27,7 @@ from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, IncomingMessage
 from channels.discord.approvals import ApprovalButton, ApprovalDesk
+from channels.discord.buttons import CommandButton
 from channels.discord.sink import ChannelOutlet, InteractionOutlet, TurnSink
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class MyclawClient(discord.Client):
         self.approval_desk = desk
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(ApprovalButton)
+        self.add_dynamic_items(ApprovalButton, CommandButton)
 
     async def on_message(self, message: discord.Message) -> None:
         with self.myclaw.in_flight():
@@ -192,6 +193,34 @@ class DiscordChannel:
                 await interaction.delete_original_response()
             except discord.HTTPException:
                 log.warning("discord: could not remove a deferred reply", exc_info=True)
+
+    async def on_command_tap(self, interaction: discord.Interaction, command: str) -> None:
+        """A command button: the command runs as a message from whoever tapped, answered to
+        them alone."""
+        if interaction.guild_id is not None and str(interaction.guild_id) not in self.guilds:
+            await interaction.response.send_message(NOT_HERE, ephemeral=True)
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        user = interaction.user
+        channel = interaction.channel or interaction.client.get_partial_messageable(interaction.channel_id)
+        in_guild = interaction.guild_id is not None
+        fallback = ChannelOutlet(interaction.client, channel, user.id, in_guild=in_guild,
+                                 approvals_in_dm=self.approvals_in_dm)
+        await self.agent.handle(IncomingMessage(
+            sender=f"discord:{user.id}", chat=str(channel.id), text=command, channel="discord",
+            message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
+            display_name=user.display_name), TurnSink(InteractionOutlet(interaction, fallback), self.desk))
+
+    def sink_for(self, chat: str, sender: str) -> TurnSink | None:
+        """A sink posting into channel `chat` for a conversation nobody is typing in (a job)."""
+        client = self.client
+        user = sender.rpartition(":")[2]
+        if client is None or not chat.isdigit() or not user.isdigit():
+            return None
+        channel = client.get_channel(int(chat)) or client.get_partial_messageable(int(chat))
+        in_guild = isinstance(channel, discord.abc.GuildChannel)
+        return TurnSink(ChannelOutlet(client, channel, int(user), in_guild=in_guild,
+                                      approvals_in_dm=self.approvals_in_dm), self.desk)
 
     # --- messages -----------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from bot.events import (
     ToolProgress,
     ToolStarted,
 )
+from channels.discord.buttons import view_for
 from channels.discord.rendering import split_message
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ class TurnSink:
             if event.private:
                 await self.outlet.send_private(event.text)
             else:
-                await self.outlet.send(event.text)
+                await self.outlet.send(event.text, view=view_for(event.buttons))
         elif isinstance(event, ErrorEvent):
             await self.outlet.send(f"⚠️ {event.message}")
         elif isinstance(event, ApprovalNeeded):

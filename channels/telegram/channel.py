@@ -30,6 +30,7 @@ from telegram.ext import filters as tg_filters
 from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage
+from channels.telegram import buttons
 from channels.telegram.approvals import outcome_message
 from channels.telegram.http import AiohttpRequest
 from channels.telegram.ordering import ChatOrderedProcessor
@@ -233,6 +234,7 @@ class TelegramChannel:
     def _add_handlers(self, app: Application) -> None:
         app.add_handler(MessageHandler(tg_filters.UpdateType.MESSAGE, self._on_message))
         app.add_handler(CallbackQueryHandler(self._on_tap, pattern=r"^ap:"))
+        app.add_handler(CallbackQueryHandler(self._on_command_tap, pattern=buttons.PATTERN))
         app.add_handler(CallbackQueryHandler(self._on_unknown_button))
         app.add_error_handler(self._on_error)
 
@@ -319,6 +321,36 @@ class TelegramChannel:
     async def _on_tap(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         assert self._taps is not None and update.callback_query is not None
         await self._taps.handle(update.callback_query)
+
+    async def _on_command_tap(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A command button: the command runs as a message from whoever tapped, in that chat."""
+        query = update.callback_query
+        assert query is not None and self._messenger is not None
+        command = buttons.command_of(query.data)
+        message = query.message
+        if command is None or message is None:
+            await query.answer(INVALID_BUTTON)
+            return
+        await query.answer()
+        chat = message.chat
+        is_group = chat.type in GROUP_TYPES
+        if is_group and str(chat.id) not in self._groups:
+            return
+        incoming = IncomingMessage(sender=f"telegram:{query.from_user.id}", chat=str(chat.id),
+                                   text=command, channel="telegram", is_group=is_group,
+                                   display_name=query.from_user.full_name)
+        sink = ChatSink(self._messenger, self.agent,
+                        Target(chat.id, query.from_user.id, None, is_group), self.settings)
+        try:
+            await self.agent.handle(incoming, sink)
+        finally:
+            await sink.close()
+
+    def sink_for(self, chat: str, sender: str) -> ChatSink | None:
+        """A sink posting into `chat` for a conversation nobody is typing in (a job's run)."""
+        if self._messenger is None or not chat.lstrip("-").isdigit():
+            return None
+        return ChatSink(self._messenger, self.agent, chat_target(chat, sender), self.settings)
 
     async def _on_unknown_button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.callback_query is not None:

@@ -111,12 +111,16 @@ class Messenger:
             lambda: self.bot.send_message(text=part.plain, **common))
 
     async def send_markdown(self, chat_id: int, markdown: str, *, reply_to: int | None = None,
-                            thread_id: int | None = None) -> list[Message]:
-        """Send a model answer: converted, split into ≤4096-unit parts, each with its fallback."""
+                            thread_id: int | None = None,
+                            markup: InlineKeyboardMarkup | None = None) -> list[Message]:
+        """Send a model answer: converted, split into ≤4096-unit parts, each with its fallback.
+        `markup` (buttons) goes under the last part."""
         sent = []
-        for index, part in enumerate(split_message(markdown)):
+        parts = split_message(markdown)
+        for index, part in enumerate(parts):
             sent.append(await self.send(chat_id, part, reply_to=reply_to if index == 0 else None,
-                                        thread_id=thread_id))
+                                        thread_id=thread_id,
+                                        markup=markup if index == len(parts) - 1 else None))
         return sent
 
     async def edit(self, chat_id: int, message_id: int, part: Part, *,

@@ -36,7 +36,9 @@ from bot.events import (
     ToolProgress,
     ToolStarted,
 )
-from channels.telegram.approvals import keyboard, preview_parts, request_fallback, request_message
+from channels.telegram.approvals import keyboard as approval_keyboard
+from channels.telegram.approvals import preview_parts, request_fallback, request_message
+from channels.telegram.buttons import keyboard
 from channels.telegram.live import LiveMessage
 from channels.telegram.rendering import MESSAGE_LIMIT, Part, escape, split_message, truncate
 from channels.telegram.sending import DeliveryError, Messenger
@@ -223,7 +225,7 @@ class ChatSink:
         thread_id = self.target.thread_id if chat_id == self.target.chat_id else None
         for part in preview_parts(view):  # a long preview, whole, before the buttons
             await self._messenger.send(chat_id, part, thread_id=thread_id)
-        markup = keyboard(view.id)
+        markup = approval_keyboard(view.id)
         sent = None
         if markup is not None:
             try:
@@ -240,7 +242,8 @@ class ChatSink:
         target = self.target
         if not (event.private and target.is_group):
             await self._messenger.send_markdown(target.chat_id, event.text, reply_to=target.reply_to,
-                                                thread_id=target.thread_id)
+                                                thread_id=target.thread_id,
+                                                markup=keyboard(event.buttons))
             return
         if target.user_id is not None:
             try:
