@@ -23,14 +23,14 @@ async def fill(path_config, count: int, due: int) -> None:
     from bot.store import Store
 
     async with Store(path_config.store_path) as store:
-        async with store.transaction() as db:
+        async with store.transaction() as tx:
             rows = []
             for n in range(count):
                 next_run = START - 60 if n < due else START + 3600 + n
                 rows.append((secrets.token_hex(5), f"telegram:{n % 500}", "telegram", str(n),
                              f"job {n}", "", "hi", "cron", "0 * * * *", "UTC", "full", "[]",
                              next_run, START))
-            await db.executemany(
+            await tx.executemany(
                 "INSERT INTO jobs(id, owner, channel, chat, name, prompt, message, kind, spec,"
                 " timezone, level, tools, status, next_run, failures, last_outcome, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, 0, '', ?)", rows)

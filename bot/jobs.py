@@ -21,8 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from bot.audit import AuditEntry, write_audit
 from bot.errors import MyclawError
 from bot.schedule import Schedule
+from bot.store import Store, Tx
 
 Status = Literal["active", "paused", "done", "cancelled"]
 MAX_FAILURES = 3
@@ -92,7 +94,7 @@ def _from_row(row: Any) -> Job:
 
 
 class Jobs:
-    def __init__(self, store: Any, limits: JobLimits | None = None,
+    def __init__(self, store: Store, limits: JobLimits | None = None,
                  clock: Callable[[], float] = time.time):
         self.store = store
         self.limits = limits or JobLimits()
@@ -116,21 +118,21 @@ class Jobs:
         self.check(job, now)
         job = replace(job, id=secrets.token_hex(JOB_ID_CHARS // 2), status="active",
                       next_run=job.schedule.next_after(now), created_at=now)
-        async with self.store.transaction() as db:
-            async with db.execute("SELECT COUNT(*) FROM jobs WHERE owner = ? AND status IN"
-                                  " ('active', 'paused')", (job.owner,)) as cursor:
-                (count,) = await cursor.fetchone()
+        async with self.store.transaction() as tx:
+            row = await tx.fetchone("SELECT COUNT(*) AS n FROM jobs WHERE owner = ? AND status"
+                                    " IN ('active', 'paused')", (job.owner,))
+            count = int(row["n"])
             if count >= self.limits.max_per_sender:
                 raise JobError(f"you already have {count} jobs, the most allowed; cancel one "
                                "first (/jobs)")
-            await db.execute(
+            await tx.execute(
                 "INSERT INTO jobs(id, owner, channel, chat, name, prompt, message, kind, spec,"
                 " timezone, level, tools, status, next_run, failures, last_outcome, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, 0, '', ?)",
                 (job.id, job.owner, job.channel, job.chat, job.name, job.prompt, job.message,
                  job.schedule.kind, job.schedule.spec, job.schedule.timezone, job.level,
                  json.dumps(list(job.tools)), job.next_run, now))
-            await self._audit(db, job, "created", job.schedule.describe())
+            await self._audit(tx, job, "created", job.schedule.describe())
         self.changed.set()
         return job
 
@@ -165,12 +167,12 @@ class Jobs:
             raise JobError(f"job {job.id} is {job.status}")
         now = self.clock()
         next_run = job.schedule.next_after(now) if status == "active" else job.next_run
-        async with self.store.transaction() as db:
+        async with self.store.transaction() as tx:
             marks = ",".join("?" for _ in allowed)
-            await db.execute(f"UPDATE jobs SET status = ?, failures = 0, next_run = ?"
+            await tx.execute(f"UPDATE jobs SET status = ?, failures = 0, next_run = ?"
                              f" WHERE id = ? AND status IN ({marks})",
                              (status, next_run, job.id, *allowed))
-            await self._audit(db, job, status, f"by {by}")
+            await self._audit(tx, job, status, f"by {by}")
         self.changed.set()
         return replace(job, status=status, next_run=next_run, failures=0)
 
@@ -202,16 +204,16 @@ class Jobs:
         late = max(0.0, now - max(latest, scheduled))
         status = "missed" if late > self.limits.grace_seconds else "running"
         upcoming = job.schedule.next_after(max(now, scheduled))
-        async with self.store.transaction() as db:
-            cursor = await db.execute(
+        async with self.store.transaction() as tx:
+            won = await tx.fetchone(
                 "INSERT INTO job_runs(job_id, scheduled_for, status, started_at, detail)"
-                " VALUES (?, ?, ?, ?, '') ON CONFLICT (job_id, scheduled_for) DO NOTHING",
-                (job.id, scheduled, status, now))
-            if cursor.rowcount != 1:
+                " VALUES (?, ?, ?, ?, '') ON CONFLICT (job_id, scheduled_for) DO NOTHING"
+                " RETURNING id", (job.id, scheduled, status, now))
+            if won is None:
                 return None
-            run_id = cursor.lastrowid
+            run_id = won["id"]
             ended = upcoming is None
-            await db.execute(
+            await tx.execute(
                 "UPDATE jobs SET next_run = ?, last_run = ?, status = ? WHERE id = ?"
                 " AND next_run = ?",
                 (upcoming, now, "done" if ended else job.status, job.id, scheduled))
@@ -224,41 +226,40 @@ class Jobs:
         failures = 0 if ok else job.failures + 1
         pause = failures >= MAX_FAILURES and job.status == "active"
         outcome = ("ok" if ok else "failed") + (f": {detail}" if detail else "")
-        async with self.store.transaction() as db:
-            await db.execute("UPDATE job_runs SET status = ?, finished_at = ?, detail = ?"
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE job_runs SET status = ?, finished_at = ?, detail = ?"
                              " WHERE id = ?", ("ok" if ok else "failed", self.clock(),
                                                detail[:500], claim.run_id))
-            await db.execute(
+            await tx.execute(
                 "UPDATE jobs SET failures = ?, last_outcome = ?, status = CASE WHEN ? THEN"
                 " 'paused' ELSE status END WHERE id = ?",
                 (failures, outcome[:200], 1 if pause else 0, job.id))
-            await self._audit(db, job, "run", outcome[:200])
+            await self._audit(tx, job, "run", outcome[:200])
         return replace(job, failures=failures, last_outcome=outcome,
                        status="paused" if pause else job.status)
 
     async def record_missed(self, claim: Claim) -> None:
-        async with self.store.transaction() as db:
-            await db.execute("UPDATE job_runs SET finished_at = ? WHERE id = ?",
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE job_runs SET finished_at = ? WHERE id = ?",
                              (self.clock(), claim.run_id))
-            await self._audit(db, claim.job, "missed", f"run due at {claim.scheduled_for:.0f}")
+            await self._audit(tx, claim.job, "missed", f"run due at {claim.scheduled_for:.0f}")
 
     async def interrupted(self, now: float) -> list[Job]:
         """Runs left "running" longer than the lease: their process died. They are marked
         interrupted (never started again) and returned so the owner can be told."""
         cutoff = now - self.limits.run_lease_seconds
-        async with self.store.transaction() as db:
-            async with db.execute(
-                    "UPDATE job_runs SET status = 'interrupted', finished_at = ?"
-                    " WHERE status = 'running' AND started_at < ? RETURNING job_id",
-                    (now, cutoff)) as cursor:
-                ids = [row[0] for row in await cursor.fetchall()]
+        async with self.store.transaction() as tx:
+            rows = await tx.fetchall(
+                "UPDATE job_runs SET status = 'interrupted', finished_at = ?"
+                " WHERE status = 'running' AND started_at < ? RETURNING job_id", (now, cutoff))
+            ids = [row["job_id"] for row in rows]
         jobs = [await self.get(job_id) for job_id in ids]
         return [job for job in jobs if job is not None]
 
-    async def _audit(self, db: Any, job: Job, outcome: str, detail: str) -> None:
-        await self.store.record_audit(sender=job.owner, decision="job", outcome=outcome,
-                                      tool="schedule", detail=f"job {job.id}: {detail}"[:500],
-                                      db=db)
+    @staticmethod
+    async def _audit(tx: Tx, job: Job, outcome: str, detail: str) -> None:
+        await write_audit(tx, AuditEntry(sender=job.owner, decision="job", outcome=outcome,
+                                         tool="schedule", detail=f"job {job.id}: {detail}"[:500]))
 
     # --- per-sender time zones -------------------------------------------------------------
 
@@ -268,8 +269,8 @@ class Jobs:
         return row["timezone"] if row and row["timezone"] else default
 
     async def set_timezone(self, sender: str, timezone: str) -> None:
-        async with self.store.transaction() as db:
-            await db.execute(
+        async with self.store.transaction() as tx:
+            await tx.execute(
                 "INSERT INTO sender_settings(sender, timezone) VALUES (?, ?)"
                 " ON CONFLICT (sender) DO UPDATE SET timezone = excluded.timezone",
                 (sender, timezone))

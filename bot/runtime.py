@@ -194,7 +194,7 @@ class Agent:
                              sink: Sink) -> None:
         """A turn nobody typed (a scheduled job): in its own session `session_key`, as `sender`
         at `level`, restricted to `allowlist`; approvals it needs are posted into `chat`."""
-        session_id = await self.services.store.active_session(sender, session_key, channel)
+        session_id = await self.journal.active_session(sender, session_key, channel)
         message = IncomingMessage(sender=sender, chat=chat, text=text, channel=channel)
         await self._queued(message, sink, lambda: self._user_turn(
             message, level, sink, session_id=session_id, run_allowlist=allowlist))
