@@ -11,6 +11,7 @@ from bot.events import Button, IncomingMessage, Notice, Sink
 from bot.jobs import JobError
 from bot.schedule import ScheduleError, local_time, zone
 from bot.tool import CallContext
+from bot.workspaces import workspace_for
 
 if TYPE_CHECKING:
     from bot.runtime import Agent
@@ -94,7 +95,8 @@ async def _undo(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
     async def work() -> None:
         session_id = await agent.session_id(message)
         ctx = CallContext(sender=message.sender, session_id=session_id, channel=message.channel,
-                          workspace=agent.config.workspace, services=agent.services)
+                          workspace=workspace_for(agent.config, message.sender),
+                          services=agent.services)
         text = await agent.services.undo.undo_last(session_id, agent.services.registry, ctx)
         await sink.emit(Notice(text))
     await agent._queued(message, sink, work)

@@ -32,6 +32,7 @@ from bot.tool import (
     risk_of,
     to_tool_error,
 )
+from bot.workspaces import workspace_for
 from bot.wrap import source_of, wrap_untrusted
 
 log = logging.getLogger(__name__)
@@ -158,8 +159,10 @@ class Dispatcher:
         async def progress(text: str) -> None:
             await turn.sink.emit(ToolProgress(call_id, tool_name, text))
         return CallContext(sender=turn.sender, session_id=turn.session_id, channel=turn.channel,
-                           chat=turn.chat, workspace=self.services.config.workspace, services=self.services,
-                           progress_sink=progress, cancelled=turn.cancelled)
+                           chat=turn.chat,
+                           workspace=workspace_for(self.services.config, turn.sender),
+                           services=self.services, progress_sink=progress,
+                           cancelled=turn.cancelled)
 
     async def preview(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str) -> str:
         """The approval text: the dry_run summary, or the no-preview line with the args."""

@@ -34,7 +34,10 @@ class PromptBuilder:
     def __init__(self, services: Services):
         self.services = services
         agent = services.config["agent"]
-        text = DEFAULT_SYSTEM.format(workspace=services.config.workspace)
+        workspace = str(services.config.workspace)
+        if agent["workspace_mode"] == "per_sender":
+            workspace = f"of the person you talk to (their own folder under {workspace})"
+        text = DEFAULT_SYSTEM.format(workspace=workspace)
         if agent["system_prompt"].strip():  # the operator's instructions come after ours
             text += "\n\n" + agent["system_prompt"].strip()
         self.system = [{"type": "text", "text": text, "cache_control": EPHEMERAL}]

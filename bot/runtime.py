@@ -35,6 +35,7 @@ from bot.prompt import PromptBuilder
 from bot.services import Services
 from bot.sessions import SessionQueue, ShuttingDown, Stopped
 from bot.tool import CallContext, ToolError, to_tool_error
+from bot.workspaces import workspace_for
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +150,8 @@ class Agent:
         new = await self.journal.new_session(self._owner(message), message.chat, message.channel)
         self._sessions[(self._owner(message), message.chat)] = new
         ctx = CallContext(sender=message.sender, session_id=new, channel=message.channel,
-                          workspace=self.config.workspace, services=self.services)
+                          workspace=workspace_for(self.config, message.sender),
+                          services=self.services)
         await run_session_hooks(self.services.registry, "new_session", ctx)
         return new
 

@@ -3,9 +3,9 @@
 - `parse_target` accepts only plain http(s) URLs (no userinfo, no control characters) and
   normalises the host; numeric hosts are parsed the way `inet_aton` and browsers parse them
   (2130706433, 0177.0.0.1, 0x7f.1, 127.1) by `parse_ipv4_loose`;
-- `blocked_reason` says why an address is refused: loopback, private, link-local, multicast,
-  reserved, unspecified, CGNAT, and IPv6 forms that embed one of those (mapped, compatible,
-  NAT64, 6to4, Teredo);
+- `blocked_reason` says why an address is refused: anything but globally routable unicast
+  (tools/_globaladdr.py: an allow-list checked against IANA's special-purpose registries, with
+  IPv6 forms of IPv4 decided by the IPv4 address inside);
 - `allow_list` / `AllowList` match the operator's `[tools.net] allow_hosts`; `domain_matches`
   matches a host against a list of domains.
 """
@@ -22,14 +22,12 @@ from urllib.parse import quote, urlsplit
 import idna
 
 from bot.tool import ToolInvalidArgsError, ToolPermissionError
+from tools._globaladdr import embedded_ipv4s, not_global_reason
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
-_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 _BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f\\]")
 _HOST_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
 _PATH_SAFE = "!#$%&'()*+,-./:;=?@[]^_`{|}~"
@@ -75,37 +73,14 @@ def _parse_number(part: str) -> int:
 
 
 def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4, Teredo)."""
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    if ip.sixtofour is not None:
-        return ip.sixtofour
-    if ip.teredo is not None:
-        return ip.teredo[1]
-    if any(ip in net for net in _NAT64) or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return None
+    """The IPv4 address an IPv6 address carries (mapped, NAT64, 6to4, Teredo client)."""
+    carried = embedded_ipv4s(ip)
+    return carried[-1] if carried else None
 
 
 def blocked_reason(ip: IPAddress) -> str | None:
-    """Why the guard refuses this address, or None when it is a public unicast address."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.scope_id:
-            return "an IPv6 address with a zone id"
-        inner = embedded_ipv4(ip)
-        if inner is not None and (reason := blocked_reason(inner)):
-            return f"an IPv6 form of {inner}, {reason}"
-    checks = (
-        (ip.is_unspecified, "the unspecified address"),
-        (ip.is_loopback, "a loopback address"),
-        (ip.is_link_local, "a link-local address (cloud metadata lives here)"),
-        (ip.is_multicast, "a multicast address"),
-        (ip in _CGNAT if ip.version == 4 else False, "a shared CGNAT address"),
-        (ip.is_private, "a private address"),
-        (ip.is_reserved, "a reserved address"),
-        (not ip.is_global, "not a public address"),
-    )
-    return next((label for hit, label in checks if hit), None)
+    """Why the guard refuses this address, or None when it is globally routable unicast."""
+    return not_global_reason(ip)
 
 
 # --- URLs ----------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ and whatever DNS answers. So:
 - only http/https, no userinfo, no control characters; numeric hosts are parsed the way
   `inet_aton` and browsers parse them (2130706433, 0177.0.0.1, 0x7f.1, 127.1) before checking;
 - the host is resolved once (through `ctx.services.extras["resolver"]` when present, else
-  `loop.getaddrinfo`) and EVERY address is checked: loopback, private, link-local, multicast,
-  reserved, unspecified, CGNAT, and IPv6 forms that embed one of those (mapped, compatible,
-  NAT64, 6to4, Teredo) are refused;
+  `loop.getaddrinfo`) and EVERY address must be globally routable unicast (an allow-list:
+  tools/_globaladdr.py), so loopback, private, link-local, multicast, site-local, documentation,
+  benchmarking, CGNAT and every other special-purpose range are refused, as are IPv6 forms
+  carrying such an IPv4 address (mapped, NAT64, 6to4, Teredo);
 - the request is sent to the address that was checked, with the original Host header and SNI
   name, so a second DNS answer (rebinding) cannot switch it;
 - redirects are followed here, hop by hop, each one checked again (max 5);
