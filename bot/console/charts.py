@@ -14,6 +14,7 @@ WIDTH = 640
 COLUMNS_HEIGHT = 220
 AXIS_BOTTOM = 24          # room for the day labels
 AXIS_LEFT = 56            # room for the value labels
+AXIS_RIGHT = 24           # room for half of the last day's label
 ROW_HEIGHT = 40           # label line + bar
 MAX_LABEL_CHARS = 60
 
@@ -58,7 +59,7 @@ def compact(value: float, unit: str = "") -> str:
 def columns(series: Sequence[tuple[str, float]], unit: str = "") -> Chart:
     """One bar per (label, value), left to right; every few labels shown so they never overlap."""
     top = max((v for _, v in series), default=0.0)
-    plot_w, plot_h = WIDTH - AXIS_LEFT, COLUMNS_HEIGHT - AXIS_BOTTOM
+    plot_w, plot_h = WIDTH - AXIS_LEFT - AXIS_RIGHT, COLUMNS_HEIGHT - AXIS_BOTTOM
     slot = plot_w / max(len(series), 1)
     every = max(1, round(len(series) / 6))
     bars = []
@@ -78,5 +79,5 @@ def rows(series: Sequence[tuple[str, float]], unit: str = "") -> Chart:
     for i, (label, value) in enumerate(ordered):
         w = (value / top) * (WIDTH - 4) if top > 0 else 0.0
         shown = label if len(label) <= MAX_LABEL_CHARS else label[:MAX_LABEL_CHARS - 1] + "…"
-        bars.append(Bar(shown, value, compact(value, unit), 0.0, i * ROW_HEIGHT + 18, max(w, 1.0), 16))
-    return Chart(WIDTH, max(len(bars), 1) * ROW_HEIGHT, tuple(bars), empty=top <= 0)
+        bars.append(Bar(shown, value, compact(value, unit), 0.0, i * ROW_HEIGHT + 22, max(w, 1.0), 14))
+    return Chart(WIDTH, max(len(bars), 1) * ROW_HEIGHT + 4, tuple(bars), empty=top <= 0)
