@@ -12,6 +12,7 @@ import pytest
 from bot.console.auth import OPERATOR
 from tests import store_support
 from tests.console_support import CONSOLE, ConsoleClient, logged_in, open_console
+from tests.fakes.anthropic_server import reply, text, tool_use
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror="alert(1)">\n   indented & "quoted"'
 APPROVAL_ID = "A" * 16
@@ -288,3 +289,39 @@ async def test_health_shows_the_store_and_each_channel(app, http):
     app.channels["telegram"] = type("Down", (), {"connected": False})()
     page = await client.get("/health")
     assert "Store: <b>answering</b>" in page.text and "telegram: <b>NOT connected</b>" in page.text
+
+
+async def test_logout_all_also_voids_login_links_not_used_yet(app, http):
+    client = await open_console(app, http)
+    auth = app.services.extras["console"].context.auth
+    token = await auth.issue_login()
+    assert await auth.revoke_all() == 0
+    assert (await client.login(token)).status == 401
+
+
+async def test_forged_login_tokens_of_any_shape_are_refused_and_audited(app, http):
+    client = await open_console(app, http)
+    for forged in ("x", "A" * 43, "%00" * 20, "A" * 5000):
+        assert (await client.login(forged)).status in (401, 404)
+    assert client.cookie is None
+    assert {r["outcome"] for r in await audit(app, "console:login")} == {"refused"}
+
+
+async def test_an_approval_answered_while_its_channel_is_down_still_runs_once_and_is_saved(
+        app, http, fake_anthropic):
+    from bot.events import CollectingSink, IncomingMessage
+
+    client = await logged_in(app, http)
+    fake_anthropic.script(reply(text("I'll write it."),
+                                tool_use("fs_write", {"path": "notes.txt", "content": "milk"})))
+    await app.agent.handle(IncomingMessage("telegram:42", "42", "write milk", channel="telegram"),
+                           CollectingSink())
+    (pending,) = await app.services.approvals.pending()
+    fake_anthropic.script(text("Written."))
+    page = await client.act(f"/approvals/{pending.id}", {"choice": "approve"})
+    assert f"Approved by {OPERATOR}." in page.text
+    await fake_anthropic.wait_for_requests(2)
+    await app.agent.queue.drain(timeout=5)
+    assert (app.config.workspace / "notes.txt").read_text() == "milk"
+    stored = await app.services.approvals.get(pending.id)
+    assert stored.status == "executed" and stored.resolved_by == OPERATOR
