@@ -6,7 +6,7 @@ the row (job id, scheduled time) into `job_runs`, whose uniqueness makes the cla
 compare-and-set: however many processes share the store, exactly one of them runs it. The same
 transaction moves the job's `next_run` on, so a crash during the run never runs it again.
 
-    active ──3 failures──▶ paused ──resume──▶ active
+    active ──3 failures, or pause──▶ paused ──resume──▶ active
        │──cancel──▶ cancelled
        └──last run of a one-shot job──▶ done
 """
@@ -153,6 +153,10 @@ class Jobs:
 
     async def cancel(self, job_id: str, by: str, *, any_owner: bool = False) -> Job:
         return await self._set_status(job_id, by, "cancelled", ("active", "paused"), any_owner)
+
+    async def pause(self, job_id: str, by: str, *, any_owner: bool = False) -> Job:
+        """An active job stops running until resumed (the operator's console offers this)."""
+        return await self._set_status(job_id, by, "paused", ("active",), any_owner)
 
     async def resume(self, job_id: str, by: str, *, any_owner: bool = False) -> Job:
         job = await self._set_status(job_id, by, "active", ("paused",), any_owner)

@@ -10,6 +10,8 @@ import time
 import pytest
 
 from bot.console.auth import OPERATOR
+from bot.jobs import Job
+from bot.schedule import parse_cron
 from tests import store_support
 from tests.browser_support import DESKTOP, PHONE, new_page, open_browser, screenshot
 from tests.fakes.anthropic_server import reply, text, tool_use
@@ -18,8 +20,8 @@ from tests.fakes.telegram_server import channel_overrides
 ADA = 4242
 HOSTILE = ('<script>alert("script")</script><img src=x onerror="alert(\'img\')">'
            "<b onmouseover=alert(3)>bold?</b>\n" + "a-very-long-unbroken-token-" * 40)
-PAGES = {"approvals": "/", "pairing": "/pairing", "senders": "/senders", "audit": "/audit",
-         "receipts": "/receipts", "usage": "/usage", "health": "/health"}
+PAGES = {"approvals": "/", "pairing": "/pairing", "senders": "/senders", "jobs": "/jobs",
+         "audit": "/audit", "receipts": "/receipts", "usage": "/usage", "health": "/health"}
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +69,10 @@ async def seed(app) -> None:
         await services.receipts.issue(tx, session_id="s1", tool="fs_write", args={"path": "a"},
                                       result="ok", sender=f"telegram:{ADA}", approver=OPERATOR,
                                       started_at=1.0, finished_at=2.0)
+    await services.jobs.create(Job(
+        id="", owner=f"telegram:{ADA}", channel="telegram", chat=str(ADA), name="Morning digest",
+        schedule=parse_cron("0 8 * * 1-5", timezone="Europe/Rome"), level="supervised",
+        prompt="Summarise my unread notes and today's calendar."))
     now = time.time()
     for day, tokens in enumerate((1200, 5400, 300, 8800, 2500)):
         await store_support.execute(

@@ -16,10 +16,12 @@ from tests.fakes.anthropic_server import reply, text, tool_use
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror="alert(1)">\n   indented & "quoted"'
 APPROVAL_ID = "A" * 16
-ROUTES = [("GET", "/"), ("GET", "/pairing"), ("GET", "/senders"), ("GET", "/audit"),
+ROUTES = [("GET", "/"), ("GET", "/pairing"), ("GET", "/senders"), ("GET", "/jobs"), ("GET", "/audit"),
           ("GET", "/receipts"), ("GET", "/usage"), ("GET", "/health"),
           ("POST", f"/approvals/{APPROVAL_ID}"), ("POST", "/pairing/ABCDEFGH/allow"),
-          ("POST", "/pairing/ABCDEFGH/deny"), ("POST", "/receipts/verify"), ("POST", "/logout")]
+          ("POST", "/pairing/ABCDEFGH/deny"), ("POST", "/receipts/verify"), ("POST", "/logout"),
+          ("POST", "/jobs/0123456789/pause"), ("POST", "/jobs/0123456789/resume"),
+          ("POST", "/jobs/0123456789/cancel")]
 
 
 @pytest.fixture
@@ -181,7 +183,7 @@ async def test_no_page_has_inline_script_or_event_handlers(app, http):
     client = await logged_in(app, http)
     await pending_request(app)
     await app.services.senders.pairing_code("telegram:555")
-    for path in ("/", "/pairing", "/senders", "/audit", "/receipts", "/usage", "/health"):
+    for path in ("/", "/pairing", "/senders", "/jobs", "/audit", "/receipts", "/usage", "/health"):
         page = await client.get(path)
         assert page.status == 200, path
         assert "<script>" not in page.text and " on" + "click" not in page.text
@@ -325,3 +327,27 @@ async def test_an_approval_answered_while_its_channel_is_down_still_runs_once_an
     assert (app.config.workspace / "notes.txt").read_text() == "milk"
     stored = await app.services.approvals.get(pending.id)
     assert stored.status == "executed" and stored.resolved_by == OPERATOR
+
+
+async def test_jobs_can_be_paused_resumed_and_cancelled_from_the_console(app, http):
+    from bot.jobs import Job
+    from bot.schedule import parse_cron
+
+    client = await logged_in(app, http)
+    job = await app.services.jobs.create(Job(
+        id="", owner="telegram:42", channel="telegram", chat="42", name="<i>digest</i>",
+        schedule=parse_cron("0 8 * * *", timezone="UTC"), level="supervised",
+        prompt="summarise <script>x</script>"))
+    page = await client.get("/jobs")
+    assert "&lt;i&gt;digest&lt;/i&gt;" in page.text and "summarise &lt;script&gt;" in page.text
+    page = await client.act(f"/jobs/{job.id}/pause", {}, page="/jobs")
+    assert f"Paused job {job.id}" in page.text
+    assert (await app.services.jobs.get(job.id)).status == "paused"
+    page = await client.act(f"/jobs/{job.id}/pause", {}, page="/jobs")
+    assert "is paused" in page.text
+    page = await client.act(f"/jobs/{job.id}/resume", {}, page="/jobs")
+    assert (await app.services.jobs.get(job.id)).status == "active"
+    page = await client.act(f"/jobs/{job.id}/cancel", {}, page="/jobs")
+    assert f"Cancelled job {job.id}" in page.text and "No active or paused jobs." in page.text
+    assert (await app.services.jobs.get(job.id)).status == "cancelled"
+    assert [r["outcome"] for r in await audit(app, "console:job-pause")] == ["ok", "refused"]
