@@ -81,6 +81,7 @@ class App:
     async def open(cls, config: Config, clock: Callable[[], float] = time.time) -> App:
         from bot.approvals import Approvals
         from bot.delivery import Delivery
+        from bot.grants import Grants
         from bot.jobs import JobLimits, Jobs
         from bot.llm import LLMClient
         from bot.receipts import Receipts, receipt_key
@@ -93,7 +94,8 @@ class App:
         services = Services(
             config=config, store=store, registry=build_registry(config), llm=LLMClient(config),
             approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
-                                approvers=approvers(config)),
+                                approvers=approvers(config),
+                                grants=Grants(store, approvals_cfg["grant_ttl_seconds"])),
             receipts=Receipts(store, receipt_key(config)),
             undo=UndoLog(store),
             senders=Senders(config, store),

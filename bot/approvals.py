@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from bot.audit import AuditEntry, write_audit
 from bot.events import ApprovalView
+from bot.grants import Grants, Scope
 from bot.store import Row, Store, Tx
 
 log = logging.getLogger(__name__)
@@ -64,10 +65,12 @@ class ApprovalRequest:
     resolved_at: float | None = None
     autonomy: str | None = None   # the sender's level when the request was made
     allowlist: frozenset[str] | None = None  # the run's tool allowlist (a scheduled job's)
+    scope: Scope | None = None    # what "Always" covers; None when Always is not offered
 
     def view(self) -> ApprovalView:
         return ApprovalView(self.id, self.tool, self.risk, self.summary, self.sender, self.chat,
-                            self.channel, dict(self.args), self.expires_at)
+                            self.channel, dict(self.args), self.expires_at,
+                            f"{self.scope.label} in this chat" if self.scope else "")
 
     @property
     def args_intact(self) -> bool:
@@ -94,6 +97,7 @@ def _from_row(row: Row) -> ApprovalRequest:
         expires_at=row["expires_at"], resolved_by=row["resolved_by"],
         resolved_at=row["resolved_at"], autonomy=row["autonomy"],
         allowlist=None if row["allowlist"] is None else frozenset(json.loads(row["allowlist"])),
+        scope=Scope(row["scope_key"], row["scope_label"]) if row["scope_key"] else None,
     )
 
 
@@ -120,8 +124,10 @@ class Approvals:
     """The approval service. Keeps no per-request state: everything lives in the store."""
 
     def __init__(self, store: Store, *, timeout_seconds: float = 300,
-                 approvers: Collection[str] = (), clock: Callable[[], float] = time.time):
+                 approvers: Collection[str] = (), clock: Callable[[], float] = time.time,
+                 grants: Grants | None = None):
         self.store = store
+        self.grants = grants or Grants(store, clock=clock)
         self.timeout_seconds = float(timeout_seconds)
         self.approvers = frozenset(approvers)
         self.clock = clock
@@ -131,7 +137,8 @@ class Approvals:
     async def create(self, *, session_id: str, sender: str, chat: str, channel: str, tool: str,
                      tool_use_id: str, args: dict[str, Any], risk: str,
                      summary: str, autonomy: str | None = None,
-                     allowlist: frozenset[str] | None = None) -> ApprovalRequest:
+                     allowlist: frozenset[str] | None = None,
+                     scope: Scope | None = None) -> ApprovalRequest:
         """`autonomy` is the sender's level when asking (it may come from Discord roles, which
         are not known when the tap arrives); the resumed call is judged at that level."""
         now = self.clock()
@@ -140,17 +147,19 @@ class Approvals:
             channel=channel, tool=tool, tool_use_id=tool_use_id, args=dict(args),
             args_hash=args_hash(args), risk=risk, summary=summary, status="pending",
             created_at=now, expires_at=now + self.timeout_seconds, autonomy=autonomy,
-            allowlist=allowlist,
+            allowlist=allowlist, scope=scope,
         )
         async with self.store.transaction() as tx:
             await tx.execute(
                 "INSERT INTO approvals(id, session_id, sender, chat, channel, tool, tool_use_id,"
                 " args, args_hash, risk, summary, status, created_at, expires_at, autonomy,"
-                " allowlist) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+                " allowlist, scope_key, scope_label)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
                 (request.id, session_id, sender, chat, channel, tool, tool_use_id,
                  json.dumps(request.args, ensure_ascii=False), request.args_hash, risk, summary,
                  request.created_at, request.expires_at, autonomy,
-                 None if allowlist is None else json.dumps(sorted(allowlist))),
+                 None if allowlist is None else json.dumps(sorted(allowlist)),
+                 scope.key if scope else None, scope.label if scope else None),
             )
         return request
 
@@ -195,6 +204,9 @@ class Approvals:
                 " WHERE id = ? AND status = 'pending'", (now, approval_id))
             request.status, request.resolved_at = "expired", now
             return Resolution(False, _closed_reason(request, now), "expired", request)
+        if choice == "always" and request.scope is None:
+            return Resolution(False, "\"Always\" is not offered for this request; approve it "
+                                     "once instead.", request.status, request)
         if not request.args_intact:
             return Resolution(False, "This request was altered after it was shown; it cannot be "
                                      "approved. Ask again.", request.status, request)
@@ -205,12 +217,14 @@ class Approvals:
             (status, resolver, now, approval_id, now))
         if changed != 1:  # cannot happen under BEGIN IMMEDIATE; refuse rather than guess
             return Resolution(False, "This request was already answered.", None, request)
-        if choice == "always":
-            await tx.execute("INSERT INTO session_auto_approve(session_id, tool) VALUES (?, ?)"
-                             " ON CONFLICT DO NOTHING", (request.session_id, request.tool))
+        verb = {"approve": "Approved", "deny": "Denied"}.get(choice, "")
+        if choice == "always" and request.scope is not None:
+            grant = await self.grants.add(
+                tx, session_id=request.session_id, sender=request.sender, tool=request.tool,
+                scope=request.scope, risk=request.risk, by=resolver, approval_id=request.id)
+            verb = f"Approved, and always {grant.scope_label} in this chat,"
         request.status, request.resolved_by, request.resolved_at = status, resolver, now
-        verb = {"approve": "Approved", "always": "Approved for this session", "deny": "Denied"}
-        return Resolution(True, f"{verb[choice]} by {resolver}.", status, request)
+        return Resolution(True, f"{verb} by {resolver}.", status, request)
 
     @staticmethod
     async def _audit(tx: Tx, approval_id: str, resolver: str, choice: str,
@@ -280,10 +294,6 @@ class Approvals:
                                         (approval_id,))
         return row["message_ref"] if row else None
 
-    async def session_auto_approve(self, session_id: str) -> frozenset[str]:
-        rows = await self.store.fetchall(
-            "SELECT tool FROM session_auto_approve WHERE session_id = ?", (session_id,))
-        return frozenset(row["tool"] for row in rows)
 
 
 def _looks_like_id(value: Any) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from bot.events import Button, IncomingMessage, Notice, Sink
+from bot.grants import GrantError
 from bot.jobs import JobError
 from bot.schedule import ScheduleError, local_time, zone
 from bot.tool import CallContext
@@ -26,6 +27,7 @@ DESCRIPTIONS: list[tuple[str, str]] = [
     ("new", "Start a fresh conversation"),
     ("stop", "Cancel what I am doing"),
     ("undo", "Revert the last change I made in this conversation"),
+    ("grants", "What your \"Always\" taps allow, with Revoke buttons"),
     ("jobs", "Your reminders and scheduled jobs"),
     ("timezone", "Show or set your time zone for schedules"),
 ]
@@ -152,6 +154,34 @@ async def _timezone(agent: Agent, message: IncomingMessage, autonomy: str, sink:
     await sink.emit(Notice(f"Time zone set to {arg.split()[0]}. New schedules use it."))
 
 
+async def _grants(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
+                  arg: str) -> None:
+    grants = agent.services.approvals.grants
+    verb, _, rest = arg.partition(" ")
+    if verb == "revoke":
+        try:
+            grant = await grants.revoke(rest.strip(), message.sender)
+        except GrantError as exc:
+            await sink.emit(Notice(f"Cannot revoke: {exc}"))
+            return
+        await sink.emit(Notice(f"Revoked: {grant.description}. I will ask again."))
+        return
+    if verb:
+        await sink.emit(Notice("Usage: /grants or /grants revoke ID"))
+        return
+    session_id = await agent.session_id(message)
+    mine = await grants.active_for(message.sender, session_id)
+    if not mine:
+        await sink.emit(Notice("No \"Always\" grants in this conversation: I ask before every "
+                               "call that needs approval."))
+        return
+    lines = [f"• {g.description} — until {local_time(g.expires_at, 'UTC')} [{g.id}]" for g in mine]
+    buttons = tuple(Button(f"Revoke: {g.tool} {g.scope_label}"[:40], f"/grants revoke {g.id}")
+                    for g in mine)
+    await sink.emit(Notice("What runs without asking in this conversation (until /new):\n"
+                           + "\n".join(lines), buttons=buttons))
+
+
 def _resolver(choice: str) -> Handler:
     async def handler(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                       arg: str) -> None:
@@ -178,5 +208,6 @@ HANDLERS: dict[str, Handler] = {
     "approve": _resolver("approve"),
     "deny": _resolver("deny"),
     "jobs": _jobs,
+    "grants": _grants,
     "timezone": _timezone,
 }

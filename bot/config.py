@@ -46,6 +46,7 @@ _PROFILE = _obj({
     "excluded_tools": _STR_LIST,
     "auto_approve": _STR_LIST,
     "always_ask": _STR_LIST,
+    "always_max_risk": _RISK,
 })
 
 _MCP_SERVER = _obj({
@@ -108,6 +109,8 @@ SCHEMA: dict[str, Any] = _obj({
     "approvals": _obj({
         "timeout_seconds": {"type": "integer", "minimum": 10},
         "approvers": _STR_LIST,
+        "notify_approvers": {"type": "boolean"},
+        "grant_ttl_seconds": {"type": "integer", "minimum": 60},
     }),
     "profiles": {"type": "object", "additionalProperties": _PROFILE},
     "telegram": _obj({
@@ -205,9 +208,10 @@ DEFAULTS: dict[str, Any] = {
     "store": {"path": ""},
     "senders": {"cli:local": "full", "unknown": "pairing"},
     "pairing": {"code_ttl_seconds": 3600, "max_codes_per_hour": 3},
-    "approvals": {"timeout_seconds": 300, "approvers": []},
+    "approvals": {"timeout_seconds": 300, "approvers": [], "notify_approvers": True,
+                  "grant_ttl_seconds": 86_400},
     "profiles": {"default": {"allowed_tools": [], "excluded_tools": [], "auto_approve": [],
-                             "always_ask": []}},
+                             "always_ask": [], "always_max_risk": "medium"}},
     "telegram": {"enabled": True, "base_url": "https://api.telegram.org/bot",
                  "base_file_url": "https://api.telegram.org/file/bot", "mode": "polling",
                  "groups": [], "webhook_url": "", "listen": "127.0.0.1", "port": 8443,

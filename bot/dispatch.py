@@ -20,6 +20,8 @@ from typing import Any
 from bot import history
 from bot.audit import AuditEntry
 from bot.events import Sink, ToolFinished, ToolProgress, ToolStarted
+from bot.grants import Grant, Scope, covering, scope_of
+from bot.logs import Redactor
 from bot.policy import Caller, Decision, decide
 from bot.services import Services
 from bot.tool import (
@@ -70,7 +72,7 @@ class Turn:
     channel: str
     autonomy: str
     sink: Sink
-    session_auto_approve: frozenset[str] = frozenset()
+    grants: tuple[Grant, ...] = ()    # what "Always" taps in this session allow
     run_allowlist: frozenset[str] | None = None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     records: list[Record] = field(default_factory=list)  # written with the step's history
@@ -83,7 +85,7 @@ class Turn:
 
     @property
     def caller(self) -> Caller:
-        return Caller(self.sender, self.autonomy, self.run_allowlist, self.session_auto_approve)
+        return Caller(self.sender, self.autonomy, self.run_allowlist)
 
 
 @dataclass
@@ -95,6 +97,8 @@ class Planned:
     decision: Decision | None = None
     risk: str = "high"
     result: dict[str, Any] | None = None   # set when refused before execution
+    scope: Scope | None = None             # what an "Always" for this call would cover
+    grant: Grant | None = None             # the grant that lets it run unasked, if any
 
 
 def args_digest(value: Any) -> str:
@@ -110,9 +114,20 @@ def error_block(tool_use_id: str, error: ToolError) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": tool_use_id, "is_error": True, "content": text}
 
 
+AUDIT_CALL_CHARS = 300   # what ran, as shown in `myclaw audit` (the receipt has the exact args)
+
+
 class Dispatcher:
     def __init__(self, services: Services):
         self.services = services
+        self._redactor = Redactor(services.config.secret_values())
+
+    def what_ran(self, name: str, args: Any, summary: str | None = None) -> str:
+        """One line for the audit: the approved preview, else the call itself; secrets redacted
+        as in the logs."""
+        text = summary or f"{name} {json.dumps(args, ensure_ascii=False, default=str)}"
+        line = " ".join(self._redactor.text(text).split())
+        return line if len(line) <= AUDIT_CALL_CHARS else line[:AUDIT_CALL_CHARS - 1] + "…"
 
     # --- planning ------------------------------------------------------------------------
 
@@ -130,7 +145,15 @@ class Dispatcher:
         if invalid is not None:
             return self._refused(turn, block, invalid, tool)
         risk = risk_of(tool, args)
-        decision = decide(tool.meta, risk, turn.caller, registry.profile)
+        scope = scope_of(tool, args)
+        grant = covering(turn.grants, name, scope.key, risk, time.time())
+        # A grant counts like the profile's auto_approve, for this one call only: the pure
+        # policy still decides (deny stays deny, always_ask still asks).
+        caller = Caller(turn.sender, turn.autonomy, turn.run_allowlist,
+                        frozenset({name}) if grant is not None else frozenset())
+        decision = decide(tool.meta, risk, caller, registry.profile)
+        if decision.verdict != "allow":
+            grant = None
         turn.log_calls.append(f"{name}:{decision.verdict}")
         if decision.verdict == "deny":
             error = ToolError("permission_denied", f"{name} was refused: {decision.reason}.",
@@ -138,7 +161,7 @@ class Dispatcher:
                               "or reach the goal with another available tool.")
             self._audit(turn, name, args, "deny", "blocked", decision.reason)
             return Planned(block, tool, decision, risk, error_block(call_id, error))
-        return Planned(block, tool, decision, risk)
+        return Planned(block, tool, decision, risk, scope=scope, grant=grant)
 
     def _refused(self, turn: Turn, block: dict[str, Any], error: ToolError,
                  tool: Tool | None = None) -> Planned:
@@ -187,7 +210,8 @@ class Dispatcher:
         return summary
 
     async def execute(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str,
-                      approver: str | None = None) -> dict[str, Any]:
+                      approver: str | None = None, grant: Grant | None = None,
+                      summary: str | None = None) -> dict[str, Any]:
         name = tool.meta.name
         await turn.sink.emit(ToolStarted(call_id, name, args))
         started = time.time()
@@ -202,14 +226,24 @@ class Dispatcher:
             self._audit(turn, name, args, "allow", "failed", f"{error.kind}: {error.message}")
             await turn.sink.emit(ToolFinished(call_id, name, False, error.message))
             return error_block(call_id, error)
-        self._record_success(turn, tool, args, result, approver, started)
+        self._record_success(turn, tool, args, result, approver, started,
+                             self._ran_detail(name, args, approver, grant, summary))
         await turn.sink.emit(ToolFinished(call_id, name, True))
         return self.result_block(tool, args, result, call_id)
 
+    def _ran_detail(self, name: str, args: Any, approver: str | None, grant: Grant | None,
+                    summary: str | None) -> str:
+        detail = self.what_ran(name, args, summary)
+        if approver:
+            detail += f" | approved by {approver}"
+        if grant is not None:
+            detail += f" | under grant {grant.id} ({grant.scope_label})"
+        return detail
+
     def _record_success(self, turn: Turn, tool: Tool, args: dict[str, Any], result: Any,
-                        approver: str | None, started: float) -> None:
+                        approver: str | None, started: float, detail: str) -> None:
         self._audit(turn, tool.meta.name, args, "allow" if approver is None else "approved",
-                    "executed", f"approver={approver}" if approver else "")
+                    "executed", detail)
         turn.records.append(ExecutedCall(
             session_id=turn.session_id, sender=turn.sender, tool=tool.meta.name, args=args,
             result=result, approver=approver, started_at=started, finished_at=time.time(),
@@ -232,7 +266,8 @@ class Dispatcher:
         if planned.result is not None:
             return planned.result
         assert planned.tool is not None
-        return await self.execute(turn, planned.tool, planned.block["input"], planned.block["id"])
+        return await self.execute(turn, planned.tool, planned.block["input"], planned.block["id"],
+                                  grant=planned.grant)
 
     async def run_allowed(self, turn: Turn, plans: list[Planned]) -> dict[str, dict[str, Any]]:
         """Run the allowed/refused calls; read-only ones together, others one by one in order.

@@ -39,6 +39,7 @@ class ApprovalView:
     channel: str
     args: dict[str, Any]
     expires_at: float
+    always: str = ""      # what an "Always" tap would cover ("`git` in this chat"); "" = no Always
 
 
 # --- events emitted by the agent ------------------------------------------------------------

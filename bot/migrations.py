@@ -208,4 +208,23 @@ CREATE TABLE sender_settings (
 );
 ALTER TABLE approvals ADD COLUMN allowlist TEXT;
 """),
+    (5, "grants: what an Always tap allows (tool, scope, max risk, expiry); approvals keep the scope", """
+CREATE TABLE grants (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    scope_key TEXT NOT NULL,
+    scope_label TEXT NOT NULL,
+    max_risk TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    approval_id TEXT,
+    granted_by TEXT NOT NULL,
+    revoked_at REAL
+);
+CREATE INDEX grants_by_session ON grants(session_id, expires_at);
+ALTER TABLE approvals ADD COLUMN scope_key TEXT;
+ALTER TABLE approvals ADD COLUMN scope_label TEXT;
+"""),
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from bot.tool import RISKS, Risk, ToolMeta
 
@@ -44,11 +44,13 @@ class Profile:
     excluded_tools: frozenset[str] = frozenset()
     auto_approve: frozenset[str] = frozenset()
     always_ask: frozenset[str] = frozenset()
+    always_max_risk: Risk = "medium"   # the highest risk an "Always" tap may cover
 
     @classmethod
-    def from_config(cls, table: dict[str, list[str]]) -> Profile:
-        return cls(**{key: frozenset(table.get(key, ())) for key in
-                      ("allowed_tools", "excluded_tools", "auto_approve", "always_ask")})
+    def from_config(cls, table: dict[str, Any]) -> Profile:
+        sets = {key: frozenset(table.get(key, ())) for key in
+                ("allowed_tools", "excluded_tools", "auto_approve", "always_ask")}
+        return cls(**sets, always_max_risk=table.get("always_max_risk", "medium"))
 
 
 @dataclass(frozen=True)

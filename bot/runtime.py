@@ -29,6 +29,7 @@ from bot.events import (
     Sink,
     TextDelta,
 )
+from bot.grants import may_offer
 from bot.hooks import run_session_hooks
 from bot.journal import Journal
 from bot.prompt import PromptBuilder
@@ -51,7 +52,6 @@ class Agent:
         self.dispatcher = Dispatcher(services)
         self.prompt = PromptBuilder(services)
         self._sessions: dict[tuple[str, str], str] = {}
-        self._auto_approve: dict[str, frozenset[str]] = {}
         self._surfaces: dict[str, ApprovalSurface] = {}
         self.journal = Journal(services.store, receipts=services.receipts, undo=services.undo)
 
@@ -82,7 +82,6 @@ class Agent:
         resolution = await approvals.resolve(approval_id, resolver, choice)
         if resolution.ok and resolution.request is not None:
             request = resolution.request
-            self._auto_approve.pop(request.session_id, None)  # "always" may have added a tool
             key = self.session_key(request.sender, request.chat)
             self.queue.spawn(key, lambda: self._guarded(sink, self._resume(request, resolver, sink)))
         return resolution
@@ -234,13 +233,8 @@ class Agent:
 
     async def _turn(self, session_id: str, sender: str, chat: str, channel: str, autonomy: str,
                     sink: Sink, run_allowlist: frozenset[str] | None = None) -> Turn:
-        auto = self._auto_approve.get(session_id)
-        if auto is None:
-            auto = await self.services.approvals.session_auto_approve(session_id)
-            if len(self._auto_approve) >= SESSION_CACHE_SIZE:
-                self._auto_approve.clear()
-            self._auto_approve[session_id] = auto
-        return Turn(session_id, sender, chat, channel, autonomy, sink, auto, run_allowlist)
+        grants = await self.services.approvals.grants.for_session(session_id)
+        return Turn(session_id, sender, chat, channel, autonomy, sink, grants, run_allowlist)
 
     async def _prepared(self, turn: Turn, stored: list[dict[str, Any]], size: int | None,
                         repair: bool = True) -> list[dict[str, Any]]:
@@ -327,6 +321,10 @@ class Agent:
             await turn.sink.emit(ApprovalNeeded(view))
         return bool(pending_views)
 
+    def _may_offer_always(self, tool: str, risk: str) -> bool:
+        profile = self.services.registry.profile
+        return may_offer(tool, risk, profile.always_max_risk, profile.always_ask)
+
     async def _ask(self, turn: Turn, plan: Planned) -> tuple[ApprovalView | None, dict | None]:
         block, tool = plan.block, plan.tool
         try:
@@ -336,7 +334,8 @@ class Agent:
         request = await self.services.approvals.create(
             session_id=turn.session_id, sender=turn.sender, chat=turn.chat, channel=turn.channel,
             tool=tool.meta.name, tool_use_id=block["id"], args=block["input"], risk=plan.risk,
-            summary=summary, autonomy=turn.autonomy, allowlist=turn.run_allowlist)
+            summary=summary, autonomy=turn.autonomy, allowlist=turn.run_allowlist,
+            scope=plan.scope if self._may_offer_always(tool.meta.name, plan.risk) else None)
         return request.view(), None
 
     # --- approvals resumed ---------------------------------------------------------------
@@ -375,7 +374,7 @@ class Agent:
             await self.services.approvals.mark_finished(request.id, False)
             return plan.result
         result = await self.dispatcher.execute(turn, plan.tool, request.args, call_id,
-                                               approver=resolver)
+                                               approver=resolver, summary=request.summary)
         await self.services.approvals.mark_finished(request.id, not result.get("is_error"))
         return result
 

@@ -197,12 +197,15 @@ class TerminalChannel:
             self._turn = None
 
     async def _ask(self, view: ApprovalView, reader: LineReader, exit_event: asyncio.Event) -> bool:
+        always = f" / [a]lways: {view.always}" if view.always else ""
         self.sink.write(f"\nApproval needed — {view.tool} (risk {view.risk})\n{view.summary}\n"
-                        "Approve? [y]es / [N]o / [a]lways for this session: ")
+                        f"Approve? [y]es / [N]o{always}: ")
         answer = await self._next_line(reader, exit_event)
         if answer is None:
             return False
         choice = CHOICES.get(answer.strip().lower(), "deny")
+        if choice == "always" and not view.always:
+            choice = "deny"   # no Always offered for this call: anything but yes is a no
         resolution = await self.agent.resolve_approval(view.id, SENDER, choice, self.sink)
         if not resolution.ok:
             self.sink.write(f"{resolution.reason}\n")

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bot.approvals import ApprovalRequest, Approvals, args_hash
+from bot.grants import Scope
 from bot.store import Store
 from tests.store_support import execute
 
@@ -42,17 +43,18 @@ def approvals(store: Store, clock: Clock) -> Approvals:
 
 
 async def ask(approvals: Approvals, session: str = "s1", tool: str = "fs_write",
-              args: dict[str, Any] | None = None) -> ApprovalRequest:
+              args: dict[str, Any] | None = None,
+              scope: Scope | None = Scope("folder:notes", "files in `notes/`")) -> ApprovalRequest:
     return await approvals.create(
         session_id=session, sender=OWNER, chat="100", channel="telegram", tool=tool,
         tool_use_id="toolu_1", args=args if args is not None else {"path": "notes/a.md", "text": "hé"},
-        risk="medium", summary="Write notes/a.md (3 bytes)")
+        risk="medium", summary="Write notes/a.md (3 bytes)", scope=scope)
 
 
 async def snapshot(store: Store) -> list[tuple]:
-    """Everything a tap could change (approvals and auto-approve sets), for before/after checks."""
+    """Everything a tap could change (approvals and grants), for before/after checks."""
     rows = await store.fetchall("SELECT * FROM approvals ORDER BY id")
-    auto = await store.fetchall("SELECT * FROM session_auto_approve ORDER BY session_id, tool")
+    auto = await store.fetchall("SELECT * FROM grants ORDER BY id")
     return [tuple(r) for r in rows] + [tuple(r) for r in auto]
 
 
@@ -187,7 +189,7 @@ async def test_an_expired_request_is_refused_and_marked_expired(approvals, store
     assert result.reason == "This request expired at 22:18 UTC."
     stored = await approvals.get(request.id)
     assert stored.status == "expired" and stored.resolved_by is None
-    assert await approvals.session_auto_approve("s1") == frozenset()
+    assert await approvals.grants.for_session("s1") == ()
     again = await approvals.resolve(request.id, OWNER, "always")
     assert not again.ok and again.reason == result.reason
     assert await approvals.pending() == []
@@ -220,12 +222,27 @@ async def test_args_edited_in_the_store_after_showing_cannot_be_approved(approva
 # --- always, supersede, finishing, queries ---------------------------------------------------
 
 
-async def test_always_approves_and_adds_the_tool_to_the_sessions_auto_approve_set(approvals):
+async def test_always_approves_and_grants_only_the_calls_scope_up_to_its_risk(approvals, clock):
     request = await ask(approvals, session="s1", tool="fs_write")
     result = await approvals.resolve(request.id, OWNER, "always")
-    assert result.ok and result.status == "approved"
-    assert await approvals.session_auto_approve("s1") == frozenset({"fs_write"})
-    assert await approvals.session_auto_approve("s2") == frozenset()
+    assert result.ok and result.status == "approved" and "files in `notes/`" in result.reason
+    (grant,) = await approvals.grants.for_session("s1")
+    assert (grant.tool, grant.scope_key, grant.max_risk) == ("fs_write", "folder:notes", "medium")
+    assert grant.covers("fs_write", "folder:notes", "low", clock.now)
+    assert grant.covers("fs_write", "folder:notes", "medium", clock.now)
+    assert not grant.covers("fs_write", "folder:notes", "high", clock.now)
+    assert not grant.covers("fs_write", "folder:secrets", "medium", clock.now)
+    assert not grant.covers("fs_edit", "folder:notes", "medium", clock.now)
+    assert not grant.covers("fs_write", "folder:notes", "medium", grant.expires_at)
+    assert await approvals.grants.for_session("s2") == ()
+
+
+async def test_always_is_refused_when_the_request_does_not_offer_it(approvals, store):
+    request = await ask(approvals, session="s1", scope=None)
+    before = await snapshot(store)
+    result = await approvals.resolve(request.id, OWNER, "always")
+    assert not result.ok and "not offered" in result.reason
+    assert await snapshot(store) == before
 
 
 async def test_a_new_message_supersedes_the_sessions_pending_requests(approvals, store):

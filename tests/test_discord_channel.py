@@ -178,7 +178,7 @@ async def test_when_dms_are_refused_the_channel_is_told_without_the_private_text
 async def test_an_approval_request_goes_to_the_requester_by_dm_when_configured(start, discord_fake):
     view = ApprovalView(id="A" * 16, tool="fs_write", risk="medium", summary="Write 3 bytes to a.txt",
                         sender=f"discord:{USER}", chat=str(CHANNEL), channel="discord", args={},
-                        expires_at=4_000_000_000)
+                        expires_at=4_000_000_000, always="files in the workspace root")
     agent = ScriptedAgent(ApprovalNeeded(view), Done("", waiting_for_approval=True))
     await start(agent, approvals_in_dm=True)
     await discord_fake.send_message(author_id=USER, content="write", channel_id=CHANNEL, guild_id=GUILD.id,

@@ -89,7 +89,7 @@ async def test_a_role_mapped_to_supervised_lets_a_read_only_member_ask_for_a_med
                                     guild_id=GUILD.id, roles=("Admins",), mentions_bot=True)
     request = await discord_fake.wait_for_buttons(GUILD_CHANNEL)
     assert "writer" in request["content"] and "Write the note 'milk'" in request["content"]
-    assert set(buttons(request)) == {"Approve", "Deny", "Always (this session)"}
+    assert set(buttons(request)) == {"Approve", "Deny", "Always: any writer call in this chat"}
     offered = [t["name"] for t in fake_anthropic.requests[0].json["tools"]]
     assert "writer" in offered
     assert last_user_text(fake_anthropic.requests[0].json) == "write milk"   # mention stripped
@@ -325,7 +325,7 @@ async def test_always_approves_this_call_and_the_next_of_the_session_without_ask
     writer = with_writer(app)
     request = await ask_approval_in_dm(discord_fake, fake_anthropic)
     fake_anthropic.script(text("Written."))
-    always = buttons(request)["Always (this session)"]
+    always = buttons(request)["Always: any writer call in this chat"]
     await discord_fake.click(message_id=int(request["id"]), custom_id=always, user_id=ALICE)
     await discord_fake.wait_for_text(ALICE_DM, "Written.")
     assert "Approved (always, this session)" in discord_fake.messages[int(request["id"])]["content"]

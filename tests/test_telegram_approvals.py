@@ -74,8 +74,8 @@ async def test_the_request_shows_tool_risk_and_summary_with_three_small_buttons(
     shown = request.params["text"]
     assert "<code>fs_write</code>" in shown and "medium" in shown and "Create notes.txt" in shown
     labels = [b["text"] for row in request.params["reply_markup"]["inline_keyboard"] for b in row]
-    assert labels == ["✅ Approve", "❌ Deny", "✅ Always (this session)"]
-    for label in ("✅ Approve", "❌ Deny", "✅ Always"):
+    assert labels == ["Approve", "Deny", "Always: files in the workspace root in this chat"]
+    for label in ("Approve", "Deny", "Always"):
         data = data_of(request, label)
         assert data.startswith("ap:") and len(data.encode()) <= 64
 
@@ -85,7 +85,7 @@ async def test_approve_runs_the_tool_once_and_edits_the_request_without_buttons(
     request = await ask_to_write(tg, fake_anthropic)
     assert not (app.config.workspace / "notes.txt").exists()
     fake_anthropic.script(text("Written."))
-    tg.tap(ADA, data_of(request, "✅ Approve"), request.result)
+    tg.tap(ADA, data_of(request, "Approve"), request.result)
     edit = await tg.wait_for("editMessageText", lambda p: p["message_id"] == request.result["message_id"])
     assert "Approved by Ada (telegram:4242) at" in edit.params["text"]
     assert "reply_markup" not in edit.params
@@ -99,7 +99,7 @@ async def test_deny_does_not_run_the_tool_and_tells_the_model(bot, tg, fake_anth
     app, _ = await bot()
     request = await ask_to_write(tg, fake_anthropic)
     fake_anthropic.script(text("Fine, I won't."))
-    tg.tap(ADA, data_of(request, "❌ Deny"), request.result)
+    tg.tap(ADA, data_of(request, "Deny"), request.result)
     edit = await tg.wait_for("editMessageText", lambda p: p["message_id"] == request.result["message_id"])
     assert "❌ Denied by Ada (telegram:4242)" in edit.params["text"]
     await tg.wait_until(lambda: any(m["text"] == "Fine, I won't." for m in tg.messages.values()))
@@ -112,7 +112,7 @@ async def test_deny_does_not_run_the_tool_and_tells_the_model(bot, tg, fake_anth
 async def test_a_strangers_tap_is_refused_with_the_reason_and_changes_nothing(bot, tg, fake_anthropic):
     app, _ = await bot()
     request = await ask_to_write(tg, fake_anthropic)
-    tg.tap(EVE, data_of(request, "✅ Approve"), request.result, name="Eve")
+    tg.tap(EVE, data_of(request, "Approve"), request.result, name="Eve")
     refusal = await tg.wait_for("answerCallbackQuery")
     assert refusal.params["text"] == "Only telegram:4242 or an approver can answer this request."
     assert refusal.params["show_alert"] is True
@@ -120,7 +120,7 @@ async def test_a_strangers_tap_is_refused_with_the_reason_and_changes_nothing(bo
     assert has_buttons(tg.messages[(ADA, request.result["message_id"])])
     assert not (app.config.workspace / "notes.txt").exists()
     fake_anthropic.script(text("Written."))
-    tg.tap(ADA, data_of(request, "✅ Approve"), request.result)     # the owner still can
+    tg.tap(ADA, data_of(request, "Approve"), request.result)     # the owner still can
     await tg.wait_until(lambda: any(m["text"] == "Written." for m in tg.messages.values()))
     assert (app.config.workspace / "notes.txt").read_text() == "milk"
 
@@ -129,8 +129,8 @@ async def test_a_double_tap_resolves_once(bot, tg, fake_anthropic):
     app, _ = await bot()
     request = await ask_to_write(tg, fake_anthropic)
     fake_anthropic.script(text("Written."))
-    tg.tap(ADA, data_of(request, "✅ Approve"), request.result)
-    tg.tap(ADA, data_of(request, "❌ Deny"), request.result)
+    tg.tap(ADA, data_of(request, "Approve"), request.result)
+    tg.tap(ADA, data_of(request, "Deny"), request.result)
     await tg.wait_for("answerCallbackQuery", count=2)
     await tg.wait_until(lambda: any(m["text"] == "Written." for m in tg.messages.values()))
     assert sorted(answers(tg)) == ["Approved", "This request was already approved by telegram:4242."]
@@ -143,7 +143,7 @@ async def test_an_expired_request_cannot_be_approved(bot, tg, fake_anthropic):
     app, _ = await bot()
     request = await ask_to_write(tg, fake_anthropic)
     app.services.approvals.clock = lambda: time.time() + 3600      # an hour later
-    tg.tap(ADA, data_of(request, "✅ Approve"), request.result)
+    tg.tap(ADA, data_of(request, "Approve"), request.result)
     refusal = await tg.wait_for("answerCallbackQuery")
     assert refusal.params["text"].startswith("This request expired at")
     assert edits_of(tg, request) == []
@@ -168,9 +168,9 @@ async def test_always_approves_this_call_and_later_ones_in_the_session(bot, tg, 
     app, _ = await bot()
     request = await ask_to_write(tg, fake_anthropic)
     fake_anthropic.script(text("Written."))
-    tg.tap(ADA, data_of(request, "✅ Always"), request.result)
+    tg.tap(ADA, data_of(request, "Always"), request.result)
     edit = await tg.wait_for("editMessageText", lambda p: p["message_id"] == request.result["message_id"])
-    assert "Approved for this session by" in edit.params["text"]
+    assert "Approved, and always from now on by" in edit.params["text"]
     await tg.wait_until(lambda: (app.config.workspace / "notes.txt").exists())
     await tg.wait_until(lambda: any(m["text"] == "Written." for m in tg.messages.values()))
     fake_anthropic.script(tool_use("fs_write", {"path": "more.txt", "content": "eggs"}),
@@ -208,12 +208,12 @@ async def test_a_request_still_pending_after_a_restart_can_be_approved(bot, tg, 
     app, first = await bot()
     request = await ask_to_write(tg, fake_anthropic)
     await handled(tg, first.application, tg.last_update_id)
-    ref = await app.services.approvals.message_ref(data_of(request, "✅ Approve").split(":")[1])
+    ref = await app.services.approvals.message_ref(data_of(request, "Approve").split(":")[1])
     assert ref == f"{ADA}:{request.result['message_id']}"
     await first.stop()
     await bot(app)                          # a new channel (a restarted process) on the same store
     fake_anthropic.script(text("Written after the restart."))
-    tg.tap(ADA, data_of(request, "✅ Approve"), request.result)
+    tg.tap(ADA, data_of(request, "Approve"), request.result)
     await tg.wait_until(lambda: any(m["text"] == "Written after the restart." for m in tg.messages.values()))
     assert (app.config.workspace / "notes.txt").read_text() == "milk"
 
@@ -224,7 +224,7 @@ async def test_taps_are_answered_even_while_a_slow_turn_runs_in_the_same_chat(bo
     fake_anthropic.script(text("slow answer", delay=0.5))
     tg.private_message(ADA, "something slow")
     await fake_anthropic.wait_for_requests(2)
-    tg.tap(EVE, data_of(request, "✅ Approve"), request.result, name="Eve")
+    tg.tap(EVE, data_of(request, "Approve"), request.result, name="Eve")
     answered = await tg.wait_for("answerCallbackQuery")
     assert answered.params["text"].startswith("Only telegram:4242")
     await tg.wait_until(lambda: any(m["text"] == "slow answer" for m in tg.messages.values()))

@@ -187,3 +187,23 @@ def holds_secrets(workspace: str) -> bool:
             break
     _secret_scans[workspace] = (now, found)
     return found
+
+
+def programs_of(command: str) -> list[str] | None:
+    """The programs a command line runs (the first word of each `;`/`&&`/`|` segment), or None
+    when it uses shell features that could run something else (substitutions, variables)."""
+    if _special_character(command):
+        return None
+    words = _words(command)
+    if not words:
+        return None
+    programs, starting = [], True
+    for word in words:
+        if set(word) <= _PUNCTUATION:
+            starting = True
+        elif starting:
+            if "=" in word:
+                return None   # VAR=x cmd: the environment changes what runs
+            programs.append(word)
+            starting = False
+    return sorted(set(programs)) or None

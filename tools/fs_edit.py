@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from bot.tool import (
@@ -73,6 +73,14 @@ class FsEdit(BaseTool):
             supports_dry_run=True,
             capability_required=f"fs:write:{workspace}/*",
         )
+
+    def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
+        """An "Always" covers files written in the same folder of the workspace."""
+        folder = PurePosixPath(str(args.get("path", ""))).parent.as_posix()
+        if ".." in folder.split("/") or folder.startswith("/"):
+            return None
+        shown = "the workspace root" if folder in ("", ".") else f"`{folder}/`"
+        return f"folder:{folder}", f"files in {shown}"
 
     async def dry_run(self, ctx: CallContext, path: str, old_text: str, new_text: str,
                       **_: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import base64
 import difflib
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from bot.tool import BaseTool, CallContext, ToolMeta, ToolNotFoundError, UnrevertibleError
@@ -79,6 +79,14 @@ class FsWrite(BaseTool):
             supports_dry_run=True,
             capability_required=f"fs:write:{workspace}/*",
         )
+
+    def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
+        """An "Always" covers files written in the same folder of the workspace."""
+        folder = PurePosixPath(str(args.get("path", ""))).parent.as_posix()
+        if ".." in folder.split("/") or folder.startswith("/"):
+            return None
+        shown = "the workspace root" if folder in ("", ".") else f"`{folder}/`"
+        return f"folder:{folder}", f"files in {shown}"
 
     async def dry_run(self, ctx: CallContext, path: str, content: str, **_: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=False, for_write=True)

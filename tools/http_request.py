@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json as jsonlib
 import re
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from bot.tool import BaseTool, CallContext, Risk, ToolException, ToolInvalidArgsError, ToolMeta
@@ -102,6 +103,16 @@ class HttpRequest(BaseTool):
 
     def __init__(self, allow_domains: tuple[str, ...] = ()):
         self.allow_domains = allow_domains
+        if not allow_domains:
+            # Without an allow-list no request can be low risk: say so in the tool's floor, so
+            # the catalog never offers it to a sender who could never run it (read_only).
+            self.meta = replace(HttpRequest.meta, risk="medium")
+
+    def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
+        """An "Always" covers the same method to the same host."""
+        target = _netguard.parse_target(args.get("url", ""))
+        method = str(args.get("method", "GET"))
+        return f"{method} {target.host}", f"{method} requests to {target.host}"
 
     def risk_for(self, args: dict[str, Any]) -> Risk:
         if args.get("method") != "GET":

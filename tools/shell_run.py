@@ -27,7 +27,7 @@ from bot.tool import (
     ToolPermissionError,
 )
 from tools._bwrap import OPTIONAL_FLAGS, Limits, SandboxFinder, SandboxUnavailable, probe_sync
-from tools._shell_risk import classify, holds_secrets, reads_recursively, visible
+from tools._shell_risk import classify, holds_secrets, programs_of, reads_recursively, visible
 
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 # Read-only runs must stay read-only even in a repository whose config names a program to run.
@@ -145,6 +145,15 @@ class ShellRun(BaseTool):
                 "/dev/fd do not work", "see deploy/README.md, 'The shell sandbox'"))
         return (f"bubblewrap works ({sandbox.bwrap}): commands see only the workspace, "
                 "read-only system files and no network"), findings
+
+    def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
+        """An "Always" covers the program(s) this command runs — `git` for `git status`, so
+        `git log` is covered but `rm` is not (and `git push`, being riskier, still asks)."""
+        programs = programs_of(str(args.get("command", "")))
+        if not programs or args.get("network") is True:
+            return None
+        shown = ", ".join(f"`{visible(p)[:40]}`" for p in programs)
+        return "programs:" + " ".join(programs), shown
 
     def risk_for(self, args: dict[str, Any]) -> Risk:
         return self.assess(str(args.get("command", "")), args.get("network") is True)[0]

@@ -35,7 +35,7 @@ CHOICES = {code: choice for choice, code in CHOICE_CODES.items()}
 BUTTONS = {   # choice -> (label, style), in display order
     "approve": ("Approve", discord.ButtonStyle.success),
     "deny": ("Deny", discord.ButtonStyle.danger),
-    "always": ("Always (this session)", discord.ButtonStyle.secondary),
+    "always": ("Always", discord.ButtonStyle.secondary),
 }
 NOT_YOURS = "Only the person who asked, or a configured approver, can answer this request."
 NOT_RECORDED = "Your answer could not be recorded just now; please tap again in a moment."
@@ -106,9 +106,9 @@ def label_for(status: str | None, resolved_by: str | None, *, always: bool = Fal
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=CUSTOM_ID_TEMPLATE):
     """One of Approve / Deny / Always; rebuilt from its custom_id on every tap."""
 
-    def __init__(self, approval_id: str, choice: str):
-        label, style = BUTTONS[choice]
-        button: discord.ui.Button = discord.ui.Button(label=label, style=style,
+    def __init__(self, approval_id: str, choice: str, label: str = ""):
+        default, style = BUTTONS[choice]
+        button: discord.ui.Button = discord.ui.Button(label=(label or default)[:80], style=style,
                                                       custom_id=custom_id(approval_id, choice))
         super().__init__(button)
         self.approval_id = approval_id
@@ -130,10 +130,14 @@ def _desk(interaction: discord.Interaction) -> ApprovalDesk:
     return interaction.client.approval_desk     # set by channels.discord.MyclawClient
 
 
-def buttons_for(approval_id: str) -> discord.ui.View:
+def buttons_for(approval: ApprovalView) -> discord.ui.View:
+    """Approve / Deny, and "Always: <what it covers>" when the request offers it."""
     view = discord.ui.View(timeout=None)
     for choice in BUTTONS:
-        view.add_item(ApprovalButton(approval_id, choice))
+        if choice == "always" and not approval.always:
+            continue
+        label = f"Always: {approval.always}" if choice == "always" else ""
+        view.add_item(ApprovalButton(approval.id, choice, label))
     return view
 
 
@@ -159,7 +163,7 @@ class ApprovalDesk:
 
     async def post_request(self, approval: ApprovalView, outlet: Outlet) -> None:
         self._remember(approval)
-        message = await outlet.send_approval(request_text(approval), buttons_for(approval.id))
+        message = await outlet.send_approval(request_text(approval), buttons_for(approval))
         if message is not None:
             await self.agent.set_approval_message_ref(approval.id, f"{message.channel.id}:{message.id}")
 

@@ -22,8 +22,9 @@ CHOICE_BY_LETTER = {"a": "approve", "d": "deny", "s": "always"}
 MAX_CALLBACK_BYTES = 64
 MAX_SUMMARY_UNITS = 3000
 RISK_ICON = {"low": "🟢", "medium": "🟠", "high": "🔴"}
-OUTCOME = {"approve": "✅ Approved", "deny": "❌ Denied", "always": "✅ Approved for this session"}
-ANSWER = {"approve": "Approved", "deny": "Denied", "always": "Approved for this session"}
+OUTCOME = {"approve": "✅ Approved", "deny": "❌ Denied", "always": "✅ Approved, and always from now on"}
+ANSWER = {"approve": "Approved", "deny": "Denied", "always": "Approved, and always from now on"}
+MAX_ALWAYS_LABEL = 60
 
 
 def callback_data(approval_id: str, letter: str) -> str:
@@ -38,15 +39,19 @@ def parse_callback(data: str | None) -> tuple[str, str] | None:
     return match.group(1), CHOICE_BY_LETTER[match.group(2)]
 
 
-def keyboard(approval_id: str) -> InlineKeyboardMarkup | None:
-    """The three buttons, or None when the id would not fit in callback data."""
-    if len(callback_data(approval_id, "a").encode()) > MAX_CALLBACK_BYTES:
+def keyboard(view: ApprovalView) -> InlineKeyboardMarkup | None:
+    """Approve / Deny, and "Always: <what it covers>" when the request offers it; None when the
+    id would not fit in callback data."""
+    if len(callback_data(view.id, "a").encode()) > MAX_CALLBACK_BYTES:
         return None
-    return InlineKeyboardMarkup([
-        [InlineKeyboardButton("✅ Approve", callback_data=callback_data(approval_id, "a")),
-         InlineKeyboardButton("❌ Deny", callback_data=callback_data(approval_id, "d"))],
-        [InlineKeyboardButton("✅ Always (this session)", callback_data=callback_data(approval_id, "s"))],
-    ])
+    rows = [[InlineKeyboardButton("Approve", callback_data=callback_data(view.id, "a")),
+             InlineKeyboardButton("Deny", callback_data=callback_data(view.id, "d"))]]
+    if view.always:
+        label = f"Always: {view.always}"
+        if len(label) > MAX_ALWAYS_LABEL:
+            label = label[:MAX_ALWAYS_LABEL - 1] + "…"   # the request text names it in full
+        rows.append([InlineKeyboardButton(label, callback_data=callback_data(view.id, "s"))])
+    return InlineKeyboardMarkup(rows)
 
 
 def belongs_to(markup: InlineKeyboardMarkup | None, approval_id: str) -> bool:
@@ -99,6 +104,8 @@ def request_message(view: ApprovalView) -> Part:
     """The request as shown with buttons."""
     body = _body(view)
     tail = f"\n\nExpires at {clock(view.expires_at)}."
+    if view.always:
+        tail += f"\n\"Always\" would allow {view.always}, up to {view.risk} risk, until /new."
     return Part(body.html + escape(tail), body.plain + tail)
 
 

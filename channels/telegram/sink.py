@@ -225,7 +225,7 @@ class ChatSink:
         thread_id = self.target.thread_id if chat_id == self.target.chat_id else None
         for part in preview_parts(view):  # a long preview, whole, before the buttons
             await self._messenger.send(chat_id, part, thread_id=thread_id)
-        markup = approval_keyboard(view.id)
+        markup = approval_keyboard(view)
         sent = None
         if markup is not None:
             try:
