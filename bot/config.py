@@ -109,7 +109,6 @@ SCHEMA: dict[str, Any] = _obj({
     "approvals": _obj({
         "timeout_seconds": {"type": "integer", "minimum": 10},
         "approvers": _STR_LIST,
-        "notify_approvers": {"type": "boolean"},
         "grant_ttl_seconds": {"type": "integer", "minimum": 60},
     }),
     "profiles": {"type": "object", "additionalProperties": _PROFILE},
@@ -208,8 +207,7 @@ DEFAULTS: dict[str, Any] = {
     "store": {"path": ""},
     "senders": {"cli:local": "full", "unknown": "pairing"},
     "pairing": {"code_ttl_seconds": 3600, "max_codes_per_hour": 3},
-    "approvals": {"timeout_seconds": 300, "approvers": [], "notify_approvers": True,
-                  "grant_ttl_seconds": 86_400},
+    "approvals": {"timeout_seconds": 300, "approvers": [], "grant_ttl_seconds": 86_400},
     "profiles": {"default": {"allowed_tools": [], "excluded_tools": [], "auto_approve": [],
                              "always_ask": [], "always_max_risk": "medium"}},
     "telegram": {"enabled": True, "base_url": "https://api.telegram.org/bot",
