@@ -288,6 +288,22 @@ async def test_a_file_cannot_grow_past_the_file_size_limit(ctx):
     assert (ctx.workspace / "big").stat().st_size == 1 << 20
 
 
+async def test_a_process_flood_stops_at_the_process_limit(ctx):
+    sandbox = await _bwrap.probe()
+    # Each started process is counted in a file by builtins only (no fork needed); the shell
+    # gives up ("Cannot fork") once the cap is reached.
+    flood = "n=0; while [ $n -lt 80 ]; do sleep 30 & n=$((n+1)); echo $n > started; done"
+    result = await direct(flood, ctx.workspace, limits=Limits(processes=24))
+    assert result["timed_out"] is False
+    running = int((ctx.workspace / "started").read_text())
+    if sandbox.caps_processes:  # an ordinary user (RLIMIT_NPROC), or root with a pids cgroup
+        assert running <= 24
+    else:  # root without a cgroup: the limit cannot hold, and doctor says so
+        assert running > 24
+        assert any(f.key == "tools.shell_run.max_processes"
+                   for f in shell_run.build().environment_report()[1])
+
+
 async def test_the_configured_limits_reach_the_command(ctx, tmp_path):
     config = make_config(tmp_path, {"tools": {"shell_run": {
         "cpu_seconds": 7, "memory_mb": 300, "max_file_mb": 5, "max_processes": 40}}})
@@ -340,7 +356,7 @@ async def test_doctor_reports_a_working_sandbox(tmp_path):
     ok = [c for c in checks if c.name == "shell_run environment"]
     assert ok and ok[0].status == "ok" and "bubblewrap works" in ok[0].detail
     root = [c for c in checks if c.name.endswith("tools.shell_run.max_processes")]
-    assert bool(root) == (os.geteuid() == 0)  # the process limit does not bind root
+    assert bool(root) == (not (await _bwrap.probe()).caps_processes)
 
 
 async def test_where_a_fresh_proc_is_refused_the_sandbox_gets_an_empty_one_never_the_hosts(

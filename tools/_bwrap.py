@@ -13,8 +13,8 @@ What a command sees:
 - new user, IPC, UTS and cgroup namespaces, no capabilities, no nested user namespaces (where
   bwrap supports --disable-userns), a new session (no terminal injection);
 - resource limits set by `prlimit` before bwrap starts: CPU seconds, address space, file size
-  and processes (the kernel never applies the process limit to root: run the bot as an
-  ordinary user, as deploy/ does);
+  and processes (the kernel never applies the process limit to root; as root the cap comes
+  from a pids cgroup per command where one can be made, see tools/_pidcap.py);
 - it dies with the bot (--die-with-parent), and its whole PID namespace dies with it.
 
 `probe()` runs a trivial command with exactly these flags once per process, so a machine where
@@ -25,6 +25,7 @@ AppArmor settings) is found out before any command runs; shell_run then refuses 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tools._pidcap import PidsCgroup, find_pids_cgroup
 from tools._proc import run_process
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -88,6 +90,13 @@ class Sandbox:
     prlimit: str
     optional_flags: tuple[str, ...]
     proc: bool = True  # a fresh /proc of its own; False: an empty /proc
+    pids: PidsCgroup | None = None  # where root's per-command process cap lives, if anywhere
+
+    @property
+    def caps_processes(self) -> bool:
+        """Whether Limits.processes binds here: always for an ordinary user, for root only
+        through a pids cgroup."""
+        return os.geteuid() != 0 or self.pids is not None
 
     def argv(self, command: str, workspace: Path | None, *, network: bool,
              limits: Limits) -> list[str]:
@@ -102,7 +111,16 @@ class Sandbox:
         """Run one command in the sandbox (same result shape as tools._proc.run_process)."""
         real = _real_directory(workspace)
         argv = self.argv(command, real, network=network, limits=limits)
-        return await run_process(argv, str(real), sandbox_environment(env), timeout, cap, stop)
+        group = None
+        if self.pids is not None and limits.processes > 0:
+            self.pids.sweep()
+            group = self.pids.create(limits.processes)
+            argv = self.pids.wrap(group, argv)
+        try:
+            return await run_process(argv, str(real), sandbox_environment(env), timeout, cap, stop)
+        finally:
+            if group is not None:
+                PidsCgroup.remove(group)
 
 
 def _real_directory(path: Path) -> Path:
@@ -165,7 +183,7 @@ def _verdict(tried: list[tuple[Sandbox, int, str]]) -> Sandbox:
     """The first variant that worked, or SandboxUnavailable quoting bwrap's first complaint."""
     for sandbox, code, _ in tried:
         if code == 0:
-            return sandbox
+            return dataclasses.replace(sandbox, pids=find_pids_cgroup())
     complaint = tried[0][2].strip().splitlines()[-1:] or ["no message"]
     raise SandboxUnavailable(f"bubblewrap cannot create its sandbox here ({complaint[0][:200]})")
 
@@ -211,20 +229,19 @@ async def probe(search_path: str = SYSTEM_PATH) -> Sandbox:
 
 
 class SandboxFinder:
-    """Probes once, on first use, and remembers the answer (working sandbox or why not)."""
+    """Probes on first use and remembers the answer (working sandbox or why not). Two first
+    calls at once may both probe: harmless, and no lock ties the finder to one event loop."""
 
     def __init__(self, search_path: str = SYSTEM_PATH) -> None:
         self.search_path = search_path  # where bwrap and prlimit are looked for
-        self._lock = asyncio.Lock()
         self._found: Sandbox | SandboxUnavailable | None = None
 
     async def get(self) -> Sandbox:
-        async with self._lock:
-            if self._found is None:
-                try:
-                    self._found = await probe(self.search_path)
-                except SandboxUnavailable as exc:
-                    self._found = exc
+        if self._found is None:
+            try:
+                self._found = await probe(self.search_path)
+            except SandboxUnavailable as exc:
+                self._found = exc
         if isinstance(self._found, SandboxUnavailable):
             raise self._found
         return self._found

@@ -125,11 +125,11 @@ class ShellRun(BaseTool):
             return "", [Finding("medium", "tools.shell_run",
                                 f"{exc.problem}, so shell_run refuses every command", exc.fix)]
         findings = []
-        if os.geteuid() == 0:
+        if not sandbox.caps_processes:
             findings.append(Finding(
                 "medium", "tools.shell_run.max_processes",
-                "the bot runs as root, and Linux never applies the process limit to root: a "
-                "shell command can start processes until its timeout",
+                "the bot runs as root, where Linux never applies the process limit, and no "
+                "pids cgroup can be made: a shell command can start processes until its timeout",
                 "run the bot as an ordinary user (deploy/myclaw.service and the Dockerfile do)"))
         missing = [flag for flag in OPTIONAL_FLAGS if flag not in sandbox.optional_flags]
         if missing:
