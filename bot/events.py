@@ -154,10 +154,8 @@ class ApprovalResolved:
 
 @runtime_checkable
 class ApprovalSurface(Protocol):
-    """What a channel offers so that an approval answered elsewhere looks answered there too:
-    where the resumed conversation is posted, and how the request message shows the outcome."""
-
-    def resume_sink(self, approval: ApprovalView) -> Sink: ...
+    """A channel whose request message shows the outcome of an approval answered elsewhere
+    (the conversation itself resumes through the channel's delivery outlet)."""
 
     async def approval_resolved(self, outcome: ApprovalResolved) -> None: ...
 

@@ -16,7 +16,7 @@ from typing import Any
 from bot import commands, history
 from bot.approvals import Resolution, args_hash
 from bot.dispatch import Dispatcher, Planned, Turn, error_block
-from bot.errors import ChannelError, LLMError
+from bot.errors import LLMError
 from bot.events import (
     ApprovalNeeded,
     ApprovalResolved,
@@ -92,18 +92,15 @@ class Agent:
 
     async def resolve_elsewhere(self, approval_id: str, resolver: str, choice: str) -> Resolution:
         """An answer from outside the request's channel (the web console): the same
-        compare-and-set as a tap; the conversation resumes in the request's chat, and the
-        channel edits its request message to show the outcome."""
+        compare-and-set as a tap; the conversation resumes in the request's chat (through the
+        channel's delivery outlet), and the channel edits its request message to show the outcome."""
         request = await self.services.approvals.get(approval_id)
-        surface = self._surfaces.get(request.channel) if request else None
-        sink: Sink = _NoChannel()
-        if surface is not None and request is not None:
-            try:
-                sink = surface.resume_sink(request.view())
-            except ChannelError:  # the channel stopped: the history still gets the answer
-                surface = None
-        resolution = await self.resolve_approval(approval_id, resolver, choice, sink)
+        delivery = self.services.delivery
+        sink = (delivery.sink(request.channel, request.chat, request.sender)
+                if request is not None and delivery is not None else None)
+        resolution = await self.resolve_approval(approval_id, resolver, choice, sink or _NoChannel())
         done = resolution.request
+        surface = self._surfaces.get(done.channel) if done is not None else None
         if resolution.ok and done is not None and surface is not None:
             ref = await self.services.approvals.message_ref(approval_id)
             await surface.approval_resolved(ApprovalResolved(

@@ -25,8 +25,8 @@ from discord import app_commands
 
 from bot.config import Config
 from bot.errors import ChannelError
-from bot.events import AgentAPI, IncomingMessage
-from channels.discord.approvals import ApprovalButton, ApprovalDesk
+from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
+from channels.discord.approvals import ApprovalButton, ApprovalDesk, label_for, outcome_text
 from channels.discord.buttons import CommandButton
 from channels.discord.sink import ChannelOutlet, InteractionOutlet, TurnSink
 
@@ -221,6 +221,24 @@ class DiscordChannel:
         in_guild = isinstance(channel, discord.abc.GuildChannel)
         return TurnSink(ChannelOutlet(client, channel, int(user), in_guild=in_guild,
                                       approvals_in_dm=self.approvals_in_dm), self.desk)
+
+    async def approval_resolved(self, outcome: ApprovalResolved) -> None:
+        """An approval answered elsewhere (the web console): its request message shows the
+        outcome and loses its buttons, as after a click (bot.events.ApprovalSurface)."""
+        client = self.client
+        chat, _, message_id = (outcome.message_ref or "").partition(":")
+        if client is None or not chat.isdigit() or not message_id.isdigit():
+            return
+        channel = client.get_channel(int(chat)) or client.get_partial_messageable(int(chat))
+        status = "denied" if outcome.choice == "deny" else "approved"
+        label = label_for(status, outcome.resolver, always=outcome.choice == "always")
+        text = outcome_text(outcome.approval, label, outcome.resolver, outcome.resolved_at)
+        try:
+            await channel.get_partial_message(int(message_id)).edit(
+                content=text[:2000], view=None, allowed_mentions=discord.AllowedMentions.none())
+        except discord.HTTPException:
+            log.warning("discord: could not mark approval %s as answered", outcome.approval.id,
+                        exc_info=True)
 
     # --- messages -----------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from telegram.ext import filters as tg_filters
 
 from bot.config import Config
 from bot.errors import ChannelError
-from bot.events import AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage
+from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
 from channels.telegram import buttons
 from channels.telegram.approvals import outcome_message
 from channels.telegram.http import AiohttpRequest
@@ -207,13 +207,6 @@ class TelegramChannel:
         await app.shutdown()
 
     # --- approvals answered elsewhere (bot.events.ApprovalSurface) ----------------------------
-
-    def resume_sink(self, approval: ApprovalView) -> ChatSink:
-        """The resumed conversation is posted in the chat of the request."""
-        if self._messenger is None or not approval.chat.lstrip("-").isdigit():
-            raise ChannelError("telegram is not running; the conversation cannot be shown")
-        return ChatSink(self._messenger, self.agent, chat_target(approval.chat, approval.sender),
-                        self.settings)
 
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
         """The request message (chat:message_id, stored when it was sent) shows the outcome and
