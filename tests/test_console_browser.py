@@ -10,6 +10,7 @@ import time
 import pytest
 
 from bot.console.auth import OPERATOR
+from bot.grants import Scope
 from bot.jobs import Job
 from bot.schedule import parse_cron
 from tests import store_support
@@ -20,7 +21,7 @@ from tests.fakes.telegram_server import channel_overrides
 ADA = 4242
 HOSTILE = ('<script>alert("script")</script><img src=x onerror="alert(\'img\')">'
            "<b onmouseover=alert(3)>bold?</b>\n" + "a-very-long-unbroken-token-" * 40)
-PAGES = {"approvals": "/", "pairing": "/pairing", "senders": "/senders", "jobs": "/jobs",
+PAGES = {"approvals": "/", "pairing": "/pairing", "senders": "/senders", "grants": "/grants", "jobs": "/jobs",
          "audit": "/audit", "receipts": "/receipts", "usage": "/usage", "health": "/health"}
 
 
@@ -73,6 +74,10 @@ async def seed(app) -> None:
         id="", owner=f"telegram:{ADA}", channel="telegram", chat=str(ADA), name="Morning digest",
         schedule=parse_cron("0 8 * * 1-5", timezone="Europe/Rome"), level="supervised",
         prompt="Summarise my unread notes and today's calendar."))
+    async with store.transaction() as tx:
+        await services.approvals.grants.add(
+            tx, session_id="s1", sender=f"telegram:{ADA}", tool="shell_run",
+            scope=Scope("prog:git", "git status, git log, git diff"), risk="medium", by=f"telegram:{ADA}")
     now = time.time()
     for day, tokens in enumerate((1200, 5400, 300, 8800, 2500)):
         await store_support.execute(
@@ -140,6 +145,22 @@ async def test_allowing_a_pairing_request_grants_the_chosen_level(browser, conso
     flash, left = await browser.run(allow)
     assert flash == "Granted full to telegram:555." and left == 0
     assert await app.services.senders.granted_level("telegram:555") == "full"
+
+
+async def test_revoking_a_grant_removes_it_from_the_page_and_the_session(browser, console):
+    app, base = console
+    await seed(app)
+    watched = await logged_in_page(browser, app, base)
+
+    def revoke():
+        watched.page.goto(f"{base}/grants")
+        card = watched.page.locator("article.grant").filter(has_text="git status")
+        card.get_by_role("button", name="Revoke").click()
+        watched.page.wait_for_selector(".flash")
+        return watched.page.locator(".flash").inner_text(), watched.page.locator("article.grant").count()
+    flash, left = await browser.run(revoke)
+    assert flash.startswith("Revoked grant") and "git status" in flash and left == 0
+    assert await app.services.approvals.grants.for_session("s1") == ()
 
 
 async def test_the_audit_filter_shows_only_the_matching_entries(browser, console):

@@ -16,7 +16,8 @@ from tests.fakes.anthropic_server import reply, text, tool_use
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror="alert(1)">\n   indented & "quoted"'
 APPROVAL_ID = "A" * 16
-ROUTES = [("GET", "/"), ("GET", "/pairing"), ("GET", "/senders"), ("GET", "/jobs"), ("GET", "/audit"),
+ROUTES = [("GET", "/"), ("GET", "/pairing"), ("GET", "/senders"), ("GET", "/jobs"), ("GET", "/grants"),
+          ("POST", "/grants/0123456789/revoke"), ("GET", "/audit"),
           ("GET", "/receipts"), ("GET", "/usage"), ("GET", "/health"),
           ("POST", f"/approvals/{APPROVAL_ID}"), ("POST", "/pairing/ABCDEFGH/allow"),
           ("POST", "/pairing/ABCDEFGH/deny"), ("POST", "/receipts/verify"), ("POST", "/logout"),
@@ -183,7 +184,8 @@ async def test_no_page_has_inline_script_or_event_handlers(app, http):
     client = await logged_in(app, http)
     await pending_request(app)
     await app.services.senders.pairing_code("telegram:555")
-    for path in ("/", "/pairing", "/senders", "/jobs", "/audit", "/receipts", "/usage", "/health"):
+    for path in ("/", "/pairing", "/senders", "/grants", "/jobs", "/audit", "/receipts", "/usage",
+                 "/health"):
         page = await client.get(path)
         assert page.status == 200, path
         assert "<script>" not in page.text and " on" + "click" not in page.text
@@ -351,3 +353,28 @@ async def test_jobs_can_be_paused_resumed_and_cancelled_from_the_console(app, ht
     assert f"Cancelled job {job.id}" in page.text and "No active or paused jobs." in page.text
     assert (await app.services.jobs.get(job.id)).status == "cancelled"
     assert [r["outcome"] for r in await audit(app, "console:job-pause")] == ["ok", "refused"]
+
+
+async def add_grant(app, label: str = "files under notes/", sender: str = "telegram:42"):
+    from bot.grants import Scope
+
+    async with app.services.store.transaction() as tx:
+        return await app.services.approvals.grants.add(
+            tx, session_id="s1", sender=sender, tool="fs_write", scope=Scope("dir:notes", label),
+            risk="medium", by=sender)
+
+
+async def test_a_grant_revoked_in_the_console_no_longer_covers_the_session(app, http):
+    client = await logged_in(app, http)
+    grant = await add_grant(app, label="<b>notes</b>/")
+    grants = app.services.approvals.grants
+    assert len(await grants.for_session("s1")) == 1     # cached, as the dispatcher sees it
+    page = await client.get("/grants")
+    assert "&lt;b&gt;notes&lt;/b&gt;/" in page.text
+    page = await client.act(f"/grants/{grant.id}/revoke", {}, page="/grants")
+    assert f"Revoked grant {grant.id} of telegram:42" in page.text and "No live grants." in page.text
+    assert await grants.for_session("s1") == ()
+    again = await client.act(f"/grants/{grant.id}/revoke", {}, page="/grants")
+    assert "already revoked" in again.text
+    revoked = [r for r in await audit(app, "grant") if r["outcome"] == "revoked"]
+    assert [r["sender"] for r in revoked] == [OPERATOR]
