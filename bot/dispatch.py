@@ -13,6 +13,7 @@ import difflib
 import hashlib
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,8 +41,9 @@ from bot.wrap import source_of, wrap_untrusted
 log = logging.getLogger(__name__)
 
 MAX_RESULT_CHARS = 200_000
-MAX_PREVIEW_DIFF = 1500  # characters of a dry_run diff shown in an approval request
-MAX_PREVIEW_CHARS = 12_000  # a longer preview cannot be approved: the call is refused
+# A longer preview cannot be approved: the call is refused. A preview is never cut (a cut end
+# could hide a recipient or a command); channels split a long one across messages.
+MAX_PREVIEW_CHARS = 12_000
 
 
 @dataclass(frozen=True)
@@ -107,14 +109,38 @@ def args_digest(value: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def error_block(tool_use_id: str, error: ToolError) -> dict[str, Any]:
-    text = f"{error.kind}: {error.message}"
+def error_block(tool_use_id: str, error: ToolError, tool: Tool | None = None,
+                args: Any = None) -> dict[str, Any]:
+    """The error as the model reads it. The message of a tool that can carry outside content
+    (a remote server's error text, a file name, a quoted page) goes inside the untrusted
+    wrapper; the kind and the hint are ours and stay outside, so the model still knows what
+    failed and what to do next."""
+    if tool is not None and tool.meta.returns_untrusted:
+        source = source_of(tool.meta.name, args if isinstance(args, dict) else {})
+        text = (f"{error.kind}: {tool.meta.name} failed; its message follows as data.\n"
+                f"{wrap_untrusted({'message': error.message}, source)}")
+    else:
+        text = f"{error.kind}: {error.message}"
     if error.llm_hint:
         text += f"\nHint: {error.llm_hint}"
     return {"type": "tool_result", "tool_use_id": tool_use_id, "is_error": True, "content": text}
 
 
 AUDIT_CALL_CHARS = 300   # what ran, as shown in `myclaw audit` (the receipt has the exact args)
+
+
+# Characters that show nothing (or reorder what follows) in a chat: written as \\uXXXX in a
+# preview, so an argument cannot hide behind them. json.dumps already escapes C0 controls.
+_INVISIBLE = re.compile("[\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+                        "\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff"
+                        "\uffa0\ufff0-\ufffb\U000e0000-\U000e0fff]")
+
+
+def visible_json(value: Any) -> str:
+    """`value` as JSON in which every character is visible."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000
+                          else f"\\U{ord(m.group()):08x}", text)
 
 
 class Dispatcher:
@@ -188,24 +214,29 @@ class Dispatcher:
                            cancelled=turn.cancelled)
 
     async def preview(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str) -> str:
-        """The approval text: the dry_run summary, or the no-preview line with the args."""
-        if not tool.meta.supports_dry_run:
-            shown = json.dumps(args, ensure_ascii=False)[:600]
-            return f"{NO_PREVIEW}\n{tool.meta.name} {shown}"
-        outcome = await tool.dry_run(self.context(turn, call_id, tool.meta.name), **args)
-        summary = outcome.get("summary") if isinstance(outcome, dict) else None
+        """The approval text, whole: the dry_run summary (and diff), or — for a tool without a
+        preview of its own — every argument of the call. Never cut: one too long to read is
+        refused instead (raises ToolInvalidArgsError)."""
+        summary = ""
+        if tool.meta.supports_dry_run:
+            outcome = await tool.dry_run(self.context(turn, call_id, tool.meta.name), **args)
+            summary = outcome.get("summary") if isinstance(outcome, dict) else None
+            if summary == NO_PREVIEW:
+                summary = ""
+            elif not isinstance(summary, str) or not summary.strip():
+                summary = visible_json(outcome)
+            else:
+                diff = outcome.get("diff")
+                if isinstance(diff, str) and diff.strip():  # what an edit changes, not its size
+                    summary = f"{summary}\n{diff}"
         if not summary:
-            return json.dumps(outcome, ensure_ascii=False, default=str)[:600]
-        diff = outcome.get("diff")
-        if isinstance(diff, str) and diff.strip():  # show what an edit changes, not just its size
-            clipped = diff if len(diff) <= MAX_PREVIEW_DIFF else diff[:MAX_PREVIEW_DIFF] + "\n…"
-            summary = f"{summary}\n{clipped}"
+            summary = f"{NO_PREVIEW}\n{tool.meta.name} {visible_json(args)}"
         if len(summary) > MAX_PREVIEW_CHARS:
-            # Channels show a preview whole (a cut end could hide part of the call); one this
-            # long could not be read on a phone anyway.
+            # One this long could not be read on a phone anyway.
             raise ToolInvalidArgsError(
                 f"This {tool.meta.name} call is too large to show for approval "
-                f"({len(summary):,} characters).",
+                f"({len(summary):,} characters; the limit is {MAX_PREVIEW_CHARS:,}). "
+                "It was not run.",
                 "Split the work into smaller calls the user can read before approving.")
         return summary
 
@@ -225,7 +256,7 @@ class Dispatcher:
             error = to_tool_error(exc, name)
             self._audit(turn, name, args, "allow", "failed", f"{error.kind}: {error.message}")
             await turn.sink.emit(ToolFinished(call_id, name, False, error.message))
-            return error_block(call_id, error)
+            return error_block(call_id, error, tool, args)
         self._record_success(turn, tool, args, result, approver, started,
                              self._ran_detail(name, args, approver, grant, summary))
         await turn.sink.emit(ToolFinished(call_id, name, True))

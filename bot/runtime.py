@@ -327,7 +327,8 @@ class Agent:
         try:
             summary = await self.dispatcher.preview(turn, tool, block["input"], block["id"])
         except Exception as exc:  # a failing preview means the call cannot work: tell the model
-            return None, error_block(block["id"], to_tool_error(exc, tool.meta.name))
+            return None, error_block(block["id"], to_tool_error(exc, tool.meta.name), tool,
+                                     block["input"])
         request = await self.services.approvals.create(
             session_id=turn.session_id, sender=turn.sender, chat=turn.chat, channel=turn.channel,
             tool=tool.meta.name, tool_use_id=block["id"], args=block["input"], risk=plan.risk,

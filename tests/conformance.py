@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +160,12 @@ def check_invalid_args_rejected(registry: Registry, name: str) -> None:
     )
     error = registry.validate(name, "not an object")  # type: ignore[arg-type]
     assert error is not None and error.kind == "invalid_args"
+
+
+_WRAPPED = re.compile(r"<untrusted-([0-9a-f]+)(?: [^>]*)?>.*?</untrusted-\1>", re.DOTALL)
+
+
+def outside_wrappers(content: str) -> str:
+    """What is left of a tool_result's text once every <untrusted-…> block is removed: the part
+    the model reads as the bot's own words."""
+    return _WRAPPED.sub("", content)

@@ -2,8 +2,9 @@
 
 Run over stdio by default, or `--http PORT` for streamable HTTP on 127.0.0.1. Tools:
 echo, add, env_keys / getenv (what environment the server got), header (what HTTP headers it got),
-pid, fail (an isError result), crash (the process exits mid-call), slow + was_cancelled (to prove a
-cancelled call is cancelled on the server too), progress (reports progress notifications).
+pid, fail (an isError result), fail_with_env (one whose text the server chose), crash (the
+process exits mid-call), slow + was_cancelled (to prove a cancelled call is cancelled on the
+server too), progress (reports progress notifications).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("echo")
 cancelled_calls = anyio.Event()
@@ -58,6 +60,12 @@ def pid() -> int:
 def fail(message: str) -> str:
     """Always fails with the given message."""
     raise ValueError(message)
+
+
+@server.tool()
+def fail_with_env(name: str) -> str:
+    """Always fails; the message is the server's own text (an environment variable's value)."""
+    raise ToolError(os.environ.get(name, ""))
 
 
 @server.tool()

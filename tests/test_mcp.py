@@ -23,7 +23,7 @@ from tests.conftest import FAKE_ENV, make_config
 ECHO_SERVER = Path(__file__).with_name("mcp_echo_server.py")
 ECHO_TOOLS = {"echo__echo", "echo__add", "echo__env_keys", "echo__getenv", "echo__header",
               "echo__pid", "echo__fail", "echo__crash", "echo__slow", "echo__was_cancelled",
-              "echo__progress"}
+              "echo__progress", "echo__fail_with_env"}
 
 
 def echo_server(**extra) -> dict:

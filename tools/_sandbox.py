@@ -285,8 +285,10 @@ def read_regular_file(ctx: CallContext, real: Path, limit: int | None = None) ->
 def _not_a_file(ctx: CallContext, real: Path, st: os.stat_result) -> Exception:
     shown = display_path(ctx, real)
     if stat.S_ISDIR(st.st_mode):
+        # The hint is read outside the untrusted wrapper: it names no path (`shown` may be a
+        # name someone else chose, reached through a symlink).
         return ToolInvalidArgsError(f"{shown} is a directory, not a file.",
-                                    f"List its content with glob_list (pattern '{shown}/*').")
+                                    "List its content with glob_list (the folder's path + '/*').")
     return outside_error(ctx, shown, "it is not a regular file")
 
 

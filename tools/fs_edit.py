@@ -68,7 +68,7 @@ class FsEdit(BaseTool):
             },
             has_side_effects=True,
             risk="medium",
-            returns_untrusted=False,
+            returns_untrusted=True,  # the diff quotes the file; names may come via symlinks
             idempotent=False,
             supports_dry_run=True,
             capability_required=f"fs:write:{workspace}/*",

@@ -74,7 +74,7 @@ class FsWrite(BaseTool):
             },
             has_side_effects=True,
             risk="medium",
-            returns_untrusted=False,
+            returns_untrusted=True,  # a path shown after symlinks is a name someone else chose
             idempotent=True,
             supports_dry_run=True,
             capability_required=f"fs:write:{workspace}/*",

@@ -64,7 +64,7 @@ class SupraLLM(BaseTool):
         },
         has_side_effects=False,
         risk="low",
-        returns_untrusted=False,
+        returns_untrusted=True,  # another model's answer may repeat the context it was given
         idempotent=False,
         supports_dry_run=True,
         capability_required="llm:supra",

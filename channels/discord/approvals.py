@@ -74,10 +74,13 @@ def literal_block(text: str) -> str:
 
 def _header(approval: ApprovalView, title: str = "Approval needed", whole: bool = False) -> str:
     """`whole`: the request itself shows every character of the preview (split over several
-    messages when long: a cut end could hide part of the call); the edited outcome may cut."""
+    messages when long: a cut end could hide part of the call). The outcome, edited into the
+    last of those messages once answered, says how much it leaves out."""
     summary = (approval.summary or NO_PREVIEW).strip()
     if not whole and len(summary) > SUMMARY_LIMIT:
-        summary = summary[:SUMMARY_LIMIT] + "…"
+        left_out = len(summary) - SUMMARY_LIMIT
+        summary = (f"{summary[:SUMMARY_LIMIT]}… ({left_out:,} more characters: the whole "
+                   "preview was posted with the request)")
     return (f"🔐 **{title}** — `{approval.tool}` (risk: **{approval.risk}**)\n"
             f"Requested by {mention(approval.sender)}\n{literal_block(summary)}")
 
