@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bot import offload
 from bot.config import SECRET_ENV_VARS, Config
 from bot.errors import ChannelError, ConfigError
 from bot.events import ApprovalSurface
@@ -122,6 +123,7 @@ class App:
             await part.stop()
         await self.services.llm.close()
         await self.services.store.close()
+        offload.shutdown()  # the CPU workers (diffs, page parsing) end with the bot
 
     # --- channels ------------------------------------------------------------------------
 

@@ -179,11 +179,12 @@ async def test_fs_write_refuses_the_bots_own_files_and_outside_paths(ctx, ws, co
     assert not (ws.parent / "escape.txt").exists()
 
 
-async def test_overwriting_a_huge_file_is_previewed_by_size_and_cannot_be_undone(ctx, ws, config):
+async def test_overwriting_a_huge_file_shows_the_new_content_whole_and_cannot_be_undone(ctx, ws, config):
     (ws / "big.log").write_bytes(b"x\n" * (fs_write.MAX_UNDO_BYTES // 2 + 10))
     tool = fs_write.build(config)
     preview = await tool.dry_run(ctx, path="big.log", content="small")
     assert preview["summary"] == "Overwrite big.log (1.9 MB → 5 B; too large to compare, cannot be undone)"
+    assert "+small\n" in preview["diff"] and "not compared" in preview["diff"]
     result = await tool.execute(ctx, path="big.log", content="small")
     with pytest.raises(UnrevertibleError, match="too large"):
         await tool.revert(ctx, {}, result)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
@@ -15,6 +14,7 @@ from bot.tool import (
     ToolNotFoundError,
     ToolUnsupportedError,
 )
+from tools._diff import unified_diff
 from tools._sandbox import display_path, read_regular_file, resolve_in_workspace, write_atomic
 from tools.fs_write import (
     MAX_CONTENT_CHARS,
@@ -25,7 +25,7 @@ from tools.fs_write import (
     undo_record,
 )
 
-MAX_DIFF_CHARS = 20_000
+MAX_RESULT_DIFF_CHARS = 20_000  # of the diff in the result the model reads (a preview is whole)
 _COUNT_CAP = 1000  # counting stops here: "1000 or more" is already a clear answer
 
 
@@ -84,15 +84,19 @@ class FsEdit(BaseTool):
 
     async def dry_run(self, ctx: CallContext, path: str, old_text: str, new_text: str,
                       **_: Any) -> dict[str, Any]:
-        plan = plan_edit(ctx, path, old_text, new_text)
+        plan = await plan_edit(ctx, path, old_text, new_text)
         return {"path": plan.shown, "summary": plan.summary, "diff": plan.diff}
 
     async def execute(self, ctx: CallContext, path: str, old_text: str, new_text: str,
                       **_: Any) -> dict[str, Any]:
-        plan = plan_edit(ctx, path, old_text, new_text)
+        plan = await plan_edit(ctx, path, old_text, new_text)
         new_bytes = plan.new_text.encode("utf-8")
         write_atomic(ctx, plan.real, new_bytes)
-        return {"path": plan.shown, "replacements": 1, "summary": plan.summary, "diff": plan.diff,
+        diff = plan.diff
+        if len(diff) > MAX_RESULT_DIFF_CHARS:
+            diff = (f"{diff[:MAX_RESULT_DIFF_CHARS]}\n… (diff cut at {MAX_RESULT_DIFF_CHARS:,} of "
+                    f"{len(plan.diff):,} characters; read the file to see the rest)\n")
+        return {"path": plan.shown, "replacements": 1, "summary": plan.summary, "diff": diff,
                 "undo": undo_record(Previous(True, len(plan.old_bytes), plan.old_bytes),
                                     new_bytes, [])}
 
@@ -100,7 +104,7 @@ class FsEdit(BaseTool):
         return await revert_write(ctx, result)
 
 
-def plan_edit(ctx: CallContext, path: str, old_text: str, new_text: str) -> PlannedEdit:
+async def plan_edit(ctx: CallContext, path: str, old_text: str, new_text: str) -> PlannedEdit:
     if old_text == new_text:
         raise ToolInvalidArgsError("old_text and new_text are identical; nothing would change.",
                                    "Pass the replacement you want in new_text.")
@@ -122,9 +126,9 @@ def plan_edit(ctx: CallContext, path: str, old_text: str, new_text: str) -> Plan
         ) from exc
     _require_single_match(shown, content, old_text)
     updated = content.replace(old_text, new_text, 1)
-    summary = f"Edit {shown} ({describe_lines(old_bytes, updated.encode('utf-8'))})"
-    return PlannedEdit(real, shown, old_bytes, updated, _unified_diff(shown, content, updated),
-                       summary)
+    diff = await unified_diff(content, updated, f"a/{shown}", f"b/{shown}")
+    summary = f"Edit {shown} ({describe_lines(diff)})"
+    return PlannedEdit(real, shown, old_bytes, updated, diff.text, summary)
 
 
 def count_occurrences(content: str, needle: str) -> int:
@@ -154,16 +158,6 @@ def _require_single_match(shown: str, content: str, old_text: str) -> None:
         "to old_text so it identifies one place, then call fs_edit again.",
         {"path": shown, "matches": count},
     )
-
-
-def _unified_diff(shown: str, old: str, new: str) -> str:
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                 fromfile=f"a/{shown}", tofile=f"b/{shown}", n=3)
-    diff = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-                   for line in lines)
-    if len(diff) > MAX_DIFF_CHARS:
-        diff = diff[:MAX_DIFF_CHARS] + f"\n… (diff cut at {MAX_DIFF_CHARS} characters)\n"
-    return diff
 
 
 def build(config: Any = None) -> FsEdit:

@@ -7,13 +7,13 @@ fs_edit: both tools replace a whole file and undo the same way.
 from __future__ import annotations
 
 import base64
-import difflib
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from bot.tool import BaseTool, CallContext, ToolMeta, ToolNotFoundError, UnrevertibleError
+from tools._diff import Diff, unified_diff
 from tools._sandbox import (
     display_path,
     read_regular_file,
@@ -27,8 +27,6 @@ MAX_CONTENT_CHARS = 2_000_000
 # Previous content larger than this is not read whole nor kept for undo (it would bloat the
 # undo log); such an overwrite is previewed by size only and cannot be reverted.
 MAX_UNDO_BYTES = 2_000_000
-MAX_DIFF_LINES = 20_000  # line counting is quadratic in the worst case: skip it beyond this
-MAX_PREVIEW_CHARS = 20_000  # of the diff a dry_run returns (the approval shows less)
 
 
 @dataclass(frozen=True)
@@ -93,18 +91,19 @@ class FsWrite(BaseTool):
         previous = read_previous(ctx, real)
         new = content.encode("utf-8")
         shown = display_path(ctx, real)
+        diff = await content_diff(shown, previous, content)
         return {"path": shown, "creates_file": not previous.exists, "would_write": len(new),
-                "summary": change_summary(shown, previous, new),
-                "diff": preview_diff(shown, previous, content)}
+                "summary": change_summary(shown, previous, new, diff), "diff": diff.text}
 
     async def execute(self, ctx: CallContext, path: str, content: str, **_: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=False, for_write=True)
         previous = read_previous(ctx, real)
         new = content.encode("utf-8")
+        diff = await content_diff(display_path(ctx, real), previous, content)
         created_dirs = write_atomic(ctx, real, new)
         shown = display_path(ctx, real)
         return {"path": shown, "created": not previous.exists, "bytes_written": len(new),
-                "summary": change_summary(shown, previous, new),
+                "summary": change_summary(shown, previous, new, diff),
                 "undo": undo_record(previous, new, created_dirs)}
 
     async def revert(self, ctx: CallContext, args: dict[str, Any], result: dict[str, Any]) -> dict:
@@ -122,57 +121,30 @@ def format_size(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
-def line_changes(old: str, new: str) -> tuple[int, int] | None:
-    """(lines added, lines removed) between two texts; None when they are too long to compare."""
-    old_lines, new_lines = old.splitlines(), new.splitlines()
-    if max(len(old_lines), len(new_lines)) > MAX_DIFF_LINES:
-        return None
-    added = removed = 0
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag in ("replace", "delete"):
-            removed += i2 - i1
-        if tag in ("replace", "insert"):
-            added += j2 - j1
-    return added, removed
-
-
-def change_summary(shown: str, previous: Previous, new: bytes) -> str:
+def change_summary(shown: str, previous: Previous, new: bytes, diff: Diff) -> str:
     """"Create notes/a.md (1.2 KB)" or "Overwrite notes/a.md (3.0 KB → 1.2 KB, +12 −40 lines)"."""
     if not previous.exists:
         return f"Create {shown} ({format_size(len(new))})"
     sizes = f"{format_size(previous.size)} → {format_size(len(new))}"
     if previous.content is None:
         return f"Overwrite {shown} ({sizes}; too large to compare, cannot be undone)"
-    return f"Overwrite {shown} ({sizes}, {describe_lines(previous.content, new)})"
+    return f"Overwrite {shown} ({sizes}, {describe_lines(diff)})"
 
 
-def preview_diff(shown: str, previous: Previous, new: str) -> str:
-    """What the write puts in the file, as a unified diff (a creation is all '+' lines), so the
-    approval shows the content and not only its size. Empty when it cannot be compared."""
-    if previous.exists and previous.content is None:
-        return ""
-    old = previous.content.decode("utf-8", errors="replace") if previous.content else ""
-    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    if previous.exists and max(len(old_lines), len(new_lines)) > MAX_DIFF_LINES:
-        return ""  # comparing is quadratic in the worst case (a creation is not compared)
-    lines = difflib.unified_diff(old_lines, new_lines, fromfile="/dev/null" if not previous.exists
-                                 else f"a/{shown}", tofile=f"b/{shown}", n=3)
-    out: list[str] = []
-    size = 0
-    for line in lines:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-        size += len(out[-1])
-        if size > MAX_PREVIEW_CHARS:
-            out.append(f"… (diff cut at {MAX_PREVIEW_CHARS} characters)\n")
-            break
-    return "".join(out)
+def describe_lines(diff: Diff) -> str:
+    coarse = "" if diff.exact else "; the changed region is shown as one block"
+    return f"+{diff.added} −{diff.removed} lines{coarse}"
 
 
-def describe_lines(old: bytes, new: bytes) -> str:
-    changes = line_changes(old.decode("utf-8", errors="replace"),
-                           new.decode("utf-8", errors="replace"))
-    return "lines not compared" if changes is None else f"+{changes[0]} −{changes[1]} lines"
+async def content_diff(shown: str, previous: Previous, new: str) -> Diff:
+    """What the write puts in the file, as a whole unified diff (a creation is all '+' lines), so
+    an approval shows the content and not only its size. When the old content is too large to
+    compare, every new line is shown as added."""
+    if previous.exists and previous.content is not None:
+        old = previous.content.decode("utf-8", errors="replace")
+        return await unified_diff(old, new, f"a/{shown}", f"b/{shown}")
+    fromfile = "/dev/null" if not previous.exists else f"a/{shown} (not compared)"
+    return await unified_diff("", new, fromfile, f"b/{shown}")
 
 
 def sha256(data: bytes) -> str:

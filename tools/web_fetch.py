@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any, ClassVar
 
 import httpx
 
+from bot.offload import OverBudget, run_off_loop
 from bot.tool import BaseTool, CallContext, ToolMeta, ToolUnsupportedError
 from tools import _netguard
-from tools._html import reduce_html, sniff_charset
+from tools._html import DEFAULT_BUDGET_SECONDS as HTML_BUDGET_SECONDS
+from tools._html import Reduced, reduce_html, sniff_charset
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript",
@@ -93,8 +94,14 @@ class WebFetch(BaseTool):
         text = decode(fetched.body, fetched.charset, content_type)
         title, complete = "", True
         if content_type in HTML_TYPES or (not content_type and "<html" in text[:1000].lower()):
-            # Off the event loop: a 2 MB page is CPU work that must not stall every other chat.
-            reduced = await asyncio.to_thread(reduce_html, text, fetched.url)
+            # In a worker process: a 2 MB page is CPU work that must not stall every other chat
+            # (a thread would still hold the GIL). reduce_html keeps to its own budget and returns
+            # what it read; the pool's budget only catches a parser stuck past it.
+            try:
+                reduced = await run_off_loop(reduce_html, text, fetched.url,
+                                             budget=HTML_BUDGET_SECONDS + 1)
+            except OverBudget:
+                reduced = Reduced("", "", complete=False)
             title, text, complete = reduced.title, reduced.text, reduced.complete
         truncated = fetched.truncated or not complete or len(text) > max_chars
         return {

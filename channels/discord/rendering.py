@@ -60,11 +60,12 @@ def _pieces(text: str, width: int) -> list[str]:
     """The lines of `text` (with their newlines), any longer than `width` cut into parts."""
     pieces: list[str] = []
     for line in text.splitlines(keepends=True):
-        while len(line) > width:
-            cut = line.rfind(" ", width // 2, width)
-            cut = cut + 1 if cut > 0 else width
-            pieces.append(line[:cut])
-            line = line[cut:]
-        if line:
-            pieces.append(line)
+        start = 0   # an index, not repeated slicing: a huge line is copied once, not per piece
+        while len(line) - start > width:
+            cut = line.rfind(" ", start + width // 2, start + width)
+            cut = cut + 1 if cut > 0 else start + width
+            pieces.append(line[start:cut])
+            start = cut
+        if start < len(line):
+            pieces.append(line[start:])
     return pieces

@@ -17,14 +17,19 @@ from dataclasses import dataclass
 
 MESSAGE_LIMIT = 4096
 
-_FENCE = re.compile(r"^\s*```\s*([\w+#.-]*)\s*$")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+# Every pattern here runs over model output (which a web page can steer), so each is linear:
+# possessive quantifiers where two runs of the same class would meet, content classes that stop
+# at the next opener, and no lazy scan that can cross an opener. "# x", 5,000 spaces, "y",
+# 5,000 spaces, "!" took the old heading pattern minutes; tests/looplag.py has the other shapes.
+_FENCE = re.compile(r"^\s*+```\s*+([\w+#.-]*+)\s*+$")
+_HEADING_START = re.compile(r"^\s{0,3}#{1,6}\s+")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(?=\S)")
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_LINK = re.compile(r"\[([^\]\n]+)\]\(((?:https?://|tg://|mailto:)[^\s()<>]+)\)")
-# Only ** makes bold: __x__ is left alone so Python dunders (__init__) survive.
-_BOLD = re.compile(r"\*\*(?=\S)([^<>]+?)(?<=\S)\*\*")
-_STRIKE = re.compile(r"~~(?=\S)([^<>]+?)(?<=\S)~~")
+_LINK = re.compile(r"\[([^\[\]\n]+)\]\(((?:https?://|tg://|mailto:)[^\s()<>]+)\)")
+# Only ** makes bold: __x__ is left alone so Python dunders (__init__) survive. The content of
+# bold and strike cannot contain their own delimiter pair.
+_BOLD = re.compile(r"\*\*(?=\S)((?:[^<>*]|\*(?!\*))+?)(?<=\S)\*\*")
+_STRIKE = re.compile(r"~~(?=\S)((?:[^<>~]|~(?!~))+?)(?<=\S)~~")
 _ITALIC = re.compile(r"(?<![\w*])\*(?=[^\s*])([^<>*]+?)(?<=\S)\*(?![\w*])"
                      r"|(?<![\w_])_(?=[^\s_])([^<>_]+?)(?<=\S)_(?![\w_])")
 # Placeholders for already-rendered inline code and links; \x00 is removed from input first,
@@ -70,10 +75,10 @@ def _inline(line: str) -> str:
     line = _INLINE_CODE.sub(lambda m: hole(f"<code>{escape(m.group(1))}</code>"), line)
     line = _LINK.sub(lambda m: hole(f'<a href="{html.escape(m.group(2), quote=True)}">'
                                     f"{escape(m.group(1))}</a>"), line)
-    heading = _HEADING.match(line)
+    heading = _heading(line)
     bullet = _BULLET.match(line)
-    if heading:
-        line = f"\x01{heading.group(1)}\x02"
+    if heading is not None:
+        line = f"\x01{heading}\x02"
     elif bullet:
         line = f"{bullet.group(1)}• {line[bullet.end():]}"
     out = escape(line)
@@ -82,6 +87,16 @@ def _inline(line: str) -> str:
     out = _ITALIC.sub(lambda m: f"<i>{m.group(1) or m.group(2)}</i>", out)
     out = out.replace("\x01", "<b>").replace("\x02", "</b>")
     return _HOLE.sub(lambda m: holes[int(m.group(1))], out)
+
+
+def _heading(line: str) -> str | None:
+    """The text of an ATX heading ("## Title ##" -> "Title"), or None; in linear time."""
+    start = _HEADING_START.match(line)
+    if start is None:
+        return None
+    rest = line[start.end():]
+    text = rest.rstrip().rstrip("#").rstrip()
+    return text or rest[:1] or None
 
 
 def _code_html(body_html: str, language: str) -> str:
@@ -138,18 +153,26 @@ def to_html(markdown: str) -> str:
 # --- splitting --------------------------------------------------------------------------------
 
 
+def _fit(text: str, start: int, budget: int) -> int:
+    """An end such that text[start:end] is at most `budget` UTF-16 units (and, for a budget of
+    two or more, longer than nothing); a few encodings of one slice, not one per character."""
+    end = min(len(text), start + budget)
+    while (excess := utf16_len(text[start:end]) - budget) > 0:
+        end -= max(excess // 2, 1)   # each character is one or two units
+    return end
+
+
 def _hard_cut(line: str, budget: int) -> list[str]:
     """Cut one over-long line at spaces when possible, else anywhere."""
     out: list[str] = []
-    while utf16_len(line) > budget:
-        cut = min(len(line), budget)
-        while utf16_len(line[:cut]) > budget:
-            cut -= 1
-        space = line.rfind(" ", 0, cut)
-        cut = space + 1 if space > budget // 2 else cut
-        out.append(line[:cut])
-        line = line[cut:]
-    out.append(line)
+    start = 0
+    while utf16_len(line[start:start + 2 * budget]) > budget:
+        cut = _fit(line, start, budget)
+        space = line.rfind(" ", start, cut)
+        cut = space + 1 if space - start > budget // 2 else max(cut, start + 1)
+        out.append(line[start:cut])
+        start = cut
+    out.append(line[start:])
     return out
 
 
@@ -232,10 +255,6 @@ def split_message(markdown: str, limit: int = MESSAGE_LIMIT) -> list[Part]:
 
 def truncate(text: str, limit: int, marker: str = "…") -> str:
     """Cut plain text to `limit` UTF-16 units (used while a reply is still streaming)."""
-    if utf16_len(text) <= limit:
+    if utf16_len(text[:limit + 1]) <= limit and len(text) <= limit:
         return text
-    budget = limit - utf16_len(marker)
-    cut = min(len(text), budget)
-    while utf16_len(text[:cut]) > budget:
-        cut -= 1
-    return text[:cut] + marker
+    return text[:_fit(text, 0, limit - utf16_len(marker))] + marker
