@@ -192,3 +192,4 @@ async def test_web_fetch_reduces_a_hostile_page_in_a_worker_not_on_the_loop(tmp_
     async with loop_not_blocked(LOOP_BOUND, "a hostile page"):
         result = await web_fetch.build().execute(ctx, url="http://pages.example/")
     assert "deep" in result["text"]
+

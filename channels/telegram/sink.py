@@ -77,6 +77,9 @@ class ChatSink:
         self._settings = settings
         self._interval = settings.group_edit_interval if target.is_group else settings.edit_interval
         self._segment: list[str] = []
+        # The first STREAM_PREVIEW_UNITS + 1 characters of the segment: all a streamed preview
+        # can show, so each delta costs the size of the delta, not of the reply so far.
+        self._segment_head = ""
         self._stream: LiveMessage | None = None
         self._last_closed = ""
         self._status: LiveMessage | None = None
@@ -161,7 +164,10 @@ class ChatSink:
 
     async def _on_delta(self, text: str) -> None:
         self._segment.append(text)
-        shown = truncate("".join(self._segment), STREAM_PREVIEW_UNITS)
+        room = STREAM_PREVIEW_UNITS + 1 - len(self._segment_head)
+        if room > 0:
+            self._segment_head += text[:room]
+        shown = truncate(self._segment_head, STREAM_PREVIEW_UNITS)
         if not shown.strip():
             return  # Telegram refuses an empty message
         if self._stream is None:
@@ -174,6 +180,7 @@ class ChatSink:
         """Finalise the streamed message with its own text (more text will follow a tool)."""
         text = "".join(self._segment)
         stream, self._stream, self._segment = self._stream, None, []
+        self._segment_head = ""
         if stream is not None:
             await stream.finish(split_message(text))
             self._last_closed = text
@@ -182,6 +189,7 @@ class ChatSink:
         streamed = "".join(self._segment)
         text = final if final.strip() else streamed
         stream, self._stream, self._segment = self._stream, None, []
+        self._segment_head = ""
         if stream is not None:
             await stream.finish(split_message(text))
         elif text.strip() and text.strip() != self._last_closed.strip():
