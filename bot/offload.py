@@ -14,6 +14,7 @@ The pool starts lazily, on the first job; nothing happens at import time.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import multiprocessing
 import signal
@@ -57,6 +58,7 @@ class CpuPool:
             # forkserver: a fork of this (threaded) process could inherit a held lock.
             context = multiprocessing.get_context("forkserver")
             self._executor = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context)
+            atexit.register(self.close)  # before interpreter teardown, not during it
         return self._executor
 
     def _submit(self, fn: Callable[..., T], args: tuple[Any, ...],
@@ -85,6 +87,7 @@ class CpuPool:
         executor, self._executor = self._executor, None
         if executor is None:
             return
+        atexit.unregister(self.close)
         processes = list((getattr(executor, "_processes", None) or {}).values())
         executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:  # a stuck job must not keep burning a CPU after we gave up
