@@ -1,6 +1,6 @@
 """How long renderers and previews take on pathological inputs, and how they grow.
 
-    .venv/bin/python bench/hostile_inputs.py [--small 8000] [--large 64000]
+    .venv/bin/python bench/hostile_inputs.py [--small 10000] [--large 80000]
 
 For every renderer (Telegram, Discord, HTML reduction, log redaction): the slowest family of
 tests/looplag.py at each size, in CPU milliseconds, and the largest growth ratio (linear ≈ 8).
@@ -78,8 +78,8 @@ async def preview_row() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--small", type=int, default=8000)
-    parser.add_argument("--large", type=int, default=64000)
+    parser.add_argument("--small", type=int, default=10_000)
+    parser.add_argument("--large", type=int, default=80_000)
     args = parser.parse_args()
     renderer_rows(args.small, args.large)
     asyncio.run(preview_row())

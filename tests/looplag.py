@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 TICK_SECONDS = 0.002
-SMALL, LARGE = 5_000, 40_000
+SMALL, LARGE = 10_000, 80_000  # both past the point where one line needs cutting into messages
 LINEAR_GROWTH_LIMIT = 32  # 8× the input may cost 4× more than linear would; quadratic is 64×
 
 
