@@ -23,6 +23,7 @@ from bot import offload
 from bot.config import SECRET_ENV_VARS, Config
 from bot.errors import ChannelError, ConfigError
 from bot.events import ApprovalSurface
+from bot.expiry import ExpirySweeper
 from bot.hooks import run_session_hooks
 from bot.policy import Profile
 from bot.registry import Registry
@@ -73,6 +74,7 @@ class App:
         self.config = config
         self.services = services
         self.agent = Agent(services)
+        self.expiry = ExpirySweeper(self.agent, min(15.0, config["approvals"]["timeout_seconds"] / 4))
         self.channels: dict[str, Any] = {}
         self._extras: list[Any] = []  # other long-lived parts with async stop() (MCP, health)
         self._closed = False
@@ -95,8 +97,8 @@ class App:
         services = Services(
             config=config, store=store, registry=build_registry(config), llm=LLMClient(config),
             approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
-                                approvers=approvers(config),
-                                grants=Grants(store, approvals_cfg["grant_ttl_seconds"])),
+                                approvers=approvers(config), clock=clock,
+                                grants=Grants(store, approvals_cfg["grant_ttl_seconds"], clock)),
             receipts=Receipts(store, receipt_key(config)),
             undo=UndoLog(store),
             senders=Senders(config, store),
@@ -186,6 +188,8 @@ class App:
                                   tick_seconds=self.config["jobs"]["tick_seconds"])
             await scheduler.start()
             self._extras.append(scheduler)
+        self._extras.append(self.expiry)
+        await self.expiry.start()
         self._started = True
         await run_session_hooks(self.services.registry, "start", self.system_context())
 
@@ -201,6 +205,7 @@ class App:
         try:
             await self.start_services()
             await self.start_channels(names)
+            await self.expiry.sweep()   # requests that lapsed while the bot was down
             log.info("myclaw ready (channels: %s)", ", ".join(names) or "none")
             await stop.wait()
             log.info("shutting down: finishing the turns in flight")

@@ -86,6 +86,7 @@ class Resolution:
     reason: str
     status: Status | None = None
     request: ApprovalRequest | None = None
+    lapsed_now: bool = False   # this tap found it past its expiry and closed it: tell everyone
 
 
 def _from_row(row: Row) -> ApprovalRequest:
@@ -203,7 +204,8 @@ class Approvals:
                 "UPDATE approvals SET status = 'expired', resolved_at = ?"
                 " WHERE id = ? AND status = 'pending'", (now, approval_id))
             request.status, request.resolved_at = "expired", now
-            return Resolution(False, _closed_reason(request, now), "expired", request)
+            return Resolution(False, _closed_reason(request, now), "expired", request,
+                              lapsed_now=True)
         if choice == "always" and request.scope is None:
             return Resolution(False, "\"Always\" is not offered for this request; approve it "
                                      "once instead.", request.status, request)
@@ -258,6 +260,22 @@ class Approvals:
             log.debug("approval %s was not 'approved' when marked finished", approval_id)
 
     # --- queries -----------------------------------------------------------------------------
+
+    async def expire_lapsed(self) -> list[ApprovalRequest]:
+        """Close every pending request past its expiry. The UPDATE is the compare-and-set: a
+        request is returned to exactly one caller, however many processes sweep."""
+        now = self.clock()
+        async with self.store.transaction() as tx:
+            rows = await tx.fetchall(
+                "UPDATE approvals SET status = 'expired', resolved_at = ? WHERE status = 'pending'"
+                " AND expires_at <= ? RETURNING *", (now, now))
+            lapsed = sorted((_from_row(row) for row in rows), key=lambda r: r.created_at)
+            for request in lapsed:
+                await write_audit(tx, AuditEntry(
+                    sender=request.sender, decision="approval:expire", outcome="expired",
+                    session_id=request.session_id, tool=request.tool,
+                    args_hash=request.args_hash, detail=f"{request.id!r}: not answered in time"))
+        return lapsed
 
     async def pending_for_session(self, session_id: str) -> list[ApprovalRequest]:
         rows = await self.store.fetchall(

@@ -80,11 +80,47 @@ class Agent:
                                sink: Sink) -> Resolution:
         approvals = self.services.approvals
         resolution = await approvals.resolve(approval_id, resolver, choice)
+        if resolution.lapsed_now and resolution.request is not None:
+            await self.close_expired(resolution.request)
         if resolution.ok and resolution.request is not None:
             request = resolution.request
             key = self.session_key(request.sender, request.chat)
             self.queue.spawn(key, lambda: self._guarded(sink, self._resume(request, resolver, sink)))
         return resolution
+
+    async def close_expired(self, request: Any) -> None:
+        """A request nobody answered in time: its message says so and loses its buttons, the
+        requester is told in the chat, and the model gets a result saying the call did not
+        run, so the turn ends cleanly and the next message starts fresh."""
+        surface = self._surfaces.get(request.channel)
+        when = request.resolved_at or time.time()
+        if surface is not None:
+            ref = await self.services.approvals.message_ref(request.id)
+            try:
+                await surface.approval_resolved(ApprovalResolved(
+                    request.view(), "expire", "myclaw", when, ref))
+            except ChannelError:
+                log.info("approval %s expired while its channel was down", request.id)
+        sink = self.services.delivery.sink(request.channel, request.chat, request.sender) \
+            if self.services.delivery is not None else None
+        key = self.session_key(request.sender, request.chat)
+        self.queue.spawn(key, lambda: self._guarded(sink or _NoChannel(),
+                                                    self._expired(request, sink)))
+
+    async def _expired(self, request: Any, sink: Sink | None) -> None:
+        turn = await self._turn(request.session_id, request.sender, request.chat,
+                                request.channel, request.autonomy or "read_only",
+                                sink or _NoChannel(), request.allowlist)
+        result = error_block(request.tool_use_id, ToolError(
+            "permission_denied", f"The call to {request.tool} was not approved in time; it did "
+                                 "not run.", "Do not retry it unless the user asks again."))
+        await self.journal.write(turn, [{"role": "user", "content": [result]}])
+        if sink is not None:
+            await sink.emit(Notice(f"⌛ The request to run {request.tool} expired — nothing ran. "
+                                   "Ask again if you still want it."))
+            close = getattr(sink, "close", None)
+            if close is not None:
+                await close()
 
     def add_approval_surface(self, channel: str, surface: ApprovalSurface) -> None:
         """A running channel that can show approvals answered elsewhere (see resolve_elsewhere)."""

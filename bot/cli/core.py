@@ -64,6 +64,7 @@ async def _terminal(app: Any, args: argparse.Namespace) -> int:
     grace = app.config["agent"]["shutdown_grace_seconds"]
     terminal = TerminalChannel(app.agent, grace=grace)
     app.services.delivery.register("cli", terminal)
+    await app.expiry.sweep()
     await terminal.run()
     await app.agent.shutdown(grace)
     return 0

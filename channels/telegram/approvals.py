@@ -120,5 +120,8 @@ def request_fallback(view: ApprovalView) -> Part:
 def outcome_message(view: ApprovalView, choice: str, who: str, when: float) -> Part:
     """The request once answered: same body, the outcome instead of the buttons."""
     body = _body(view)
-    line = f"\n\n{OUTCOME.get(choice, choice)} by {who} at {clock(when)}."
+    if choice == "expire":
+        line = f"\n\n⌛ Expired at {clock(when)} — nothing ran."
+    else:
+        line = f"\n\n{OUTCOME.get(choice, choice)} by {who} at {clock(when)}."
     return Part(body.html + escape(line), body.plain + line)
