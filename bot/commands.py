@@ -11,6 +11,7 @@ from bot.events import Button, IncomingMessage, Notice, Sink
 from bot.grants import GrantError
 from bot.jobs import JobError
 from bot.schedule import ScheduleError, local_time, zone
+from bot.senders import PairingError
 from bot.tool import CallContext
 from bot.workspaces import workspace_for
 
@@ -29,6 +30,7 @@ DESCRIPTIONS: list[tuple[str, str]] = [
     ("undo", "Revert the last change I made in this conversation"),
     ("grants", "What your \"Always\" taps allow, with Revoke buttons"),
     ("jobs", "Your reminders and scheduled jobs"),
+    ("pair", "Approvers: let someone in (/pair allow CODE LEVEL, /pair deny CODE)"),
     ("timezone", "Show or set your time zone for schedules"),
 ]
 
@@ -182,6 +184,35 @@ async def _grants(agent: Agent, message: IncomingMessage, autonomy: str, sink: S
                            + "\n".join(lines), buttons=buttons))
 
 
+async def _pair(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
+                arg: str) -> None:
+    approvals, senders = agent.services.approvals, agent.services.senders
+    if message.sender not in approvals.approvers and message.sender != "cli:local":
+        await sink.emit(Notice("Only an approver can let people in."))
+        return
+    words = arg.split()
+    allow = len(words) in (2, 3) and words[0] == "allow"
+    if not (allow or (len(words) == 2 and words[0] == "deny")):
+        await sink.emit(Notice("Usage: /pair allow CODE [read_only|supervised|full] or /pair deny CODE"))
+        return
+    code, level = words[1], (words[2] if len(words) == 3 else "supervised")
+    try:
+        if allow:
+            stranger = await senders.approve(code, level, by=message.sender)
+        else:
+            stranger = await senders.deny(code, by=message.sender)
+    except PairingError as exc:
+        await sink.emit(Notice(f"Cannot do that: {exc}"))
+        return
+    if allow:
+        await sink.emit(Notice(f"Let {stranger} in as {level}."))
+        await agent.tell_paired(code, f"✅ You're in! The operator let you in ({level}). Send "
+                                      "/help to see what I can do.")
+    else:
+        await sink.emit(Notice(f"Denied {stranger}."))
+        await agent.tell_paired(code, "The operator did not let you in.")
+
+
 def _resolver(choice: str) -> Handler:
     async def handler(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                       arg: str) -> None:
@@ -208,6 +239,7 @@ HANDLERS: dict[str, Handler] = {
     "approve": _resolver("approve"),
     "deny": _resolver("deny"),
     "jobs": _jobs,
+    "pair": _pair,
     "grants": _grants,
     "timezone": _timezone,
 }

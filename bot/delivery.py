@@ -15,6 +15,9 @@ class Outlet(Protocol):
         """A sink posting into `chat` on behalf of a conversation with `sender`, or None when
         the chat cannot be reached (unknown id, the bot was removed)."""
 
+    def private_sink_for(self, sender: str) -> Sink | None:
+        """A sink reaching `sender` alone (a private chat or DM), or None."""
+
 
 class Delivery:
     def __init__(self) -> None:
@@ -29,6 +32,12 @@ class Delivery:
     def sink(self, channel: str, chat: str, sender: str) -> Sink | None:
         outlet = self._outlets.get(channel)
         return outlet.sink_for(chat, sender) if outlet is not None else None
+
+    def private(self, sender: str) -> Sink | None:
+        """A sink reaching `sender` privately on their own channel, when it is running."""
+        channel = sender.partition(":")[0]
+        outlet = self._outlets.get(channel)
+        return outlet.private_sink_for(sender) if outlet is not None else None
 
     @property
     def channels(self) -> list[str]:

@@ -227,4 +227,10 @@ CREATE INDEX grants_by_session ON grants(session_id, expires_at);
 ALTER TABLE approvals ADD COLUMN scope_key TEXT;
 ALTER TABLE approvals ADD COLUMN scope_label TEXT;
 """),
+    (6, "pairing codes remember where the stranger asked (to tell them) and whether they were nudged", """
+ALTER TABLE pairing_codes ADD COLUMN channel TEXT NOT NULL DEFAULT '';
+ALTER TABLE pairing_codes ADD COLUMN chat TEXT NOT NULL DEFAULT '';
+ALTER TABLE pairing_codes ADD COLUMN display_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE pairing_codes ADD COLUMN nudged INTEGER NOT NULL DEFAULT 0;
+"""),
 ]

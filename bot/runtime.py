@@ -22,6 +22,7 @@ from bot.events import (
     ApprovalResolved,
     ApprovalSurface,
     ApprovalView,
+    Button,
     Done,
     ErrorEvent,
     IncomingMessage,
@@ -214,12 +215,57 @@ class Agent:
             await sink.emit(ErrorEvent(exc.user_message))
 
     async def _pair(self, message: IncomingMessage, sink: Sink) -> None:
-        code = await self.services.senders.pairing_code(message.sender)
+        """A stranger: /whoami tells them their id; anything else asks the approvers (once) to
+        let them in, with buttons; writing again while waiting gets one reminder, then silence."""
+        senders = self.services.senders
+        if message.text.startswith("/") and commands.parse(message.text)[0] == "whoami":
+            await sink.emit(Notice(f"You are {message.sender}. You are not paired with this bot "
+                                   "yet; write to me and I will ask the operator.", private=True))
+            return
+        code = await senders.pairing_code(message.sender, channel=message.channel,
+                                          chat=message.chat, display_name=message.display_name)
         if code is None:
-            return  # the code was already sent (or rate-limited): nothing else is processed
+            if await senders.nudge(message.sender):
+                await sink.emit(Notice("Still waiting for the operator to let you in; I will tell "
+                                       "you here when they do.", private=True))
+            return
+        log.info("pairing request from %s (%s): code %s", message.sender,
+                 message.display_name or "no name", code)
         await sink.emit(Notice(
-            f"Hi! I don't know you yet. Your pairing code is {code}. Ask the operator of this "
-            f"bot to run:\n  myclaw pair approve {code}\nThen write to me again.", private=True))
+            f"Hi! I don't know you yet, so I have asked the operator to let you in; I will tell "
+            f"you here when they do. (Your pairing code is {code}: the operator can also run "
+            f"`myclaw pair approve {code}`.)", private=True))
+        await self._ask_to_pair(message, code)
+
+    async def _ask_to_pair(self, message: IncomingMessage, code: str) -> None:
+        name = " ".join(message.display_name.replace("`", "'").split())[:64]
+        who = f"{message.sender} (`{name}`)" if name else message.sender
+        note = Notice(f"👋 {who} wants to talk to the bot.", buttons=(
+            Button("Allow: read_only", f"/pair allow {code} read_only"),
+            Button("Allow: supervised", f"/pair allow {code} supervised"),
+            Button("Deny", f"/pair deny {code}")))
+        for approver in sorted(self.services.approvals.approvers | {"cli:local"}):
+            sink = self.services.delivery.private(approver) if self.services.delivery else None
+            if sink is None:
+                continue
+            try:
+                await sink.emit(note)
+            finally:
+                close = getattr(sink, "close", None)
+                if close is not None:
+                    await close()
+
+    async def tell_paired(self, code: str, text: str) -> None:
+        """Tell the stranger who asked with `code` the outcome, where they asked."""
+        row = await self.services.senders.code_row(code)
+        if row is None or not row["channel"] or self.services.delivery is None:
+            return
+        sink = self.services.delivery.sink(row["channel"], row["chat"], row["sender"])
+        if sink is not None:
+            await sink.emit(Notice(text, private=True))
+            close = getattr(sink, "close", None)
+            if close is not None:
+                await close()
 
     # --- turns ---------------------------------------------------------------------------
 

@@ -65,7 +65,8 @@ class Senders:
 
     # --- pairing codes ---------------------------------------------------------------------
 
-    async def pairing_code(self, sender: str) -> str | None:
+    async def pairing_code(self, sender: str, *, channel: str = "", chat: str = "",
+                           display_name: str = "") -> str | None:
         """A new one-time code for an unknown sender, or None (already sent, or rate limited).
 
         The check and the insert share one write transaction, so a burst of messages from the
@@ -79,7 +80,25 @@ class Senders:
                 return None
             await tx.execute("UPDATE pairing_codes SET status = 'expired', resolved_at = ?"
                              " WHERE sender = ? AND status = 'pending'", (now, sender))
-            return await self._insert_code(tx, sender, now)
+            code = await self._insert_code(tx, sender, now)
+            await tx.execute("UPDATE pairing_codes SET channel = ?, chat = ?, display_name = ?"
+                             " WHERE code = ?", (channel, chat, display_name[:MAX_SENDER_CHARS], code))
+            return code
+
+    async def nudge(self, sender: str) -> bool:
+        """True once per pending code: the stranger wrote again while waiting, and is told
+        (once) that they are still waiting; after that, silence until something changes."""
+        async with self.store.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE pairing_codes SET nudged = 1 WHERE sender = ? AND status = 'pending'"
+                " AND expires_at > ? AND nudged = 0", (sender, self.clock()))
+        return changed > 0
+
+    async def code_row(self, code: str) -> dict[str, Any] | None:
+        """Who asked with `code`, from which channel and chat (to tell them the outcome)."""
+        row = await self.store.fetchone("SELECT * FROM pairing_codes WHERE code = ?",
+                                        (_normalise(code),))
+        return dict(row) if row else None
 
     async def _may_issue(self, tx: Tx, sender: str, now: float) -> bool:
         if await self._count(tx, "SELECT COUNT(*) FROM granted_senders WHERE sender = ?", (sender,)):

@@ -111,6 +111,10 @@ class TerminalChannel:
         self._turn: asyncio.Task | None = None
         self._interrupts = 0
 
+    def private_sink_for(self, sender: str) -> TerminalSink | None:
+        """The terminal is the operator's: approvers' notes (pairing requests) print here."""
+        return self.sink
+
     def sink_for(self, chat: str, sender: str) -> TerminalSink | None:
         """Job runs created at this terminal print here."""
         return self.sink if chat == CHAT else None

@@ -175,7 +175,7 @@ async def test_an_unlisted_group_and_commands_for_other_bots_get_silence(bot, tg
     assert fake_anthropic.requests == []
 
 
-async def test_an_unknown_sender_gets_a_pairing_code_once_and_is_then_ignored(bot, tg, fake_anthropic):
+async def test_an_unknown_sender_gets_a_pairing_code_once_one_reminder_then_silence(bot, tg, fake_anthropic):
     _, channel = await bot()
     tg.private_message(STRANGER, "hello bot")
     await tg.wait_until(lambda: len(sent_to(tg, STRANGER)) == 1)
@@ -183,7 +183,10 @@ async def test_an_unknown_sender_gets_a_pairing_code_once_and_is_then_ignored(bo
     assert "pairing code" in pairing and "myclaw pair approve" in pairing
     tg.private_message(STRANGER, "again?")
     await processed(tg, channel, tg.last_update_id)
-    assert len(sent_to(tg, STRANGER)) == 1
+    assert len(sent_to(tg, STRANGER)) == 2 and "Still waiting" in sent_to(tg, STRANGER)[1]
+    tg.private_message(STRANGER, "hello???")
+    await processed(tg, channel, tg.last_update_id)
+    assert len(sent_to(tg, STRANGER)) == 2
     assert fake_anthropic.requests == []
     assert not tg.of("sendChatAction", lambda p: p["chat_id"] == STRANGER)
 

@@ -28,7 +28,7 @@ from bot.errors import ChannelError
 from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
 from channels.discord.approvals import ApprovalButton, ApprovalDesk, label_for, outcome_text
 from channels.discord.buttons import CommandButton
-from channels.discord.sink import ChannelOutlet, InteractionOutlet, TurnSink
+from channels.discord.sink import ChannelOutlet, DirectOutlet, InteractionOutlet, TurnSink
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +210,14 @@ class DiscordChannel:
             sender=f"discord:{user.id}", chat=str(channel.id), text=command, channel="discord",
             message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
             display_name=user.display_name), TurnSink(InteractionOutlet(interaction, fallback), self.desk))
+
+    def private_sink_for(self, sender: str) -> TurnSink | None:
+        """A DM to the user (opened when the first message is sent)."""
+        client = self.client
+        user = sender.rpartition(":")[2]
+        if client is None or not user.isdigit():
+            return None
+        return TurnSink(DirectOutlet(client, int(user)), self.desk)
 
     def sink_for(self, chat: str, sender: str) -> TurnSink | None:
         """A sink posting into channel `chat` for a conversation nobody is typing in (a job)."""

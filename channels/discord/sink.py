@@ -142,6 +142,22 @@ class ChannelOutlet:
             log.warning("discord: typing indicator refused", exc_info=True)
 
 
+class DirectOutlet(ChannelOutlet):
+    """Posts into a user's DM with the bot, opening it on first use."""
+
+    def __init__(self, client: discord.Client, user_id: int):
+        super().__init__(client, client.get_partial_messageable(user_id), user_id, in_guild=False)
+
+    async def send(self, text: str, *, view: discord.ui.View | None = None) -> discord.Message | None:
+        return await _send_chunks(await self._dm(), text, view=view)
+
+    async def send_approval(self, text: str, view: discord.ui.View) -> discord.Message | None:
+        return await self.send(text, view=view)
+
+    def typing(self) -> Any:
+        return _no_typing()
+
+
 class InteractionOutlet:
     """Answers a (deferred) slash command: every reply is an ephemeral followup."""
 
