@@ -16,7 +16,7 @@ from typing import Any
 from bot import commands, history
 from bot.approvals import Resolution, args_hash
 from bot.dispatch import Dispatcher, Planned, Turn, error_block
-from bot.errors import LLMError
+from bot.errors import ChannelError, LLMError
 from bot.events import (
     ApprovalNeeded,
     ApprovalResolved,
