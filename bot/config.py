@@ -15,6 +15,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 
@@ -29,6 +30,7 @@ SECRET_ENV_VARS = (
     "BRAVE_API_KEY",
     "TELEGRAM_WEBHOOK_SECRET",
     "MYCLAW_RECEIPT_KEY",
+    "MYCLAW_DATABASE_URL",  # a PostgreSQL URL may carry the password
 )
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
@@ -95,7 +97,10 @@ SCHEMA: dict[str, Any] = _obj({
         "run_lease_seconds": {"type": "number", "minimum": 60},
         "tick_seconds": {"type": "number", "exclusiveMinimum": 0},
     }),
-    "store": _obj({"path": {"type": "string"}}),  # "" = the default under the XDG data dir
+    # path: "" = the default under the XDG data dir. url: "postgresql://..." selects PostgreSQL
+    # (MYCLAW_DATABASE_URL overrides it; a password belongs there, never in the file).
+    "store": _obj({"path": {"type": "string"},
+                   "url": {"type": "string", "pattern": r"^(postgres(ql)?://.*)?$"}}),
     "senders": {
         "type": "object",
         "properties": {"unknown": {"enum": list(UNKNOWN_POLICIES)}},
@@ -204,7 +209,7 @@ DEFAULTS: dict[str, Any] = {
     },
     "jobs": {"enabled": True, "max_per_sender": 20, "min_interval_seconds": 300,
              "grace_seconds": 3600, "run_lease_seconds": 3600, "tick_seconds": 30},
-    "store": {"path": ""},
+    "store": {"path": "", "url": ""},
     "senders": {"cli:local": "full", "unknown": "pairing"},
     "pairing": {"code_ttl_seconds": 3600, "max_codes_per_hour": 3},
     "approvals": {"timeout_seconds": 300, "approvers": [], "grant_ttl_seconds": 86_400},
@@ -274,13 +279,21 @@ class Config:
     def data_dir(self) -> Path:
         return self.store_path.parent
 
+    @property
+    def database_url(self) -> str | None:
+        """The PostgreSQL store's URL (environment first, then `[store] url`); None = SQLite."""
+        return self.secret("MYCLAW_DATABASE_URL") or self.data["store"]["url"] or None
+
     def secret(self, name: str) -> str | None:
         value = self.env.get(name, "").strip()
         return value or None
 
     def secret_values(self) -> list[str]:
-        """Every secret the bot holds, for scrubbing child environments and logs."""
-        return [v for v in (self.secret(n) for n in SECRET_ENV_VARS) if v and len(v) >= 4]
+        """Every secret the bot holds, for scrubbing child environments and logs (a database
+        URL's password on its own too: a driver's message may quote it without the URL)."""
+        values = [self.secret(n) for n in SECRET_ENV_VARS]
+        values.append(_url_password(self.secret("MYCLAW_DATABASE_URL")))
+        return [v for v in values if v and len(v) >= 4]
 
     @property
     def anthropic_base_url(self) -> str | None:
@@ -304,6 +317,13 @@ class Config:
     @property
     def origin(self) -> str:
         return str(self.source) if self.source else "(built-in defaults)"
+
+
+def _url_password(url: str | None) -> str | None:
+    try:
+        return urlsplit(url).password if url else None
+    except ValueError:
+        return None
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -371,6 +391,9 @@ def from_dict(raw: dict[str, Any], source: Path | None = None,
     error = next(iter(sorted(_VALIDATOR.iter_errors(raw), key=lambda e: list(e.path))), None)
     if error is not None:
         raise ConfigError(f"{origin}: {_describe(error)}")
+    if _url_password(raw.get("store", {}).get("url")):
+        raise ConfigError(f"{origin}: [store] url carries a password; secrets never live in the "
+                          f"file: set MYCLAW_DATABASE_URL in the environment instead")
     config = Config(_merge(DEFAULTS, raw), source, dict(os.environ) if env is None else env)
     config.profile()  # the chosen profile must exist
     _check_timezone(config, origin)

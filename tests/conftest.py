@@ -6,6 +6,8 @@ Nothing here reaches the network; fakes of remote services live in tests/fakes/ 
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,13 @@ from bot.registry import Registry
 from bot.services import Services
 from bot.store import Store
 from bot.tool import CallContext
+from tests.pg_support import (
+    Backend,
+    PgTestSchema,
+    database_url_for_tests,
+    require_postgres,
+    unreachable_reason,
+)
 
 FAKE_ENV = {
     "HOME": "/nonexistent-home",
@@ -47,9 +56,43 @@ def config(tmp_path: Path) -> config_mod.Config:
     return make_config(tmp_path)
 
 
+@pytest.fixture(scope="session")
+def pg_schema():
+    """This run's PostgreSQL schema (created and migrated once, dropped at the end); skips, or
+    under CI=true fails, when no server is reachable (see tests/pg_support.py)."""
+    url = database_url_for_tests()
+    require_postgres(unreachable_reason(url), os.environ)
+    schema = PgTestSchema(url)
+    asyncio.run(schema.create())
+    yield schema
+    asyncio.run(schema.drop())
+
+
 @pytest.fixture
-async def store(config: config_mod.Config):
-    async with Store(config.store_path) as opened:
+def backend_name() -> str:
+    """SQLite; a module runs its tests on both with `backend_name = on_both_backends()`."""
+    return "sqlite"
+
+
+@pytest.fixture
+def _pg_schema_if_needed(backend_name: str, request: pytest.FixtureRequest) -> PgTestSchema | None:
+    # Resolved here, outside the event loop: the session fixture runs its own asyncio.run.
+    return request.getfixturevalue("pg_schema") if backend_name == "postgresql" else None
+
+
+@pytest.fixture
+async def store_backend(backend_name: str, config: config_mod.Config,
+                        _pg_schema_if_needed: PgTestSchema | None) -> Backend:
+    if _pg_schema_if_needed is None:
+        return Backend("sqlite", lambda: Store(config.store_path), {})
+    schema = _pg_schema_if_needed
+    await schema.empty()
+    return Backend("postgresql", schema.store, {"MYCLAW_DATABASE_URL": schema.store_url})
+
+
+@pytest.fixture
+async def store(store_backend: Backend):
+    async with store_backend.open() as opened:
         yield opened
 
 

@@ -110,3 +110,8 @@ async def test_memory_fetch_respects_the_limit_and_explains_an_empty_result(ctx)
 def test_fts_query_quotes_every_term():
     assert memory_fetch.fts_query('Say "hi" NEAR(me) to-day') == (
         '"say"* OR "hi" OR "near"* OR "me" OR "to" OR "day"*')
+
+
+def test_tsquery_quotes_every_term_so_operators_in_the_query_stay_words():
+    assert memory_fetch.tsquery("Don't & birthday | !c <-> d:*") == (
+        "'don':* | 't' | 'birthday':* | 'c' | 'd'")

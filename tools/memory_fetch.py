@@ -1,8 +1,9 @@
-"""memory_fetch: search this sender's long-term memories (FTS5, ranked by bm25).
+"""memory_fetch: search this sender's long-term memories (SQLite: FTS5 ranked by bm25;
+PostgreSQL: a tsvector column ranked by ts_rank).
 
-The model's query is never handed to FTS5 as syntax: it is cut into words, each word quoted as
-a literal term, and the terms OR-ed, so `NEAR(`, `"`, `*` or `AND` in user text cannot raise or
-change the meaning of the search.
+The model's query is never handed to the search engine as syntax: it is cut into words, each
+word quoted as a literal term, and the terms OR-ed, so `NEAR(`, `"`, `*`, `&`, `!` or `AND` in
+user text cannot raise or change the meaning of the search.
 
 Memories come back wrapped as untrusted data: memory_store is medium risk, so at full autonomy
 it runs without anyone seeing the text, and the model may have been steered into storing it by
@@ -25,11 +26,19 @@ MAX_TERMS = 32
 _WORD = re.compile(r"\w+", re.UNICODE)
 _PREFIX_MIN_CHARS = 3  # shorter words as prefixes would match almost everything
 
-_SEARCH_SQL = """
+_FTS5_SQL = """
 SELECT m.id, m.text, m.created_at, bm25(memories_fts) AS score
 FROM memories_fts JOIN memories AS m ON m.id = memories_fts.rowid
 WHERE memories_fts MATCH ? AND m.sender = ?
 ORDER BY score, m.id DESC
+LIMIT ?
+"""
+# The 'simple' configuration, as the index (bot/pg_dialect.py): no stemming, no stop words.
+_TSQUERY_SQL = """
+SELECT m.id, m.text, m.created_at, ts_rank(m.search, q) AS score
+FROM memories AS m, to_tsquery('simple', ?) AS q
+WHERE m.search @@ q AND m.sender = ?
+ORDER BY score DESC, m.id DESC
 LIMIT ?
 """
 
@@ -62,8 +71,12 @@ class MemoryFetch(BaseTool):
 
     async def execute(self, ctx: CallContext, query: str, limit: int = DEFAULT_LIMIT,
                       **_: Any) -> dict[str, Any]:
-        match = fts_query(query)
-        rows = await require_store(ctx).fetchall(_SEARCH_SQL, (match, ctx.sender, limit))
+        store = require_store(ctx)
+        if getattr(store, "dialect", "sqlite") == "postgresql":
+            sql, match = _TSQUERY_SQL, tsquery(query)
+        else:
+            sql, match = _FTS5_SQL, fts_query(query)
+        rows = await store.fetchall(sql, (match, ctx.sender, limit))
         memories = [
             {"id": row["id"], "text": row["text"],
              "stored_at": datetime.fromtimestamp(row["created_at"], UTC).isoformat(timespec="seconds")}
@@ -76,17 +89,28 @@ class MemoryFetch(BaseTool):
         return result
 
 
-def fts_query(query: str) -> str:
-    """A safe FTS5 MATCH expression: every word quoted, longer words also as prefixes, OR-ed."""
+def _words(query: str) -> list[str]:
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))[:MAX_TERMS]
     if not words:
         raise ToolInvalidArgsError(
             f"The query {query!r} has no words to search for.",
             "Search with plain words, e.g. 'birthday' or 'favourite restaurant'.",
         )
+    return words
+
+
+def fts_query(query: str) -> str:
+    """A safe FTS5 MATCH expression: every word quoted, longer words also as prefixes, OR-ed."""
     # \w+ never contains a double quote, so wrapping in quotes always yields a literal term.
-    terms = [f'"{w}"*' if len(w) >= _PREFIX_MIN_CHARS else f'"{w}"' for w in words]
-    return " OR ".join(terms)
+    return " OR ".join(f'"{w}"*' if len(w) >= _PREFIX_MIN_CHARS else f'"{w}"'
+                       for w in _words(query))
+
+
+def tsquery(query: str) -> str:
+    """The same search as a PostgreSQL tsquery: quoted lexemes, longer ones as prefixes, OR-ed."""
+    # \w+ never contains a quote or an operator (& | ! : * < >), so each term stays a literal.
+    return " | ".join(f"'{w}':*" if len(w) >= _PREFIX_MIN_CHARS else f"'{w}'"
+                      for w in _words(query))
 
 
 def build() -> MemoryFetch:

@@ -1,0 +1,244 @@
+"""The PostgreSQL store (asyncpg): the same interface as the SQLite one, for several processes.
+
+`PostgresStore` and its `PgTx` implement what bot/store.py describes: `open()`, `close()`,
+`dialect`, `fetchone`/`fetchall`, `transaction()` yielding a Tx with `execute`,
+`executemany`, `fetchone`/`fetchall`, `on_commit`/`on_rollback`, and `schema_version()`.
+The codebase's qmark SQL is translated to `$n` by bot/pg_dialect.py.
+
+How it runs: a pool of connections (asyncpg, chosen by bench/pg_driver.py). Reads take a pooled
+connection for one statement; a transaction holds one for its duration at READ COMMITTED, so
+writes from many sessions and processes proceed at once, and the store's compare-and-set
+statements (`UPDATE ... WHERE status = 'pending'`) decide races the way SQLite's single writer
+did. Migrations run under a transaction-level advisory lock: replicas starting together apply
+each migration once. The schema version is the highest number in the `migrations` table.
+
+The connection URL may carry a password: it is never logged or put into an error message
+(`redact_url`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import asyncpg
+
+from bot.errors import StoreError
+from bot.pg_dialect import numbered, pg_migrations
+from bot.store_factory import redact_url
+
+log = logging.getLogger(__name__)
+
+Params = Sequence[Any]
+Row = asyncpg.Record
+POOL_MIN = 1
+POOL_MAX = 10
+CONNECT_TIMEOUT_S = 10.0
+MIGRATION_LOCK = 0x6D79636C6177  # "myclaw": the advisory lock replicas take to migrate
+# What fails when the server is unreachable or a connection breaks (as opposed to bad SQL).
+CONNECTION_ERRORS = (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
+                     asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
+
+
+def _numeric(text: str) -> int | float:
+    """NUMERIC (what SUM and AVG of integers return) as int or float, as SQLite gives them."""
+    return int(text) if text.lstrip("-").isdigit() else float(text)
+
+
+def _params(params: Params | dict[str, Any]) -> Sequence[Any]:
+    if isinstance(params, dict):
+        raise StoreError("named SQL parameters are not portable; use ? placeholders")
+    return params
+
+
+class PgTx:
+    """One transaction on one pooled connection; the only way to write."""
+
+    def __init__(self, conn: asyncpg.Connection):
+        self._conn = conn
+        self._on_commit: list[Callable[[], None]] = []
+        self._on_rollback: list[Callable[[], None]] = []
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one statement; the number of rows it changed."""
+        status = await self._conn.execute(numbered(sql), *_params(params))
+        return _rowcount(status)
+
+    async def executemany(self, sql: str, seq: Iterable[Params]) -> None:
+        rows = [tuple(_params(p)) for p in seq]
+        if rows:
+            await self._conn.executemany(numbered(sql), rows)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        return await self._conn.fetch(numbered(sql), *_params(params))
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        # fetch, not fetchrow: a `RETURNING` statement always runs to the end.
+        return next(iter(await self.fetchall(sql, params)), None)
+
+    def on_commit(self, callback: Callable[[], None]) -> None:
+        """Run `callback()` once the transaction has committed (never if it rolls back)."""
+        self._on_commit.append(callback)
+
+    def on_rollback(self, callback: Callable[[], None]) -> None:
+        """Run `callback()` if the transaction rolls back (or its commit fails)."""
+        self._on_rollback.append(callback)
+
+    def _finished(self, committed: bool) -> None:
+        callbacks = self._on_commit if committed else self._on_rollback
+        self._on_commit, self._on_rollback = [], []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # a cache hook must not turn a committed write into a failure
+                log.exception("transaction %s callback failed", "commit" if committed else "rollback")
+
+
+def _rowcount(status: str) -> int:
+    """The row count from a command tag ('UPDATE 3', 'INSERT 0 1', 'DELETE 0'); 0 for DDL."""
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec("numeric", encoder=str, decoder=_numeric, schema="pg_catalog",
+                              format="text")
+
+
+async def _reset_connection(conn: asyncpg.Connection) -> None:
+    """The store leaves no session state on pooled connections, so asyncpg's default reset
+    (a round trip on every release) is only needed for one given back inside a transaction."""
+    if conn.is_in_transaction():
+        await conn.reset()
+
+
+class PostgresStore:
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, schema: str | None = None, pool_max: int = POOL_MAX):
+        self.url = url
+        self.schema = schema
+        self._pool_max = pool_max
+        self._pool: asyncpg.Pool | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redact_url(self.url)!r}, schema={self.schema!r})"
+
+    @property
+    def location(self) -> str:
+        """Where the store is, safe to print."""
+        return redact_url(self.url) + (f" (schema {self.schema})" if self.schema else "")
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def open(self) -> PostgresStore:
+        settings = {"search_path": self.schema} if self.schema else {}
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.url, min_size=POOL_MIN, max_size=self._pool_max, timeout=CONNECT_TIMEOUT_S,
+                init=_init_connection, reset=_reset_connection, server_settings=settings)
+            await self._migrate()
+        except (*CONNECTION_ERRORS, asyncpg.PostgresError, ValueError) as exc:
+            await self.close()
+            raise StoreError(f"cannot open the store at {self.location}: "
+                             f"{type(exc).__name__}: {_scrub(str(exc), self.url)}") from exc
+        return self
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+    async def __aenter__(self) -> PostgresStore:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StoreError("the store is not open")
+        return self._pool
+
+    async def _migrate(self) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            # One replica migrates; the others wait here, then find nothing left to do.
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+            version = await _version(conn)
+            for number, description, statements in pg_migrations():
+                if number <= version:
+                    continue
+                for statement in statements:
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO migrations(number, description, applied_at) VALUES ($1, $2, $3)",
+                    number, description, time.time())
+
+    async def schema_version(self) -> int:
+        async with self.pool.acquire() as conn:
+            return await _version(conn)
+
+    # --- reads -------------------------------------------------------------------------------
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        return next(iter(await self.fetchall(sql, params)), None)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        return await self.pool.fetch(numbered(sql), *_params(params))
+
+    async def ping(self) -> bool:
+        try:
+            await self.pool.fetchval("SELECT 1")
+        except (*CONNECTION_ERRORS, asyncpg.PostgresError, StoreError):
+            return False
+        return True
+
+    async def server_time(self) -> float:
+        """The server's clock (seconds since the epoch), for the doctor's clock-skew check."""
+        return float(await self.pool.fetchval("SELECT extract(epoch FROM clock_timestamp())"))
+
+    # --- the write path ----------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[PgTx]:
+        """One transaction; statements inside are committed together or not at all."""
+        async with self.pool.acquire() as conn:
+            tx = PgTx(conn)
+            await conn.execute("BEGIN")
+            try:
+                yield tx
+                await conn.execute("COMMIT")
+            except BaseException:
+                await _rollback(conn)
+                tx._finished(committed=False)
+                raise
+        tx._finished(committed=True)
+
+
+async def _rollback(conn: asyncpg.Connection) -> None:
+    try:
+        if conn.is_in_transaction():  # a failed COMMIT has already ended it
+            await asyncio.shield(conn.execute("ROLLBACK"))
+    except (*CONNECTION_ERRORS, asyncpg.PostgresError):
+        log.warning("rollback failed; the connection is reset before reuse", exc_info=True)
+
+
+async def _version(conn: asyncpg.Connection) -> int:
+    if await conn.fetchval("SELECT to_regclass('migrations')") is None:
+        return 0
+    return int(await conn.fetchval("SELECT coalesce(max(number), 0) FROM migrations"))
+
+
+def _scrub(text: str, url: str) -> str:
+    """`text` with the URL's password removed, wherever a driver message might echo it."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    return text.replace(password, "***") if password else text
