@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "bot.cli.doctor",       # doctor [--security] [--telegram]  (issue 9)
     "bot.cli.console",   # console login, console logout --all
     "bot.cli.jobs",      # jobs list | cancel
+    "bot.cli.store_admin",  # migrate, store copy
 )
 
 
