@@ -73,9 +73,32 @@ _REPLACEMENTS: dict[int, Replacement] = {
               "CREATE TRIGGER memories_ad"),
         add=("ALTER TABLE memories ADD COLUMN search tsvector"
              " GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED",
-             "CREATE INDEX memories_search ON memories USING GIN (search)"),
+             "CREATE INDEX memories_search ON memories USING GIN (search)",
+             "CREATE TABLE id_counters (name TEXT PRIMARY KEY, next BIGINT NOT NULL)"),
     ),
 }
+
+# Tables whose ids must have no gaps but those left by deletions (receipts: a gap reads as a
+# deleted receipt). A PostgreSQL sequence is not transactional: a rolled-back insert burns its
+# id. These ids come from a counter row instead, which a rollback restores; concurrent writers
+# wait on its row lock, so ids also commit in order. (SQLite's AUTOINCREMENT rolls back.)
+GAPLESS_IDS = ("receipts",)
+
+
+def next_id_sql(table: str) -> str:
+    """The statement that takes `table`'s next gapless id (inside the inserting transaction)."""
+    if table not in GAPLESS_IDS:
+        raise DialectError(f"{table} has no gapless id counter")
+    return (f"INSERT INTO id_counters(name, next) VALUES ('{table}', 2) ON CONFLICT (name)"
+            f" DO UPDATE SET next = id_counters.next + 1 RETURNING next - 1 AS id")
+
+
+def reseed_id_sql(table: str) -> str:
+    """After rows were copied in with their ids: continue after the highest one."""
+    if table not in GAPLESS_IDS:
+        raise DialectError(f"{table} has no gapless id counter")
+    return (f"INSERT INTO id_counters(name, next) SELECT '{table}', coalesce(max(id), 0) + 1"
+            f" FROM {table} ON CONFLICT (name) DO UPDATE SET next = excluded.next")
 
 _TYPES = (
     (re.compile(r"\bINTEGER\s+PRIMARY\s+KEY\s+AUTOINCREMENT\b"),

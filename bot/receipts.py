@@ -14,12 +14,13 @@ import hmac
 import json
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.approvals import args_hash
 from bot.errors import MyclawError
+from bot.pg_dialect import next_id_sql
 from bot.store import Row, Store, Tx
 
 if TYPE_CHECKING:
@@ -110,6 +111,9 @@ def receipt_key(config: Config, *, create: bool = True) -> bytes | None:
 _INSERT_SQL = ("INSERT INTO receipts(session_id, tool, args_hash, result_hash, sender, approver,"
                " started_at, finished_at, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '')")
 _SIGN_SQL = "UPDATE receipts SET signature = ? WHERE id = ?"
+_INSERT_WITH_ID_SQL = ("INSERT INTO receipts(id, session_id, tool, args_hash, result_hash, sender,"
+                       " approver, started_at, finished_at, signature)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 def _values(session_id: str, tool: str, args: dict[str, Any], result: Any, sender: str,
@@ -145,6 +149,13 @@ class Receipts:
                     finished_at: float) -> int:
         """Write a signed receipt inside the caller's transaction; returns its id."""
         values = _values(session_id, tool, args, result, sender, approver, started_at, finished_at)
+        if self.store.dialect == "postgresql":  # ids from a counter: see bot/pg_dialect.py
+            row = await tx.fetchone(next_id_sql("receipts"))
+            assert row is not None, "the counter upsert returns one row"
+            receipt_id = int(row["id"])
+            await tx.execute(_INSERT_WITH_ID_SQL, (receipt_id, *values,
+                                                   self.sign([receipt_id, *values])))
+            return receipt_id
         # The id is part of what is signed, so insert first and sign once the id is known;
         # both statements are in one transaction, so no unsigned row is ever visible.
         row = await tx.fetchone(_INSERT_SQL + " RETURNING id", values)
@@ -157,17 +168,29 @@ class Receipts:
         """One line per receipt that does not verify (or id gap left by a deletion); [] if clean."""
         problems: list[str] = []
         expected_id = 1
+        async for row in self._stored_rows():
+            fields = [row[name] for name in SIGNED_FIELDS]
+            if row["id"] > expected_id:
+                problems.append(_gap_line(expected_id, row["id"] - 1))
+            expected_id = row["id"] + 1
+            if not _signature_matches(self.sign(fields), row["signature"]):
+                problems.append(f"receipt {row['id']} ({row['tool']!r} by {row['sender']!r}): "
+                                "signature does not match its fields (tampered)")
+        return problems
+
+    async def _stored_rows(self) -> AsyncIterator[dict[str, Any]]:
+        """Every receipt in id order, read in pages (PostgreSQL: its columns are typed, so a
+        tampered value is still text or a number) or streamed (SQLite: see _VERIFY_SQL)."""
+        if self.store.dialect == "postgresql":
+            after = 0
+            while page := await self.store.fetchall(_PAGE_SQL, (after, VERIFY_PAGE_ROWS)):
+                for row in page:
+                    yield dict(row)
+                after = page[-1]["id"]
+            return
         async with self.store.db.execute(_VERIFY_SQL) as cursor:
             async for raw in cursor:
-                row = _decode_row(raw)
-                fields = [row[name] for name in SIGNED_FIELDS]
-                if row["id"] > expected_id:
-                    problems.append(_gap_line(expected_id, row["id"] - 1))
-                expected_id = row["id"] + 1
-                if not _signature_matches(self.sign(fields), row["signature"]):
-                    problems.append(f"receipt {row['id']} ({row['tool']!r} by {row['sender']!r}): "
-                                    "signature does not match its fields (tampered)")
-        return problems
+                yield _decode_row(raw)
 
     async def count(self) -> int:
         row = await self.store.fetchone("SELECT COUNT(*) AS n FROM receipts")
@@ -182,6 +205,11 @@ _VERIFY_SQL = "SELECT " + ", ".join(
     + [f"CASE WHEN typeof({c}) IN ('integer', 'real') THEN {c} ELSE 'x' || hex({c}) END AS {c}"
        for c in ("id", "started_at", "finished_at")]
 ) + " FROM receipts ORDER BY id"
+
+
+VERIFY_PAGE_ROWS = 1000
+_PAGE_SQL = (f"SELECT {', '.join(SIGNED_FIELDS)}, signature FROM receipts WHERE id > ?"
+             " ORDER BY id LIMIT ?")
 
 
 def _decode_row(raw: Row) -> dict[str, Any]:

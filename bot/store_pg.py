@@ -6,10 +6,10 @@
 The codebase's qmark SQL is translated to `$n` by bot/pg_dialect.py.
 
 How it runs: a pool of connections (asyncpg, chosen by bench/pg_driver.py). Reads take a pooled
-connection for one statement; a transaction holds one for its duration at READ COMMITTED, so
-writes from many sessions and processes proceed at once, and the store's compare-and-set
-statements (`UPDATE ... WHERE status = 'pending'`) decide races the way SQLite's single writer
-did. Migrations run under a transaction-level advisory lock: replicas starting together apply
+connection for one statement and run concurrently. Write transactions hold one connection and
+a transaction-level advisory lock, so they run one at a time across all processes, the
+guarantee SQLite gives and the domain code's check-then-write transactions rely on (see
+`transaction`). Migrations run under another advisory lock: replicas starting together apply
 each migration once. The schema version is the highest number in the `migrations` table.
 
 The connection URL may carry a password: it is never logged or put into an error message
@@ -40,6 +40,7 @@ POOL_MIN = 1
 POOL_MAX = 10
 CONNECT_TIMEOUT_S = 10.0
 MIGRATION_LOCK = 0x6D79636C6177  # "myclaw": the advisory lock replicas take to migrate
+WRITE_LOCK = MIGRATION_LOCK + 1  # held by every write transaction until it ends
 # What fails when the server is unreachable or a connection breaks (as opposed to bad SQL).
 CONNECTION_ERRORS = (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
                      asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
@@ -120,11 +121,14 @@ async def _reset_connection(conn: asyncpg.Connection) -> None:
 class PostgresStore:
     dialect = "postgresql"
 
-    def __init__(self, url: str, *, schema: str | None = None, pool_max: int = POOL_MAX):
+    def __init__(self, url: str, *, schema: str | None = None, pool_max: int = POOL_MAX,
+                 migrate: bool = True):
         self.url = url
         self.schema = schema
+        self._apply_migrations = migrate  # False: open as is (`myclaw doctor` only looks)
         self._pool_max = pool_max
         self._pool: asyncpg.Pool | None = None
+        self._write_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r}, schema={self.schema!r})"
@@ -142,7 +146,8 @@ class PostgresStore:
             self._pool = await asyncpg.create_pool(
                 self.url, min_size=POOL_MIN, max_size=self._pool_max, timeout=CONNECT_TIMEOUT_S,
                 init=_init_connection, reset=_reset_connection, server_settings=settings)
-            await self._migrate()
+            if self._apply_migrations:
+                await self._migrate()
         except (*CONNECTION_ERRORS, asyncpg.PostgresError, ValueError) as exc:
             await self.close()
             raise StoreError(f"cannot open the store at {self.location}: "
@@ -207,10 +212,16 @@ class PostgresStore:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[PgTx]:
-        """One transaction; statements inside are committed together or not at all."""
-        async with self.pool.acquire() as conn:
+        """One write transaction; statements inside are committed together or not at all.
+
+        Write transactions run one at a time across every process on the database, as SQLite's
+        `BEGIN IMMEDIATE` runs them: the domain code checks, then writes, inside one transaction
+        (one pairing code per stranger, one undo per change) and relies on nobody writing in
+        between. In this process they queue on a lock before taking a pooled connection, so
+        waiting writers never starve the reads of connections."""
+        async with self._write_lock, self.pool.acquire() as conn:
             tx = PgTx(conn)
-            await conn.execute("BEGIN")
+            await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})")
             try:
                 yield tx
                 await conn.execute("COMMIT")

@@ -17,6 +17,7 @@ from typing import Any
 
 from bot.registry import Registry
 from bot.store import Store
+from bot.store_copy import count_rows, describe
 from bot.tool import NAME_RE, CallContext, Tool, ToolException, to_tool_error
 
 
@@ -104,15 +105,7 @@ def snapshot_tree(root: Path) -> dict[str, str]:
 
 
 async def snapshot_store(store: Store) -> dict[str, int]:
-    rows = await store.fetchall(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%'"
-        " AND name NOT LIKE 'sqlite_%'"
-    )
-    counts = {}
-    for row in rows:
-        (count,) = await store.fetchone(f'SELECT count(*) FROM "{row["name"]}"')
-        counts[row["name"]] = count
-    return counts
+    return {name: await count_rows(store, name) for name in await describe(store)}
 
 
 async def outcome(coro: Any) -> dict[str, Any]:

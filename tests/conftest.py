@@ -84,10 +84,11 @@ def _pg_schema_if_needed(backend_name: str, request: pytest.FixtureRequest) -> P
 async def store_backend(backend_name: str, config: config_mod.Config,
                         _pg_schema_if_needed: PgTestSchema | None) -> Backend:
     if _pg_schema_if_needed is None:
-        return Backend("sqlite", lambda: Store(config.store_path), {})
+        return Backend("sqlite", lambda: Store(config.store_path), f"sqlite:{config.store_path}", {})
     schema = _pg_schema_if_needed
     await schema.empty()
-    return Backend("postgresql", schema.store, {"MYCLAW_DATABASE_URL": schema.store_url})
+    return Backend("postgresql", schema.store, schema.store_url,
+                   {"MYCLAW_DATABASE_URL": schema.store_url})
 
 
 @pytest.fixture

@@ -126,13 +126,32 @@ class PgTestSchema:
                                       " AND tablename <> 'migrations'", self.name)
             sequences = await conn.fetch("SELECT sequencename FROM pg_sequences"
                                          " WHERE schemaname = $1", self.name)
-            statements = [f'DELETE FROM "{self.name}"."{t["tablename"]}"' for t in tables]
+            references = await conn.fetch(
+                "SELECT c.conrelid::regclass::text AS child, c.confrelid::regclass::text AS parent"
+                " FROM pg_constraint AS c JOIN pg_namespace AS n ON n.oid = c.connamespace"
+                " WHERE c.contype = 'f' AND n.nspname = $1", self.name)
+            statements = [f'DELETE FROM "{self.name}"."{t}"'
+                          for t in _children_first([t["tablename"] for t in tables], references)]
             statements += [f"SELECT setval('\"{self.name}\".\"{s['sequencename']}\"', 1, false)"
                            for s in sequences]
             if statements:
                 await conn.execute("; ".join(statements))
         finally:
             await conn.close()
+
+
+def _children_first(tables: list[str], references: list[Any]) -> list[str]:
+    """Tables ordered so that one referencing another (a foreign key) is emptied before it."""
+    parents = {t: {r["parent"].split(".")[-1].strip('"') for r in references
+                   if r["child"].split(".")[-1].strip('"') == t} for t in tables}
+    ordered: list[str] = []
+    while len(ordered) < len(tables):
+        ready = [t for t in tables if t not in ordered and not any(
+            t in parents[other] for other in tables if other not in ordered and other != t)]
+        if not ready:  # a cycle: DELETE will name it
+            return ordered + [t for t in tables if t not in ordered]
+        ordered += ready
+    return ordered
 
 
 async def _drop_stale(conn: Any) -> None:
@@ -147,8 +166,11 @@ async def _drop_stale(conn: Any) -> None:
 @dataclass(frozen=True)
 class Backend:
     """The store a test runs on: `open()` gives a new, unopened store on the same database (as a
-    second connection or a restarted process would see it); `env` selects it for an App."""
+    second connection or a restarted process would see it); `location` names it for
+    `myclaw store copy` and child processes (bot.cli.store_admin.open_location); `env` selects it
+    for an App."""
 
     name: str
     open: Callable[[], Any]
+    location: str
     env: Mapping[str, str]

@@ -16,7 +16,10 @@ import pytest
 from bot.approvals import ApprovalRequest, Approvals, args_hash
 from bot.grants import Scope
 from bot.store import Store
+from tests.pg_support import on_both_backends
 from tests.store_support import execute
+
+backend_name = on_both_backends()
 
 OWNER, APPROVER, STRANGER = "telegram:1", "telegram:99", "telegram:666"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -65,9 +68,9 @@ async def audit_rows(store: Store) -> list[dict[str, Any]]:
 # --- creation ----------------------------------------------------------------------------
 
 
-async def test_a_request_is_in_the_store_before_it_is_returned(approvals, config, clock):
+async def test_a_request_is_in_the_store_before_it_is_returned(approvals, store_backend, clock):
     request = await ask(approvals)
-    async with Store(config.store_path) as other_connection:
+    async with store_backend.open() as other_connection:
         row = await other_connection.fetchone("SELECT * FROM approvals WHERE id = ?", (request.id,))
     assert row is not None and row["status"] == "pending"
     assert row["expires_at"] == clock.now + 300
@@ -114,8 +117,8 @@ async def test_fifty_concurrent_taps_produce_exactly_one_outcome(approvals, stor
     assert len([a for a in await audit_rows(store) if request.id in a["detail"]]) == 50
 
 
-async def test_two_connections_to_the_same_file_still_produce_one_winner(config, clock):
-    async with Store(config.store_path) as first, Store(config.store_path) as second:
+async def test_two_connections_to_the_same_database_still_produce_one_winner(store_backend, clock):
+    async with store_backend.open() as first, store_backend.open() as second:
         via_first = Approvals(first, approvers=[APPROVER], clock=clock)
         via_second = Approvals(second, approvers=[APPROVER], clock=clock)
         request = await ask(via_first)
@@ -296,10 +299,10 @@ async def test_the_message_reference_is_kept_with_the_request(approvals):
 RESOLVE_IN_A_NEW_PROCESS = """
 import asyncio, json, sys
 from bot.approvals import Approvals
-from bot.store import Store
+from bot.cli.store_admin import open_location
 
 async def main():
-    async with Store(sys.argv[1]) as store:
+    async with open_location(sys.argv[1]) as store:
         result = await Approvals(store).resolve(sys.argv[2], sys.argv[3], "approve")
         print(json.dumps({"ok": result.ok, "reason": result.reason, "status": result.status}))
 
@@ -307,9 +310,9 @@ asyncio.run(main())
 """
 
 
-async def resolve_in_new_process(store_path: Path, approval_id: str, resolver: str) -> dict:
+async def resolve_in_new_process(location: str, approval_id: str, resolver: str) -> dict:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", RESOLVE_IN_A_NEW_PROCESS, str(store_path), approval_id, resolver,
+        sys.executable, "-c", RESOLVE_IN_A_NEW_PROCESS, location, approval_id, resolver,
         cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(process.communicate(), timeout=30)
@@ -317,14 +320,14 @@ async def resolve_in_new_process(store_path: Path, approval_id: str, resolver: s
     return json.loads(out)
 
 
-async def test_a_request_pending_across_a_restart_is_resolved_once_by_new_processes(config):
-    async with Store(config.store_path) as before_restart:
+async def test_a_request_pending_across_a_restart_is_resolved_once_by_new_processes(store_backend):
+    async with store_backend.open() as before_restart:
         request = await ask(Approvals(before_restart))
-    outcomes = await asyncio.gather(*(resolve_in_new_process(config.store_path, request.id, OWNER)
-                                      for _ in range(2)))
+    outcomes = await asyncio.gather(*(resolve_in_new_process(store_backend.location, request.id,
+                                                             OWNER) for _ in range(2)))
     assert sorted(o["ok"] for o in outcomes) == [False, True]
     loser = next(o for o in outcomes if not o["ok"])
     assert loser["reason"] == f"This request was already approved by {OWNER}."
-    async with Store(config.store_path) as after:
+    async with store_backend.open() as after:
         stored = await Approvals(after).get(request.id)
     assert stored.status == "approved" and stored.resolved_by == OWNER

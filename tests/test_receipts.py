@@ -18,7 +18,10 @@ from bot.receipts import (
 )
 from bot.store import Store
 from tests.conftest import FAKE_ENV, make_config
+from tests.pg_support import on_both_backends
 from tests.store_support import execute
+
+backend_name = on_both_backends()
 
 
 @pytest.fixture
@@ -120,7 +123,13 @@ async def test_moving_a_timestamp_is_reported(receipts, store, field):
     assert len(await receipts.verify_all()) == 1
 
 
-async def test_bytes_that_are_not_utf8_are_reported_not_a_crash(receipts, store):
+async def test_bytes_that_are_not_utf8_in_a_sqlite_store_are_reported_not_a_crash(tmp_path, key):
+    # SQLite stores any bytes in any column; PostgreSQL's typed columns cannot hold these.
+    async with Store(tmp_path / "sqlite" / "myclaw.db") as store:
+        await _tamper_with_bytes(Receipts(store, key), store)
+
+
+async def _tamper_with_bytes(receipts: Receipts, store: Store) -> None:
     target = await issue(receipts)
     await execute(store, "UPDATE receipts SET sender = CAST(X'FFFE41' AS TEXT) WHERE id = ?", (target,))
     await execute(store, "UPDATE receipts SET started_at = X'FF' WHERE id = ?", (target,))

@@ -9,6 +9,9 @@ import pytest
 from bot.senders import CODE_ALPHABET, PairingError, Senders
 from bot.store import Store
 from tests.conftest import make_config
+from tests.pg_support import on_both_backends
+
+backend_name = on_both_backends()
 
 STRANGER = "telegram:4242"
 

@@ -1,4 +1,5 @@
-"""The SQLite store: migrations, WAL, and many concurrent writers without "database is locked"."""
+"""The store contract on both backends (concurrent writers, transactions and their hooks), and
+the SQLite store's own: migrations, WAL, no "database is locked" (PostgreSQL's own: test_store_pg)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import pytest
 from bot.journal import Journal
 from bot.migrations import MIGRATIONS
 from bot.store import Store
+from tests.pg_support import on_both_backends
 from tests.store_support import append, execute
+
+backend_name = on_both_backends()
 
 
 async def test_migrations_are_numbered_applied_once_and_recorded(tmp_path):
@@ -26,9 +30,8 @@ async def test_migrations_are_numbered_applied_once_and_recorded(tmp_path):
     assert oct(path.stat().st_mode & 0o777) == "0o600"
 
 
-async def test_many_sessions_and_two_processes_write_at_once_without_locking_errors(tmp_path):
-    path = tmp_path / "myclaw.db"
-    async with Store(path) as first, Store(path) as second:
+async def test_many_sessions_and_two_processes_write_at_once_without_locking_errors(store_backend):
+    async with store_backend.open() as first, store_backend.open() as second:
         journals = {first: Journal(first), second: Journal(second)}
         sessions = [await journals[first].new_session(f"telegram:{i}", str(i), "telegram")
                     for i in range(20)]
@@ -47,40 +50,38 @@ async def test_many_sessions_and_two_processes_write_at_once_without_locking_err
         assert [m["content"][0]["text"] for m in history[:4]] == ["q0", "a0", "q1", "a1"]
 
 
-async def test_a_failed_transaction_leaves_nothing_behind_and_runs_only_its_rollback_hooks(
-        tmp_path):
-    async with Store(tmp_path / "myclaw.db") as store:
-        journal = Journal(store)
-        session = await journal.new_session("cli:local", "local", "cli")
-        seen: list[str] = []
-        with pytest.raises(RuntimeError, match="crash in the middle"):
-            async with store.transaction() as tx:
-                tx.on_commit(lambda: seen.append("commit"))
-                tx.on_rollback(lambda: seen.append("rollback"))
-                await tx.execute("INSERT INTO messages(session_id, role, content, created_at)"
-                                 " VALUES (?, 'user', '[]', 0)", (session,))
-                raise RuntimeError("crash in the middle")
-        assert seen == ["rollback"]
-        assert await journal.stored(session) == ([], 0)
-        await append(store, session, [{"role": "user", "content": [{"type": "text", "text": "ok"}]}])
-        assert len((await journal.stored(session))[0]) == 1
-
-
-async def test_a_transaction_reads_its_own_writes_returns_row_counts_and_runs_commit_hooks(tmp_path):
-    async with Store(tmp_path / "myclaw.db") as store:
-        seen: list[str] = []
+async def test_a_failed_transaction_leaves_nothing_behind_and_runs_only_its_rollback_hooks(store):
+    journal = Journal(store)
+    session = await journal.new_session("cli:local", "local", "cli")
+    seen: list[str] = []
+    with pytest.raises(RuntimeError, match="crash in the middle"):
         async with store.transaction() as tx:
             tx.on_commit(lambda: seen.append("commit"))
             tx.on_rollback(lambda: seen.append("rollback"))
-            row = await tx.fetchone("INSERT INTO memories(sender, text, created_at)"
-                                    " VALUES (?, ?, 0) RETURNING id", ("cli:local", "one"))
-            await tx.executemany("INSERT INTO memories(sender, text, created_at) VALUES (?, ?, 0)",
-                                 [("cli:local", "two"), ("cli:local", "three")])
-            assert len(await tx.fetchall("SELECT id FROM memories")) == 3
-            assert seen == []  # nothing runs before the commit
-            changed = await tx.execute("UPDATE memories SET text = 'x' WHERE id > ?", (row["id"],))
-        assert (row["id"], changed, seen) == (1, 2, ["commit"])
-        assert store.dialect == "sqlite"
+            await tx.execute("INSERT INTO messages(session_id, role, content, created_at)"
+                             " VALUES (?, 'user', '[]', 0)", (session,))
+            raise RuntimeError("crash in the middle")
+    assert seen == ["rollback"]
+    assert await journal.stored(session) == ([], 0)
+    await append(store, session, [{"role": "user", "content": [{"type": "text", "text": "ok"}]}])
+    assert len((await journal.stored(session))[0]) == 1
+
+
+async def test_a_transaction_reads_its_own_writes_returns_row_counts_and_runs_commit_hooks(
+        store, backend_name):
+    seen: list[str] = []
+    async with store.transaction() as tx:
+        tx.on_commit(lambda: seen.append("commit"))
+        tx.on_rollback(lambda: seen.append("rollback"))
+        row = await tx.fetchone("INSERT INTO memories(sender, text, created_at)"
+                                " VALUES (?, ?, 0) RETURNING id", ("cli:local", "one"))
+        await tx.executemany("INSERT INTO memories(sender, text, created_at) VALUES (?, ?, 0)",
+                             [("cli:local", "two"), ("cli:local", "three")])
+        assert len(await tx.fetchall("SELECT id FROM memories")) == 3
+        assert seen == []  # nothing runs before the commit
+        changed = await tx.execute("UPDATE memories SET text = 'x' WHERE id > ?", (row["id"],))
+    assert (row["id"], changed, seen) == (1, 2, ["commit"])
+    assert store.dialect == backend_name
 
 
 async def test_full_text_search_is_available(tmp_path):

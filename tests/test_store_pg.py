@@ -116,6 +116,13 @@ def test_without_a_server_the_postgres_tests_fail_under_ci_and_skip_elsewhere():
 # --- against the server ---------------------------------------------------------------------------
 
 @pytest.fixture
+async def clean_schema(pg_schema):
+    """This run's schema, emptied (other tests wrote to it)."""
+    await pg_schema.empty()
+    return pg_schema
+
+
+@pytest.fixture
 async def fresh_schema(pg_schema):
     schema = PgTestSchema(database_url_for_tests())
     await schema.create(migrate=False)
@@ -135,9 +142,9 @@ async def test_replicas_starting_together_migrate_a_new_database_once(fresh_sche
         await asyncio.gather(*(s.close() for s in stores))
 
 
-async def test_a_failed_transaction_writes_nothing_and_runs_only_rollback_callbacks(pg_schema):
+async def test_a_failed_transaction_writes_nothing_and_runs_only_rollback_callbacks(clean_schema):
     events: list[str] = []
-    async with pg_schema.store() as store:
+    async with clean_schema.store() as store:
         with pytest.raises(RuntimeError):
             async with store.transaction() as tx:
                 tx.on_commit(lambda: events.append("commit"))
@@ -150,9 +157,9 @@ async def test_a_failed_transaction_writes_nothing_and_runs_only_rollback_callba
                                     ("telegram:1",)) is None
 
 
-async def test_compare_and_set_counts_rows_and_returning_reads_inside_the_transaction(pg_schema):
+async def test_compare_and_set_counts_rows_and_returning_reads_inside_the_transaction(clean_schema):
     events: list[str] = []
-    async with pg_schema.store() as store:
+    async with clean_schema.store() as store:
         async with store.transaction() as tx:
             tx.on_commit(lambda: events.append("commit"))
             row = await tx.fetchone("INSERT INTO memories(sender, text, created_at)"
@@ -166,8 +173,8 @@ async def test_compare_and_set_counts_rows_and_returning_reads_inside_the_transa
         assert (text, created) == ("c", 1.5)
 
 
-async def test_sums_and_counts_come_back_as_plain_numbers_as_on_sqlite(pg_schema):
-    async with pg_schema.store() as store:
+async def test_sums_and_counts_come_back_as_plain_numbers_as_on_sqlite(clean_schema):
+    async with clean_schema.store() as store:
         async with store.transaction() as tx:
             await tx.executemany(
                 "INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
@@ -179,7 +186,7 @@ async def test_sums_and_counts_come_back_as_plain_numbers_as_on_sqlite(pg_schema
         assert type(row["tokens"]) is int and type(row["mean"]) is float
 
 
-async def test_named_parameters_are_refused_as_not_portable(pg_schema):
-    async with pg_schema.store() as store:
+async def test_named_parameters_are_refused_as_not_portable(clean_schema):
+    async with clean_schema.store() as store:
         with pytest.raises(StoreError, match="named SQL parameters"):
             await store.fetchall("SELECT :x", {"x": 1})

@@ -8,7 +8,10 @@ import pytest
 
 from bot.tool import CallContext, ToolInvalidArgsError, UnrevertibleError
 from tests.conformance import snapshot_store
+from tests.pg_support import on_both_backends
 from tools import memory_fetch, memory_store
+
+backend_name = on_both_backends()
 
 
 def as_sender(ctx: CallContext, sender: str) -> CallContext:

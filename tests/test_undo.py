@@ -10,6 +10,9 @@ import pytest
 
 from bot.tool import BaseTool, CallContext, ToolMeta, UnrevertibleError
 from bot.undo import NOTHING_TO_UNDO, UndoLog
+from tests.pg_support import on_both_backends
+
+backend_name = on_both_backends()
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
           "additionalProperties": False}
