@@ -28,7 +28,7 @@ from bot.hooks import run_session_hooks
 from bot.policy import Profile
 from bot.registry import Registry
 from bot.services import Services
-from bot.store import Store
+from bot.store_factory import make_store
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class App:
         from bot.undo import UndoLog
 
         config.workspace.mkdir(parents=True, exist_ok=True)
-        store = await Store(config.store_path).open()
+        store = await make_store(config).open()
         approvals_cfg = config["approvals"]
         services = Services(
             config=config, store=store, registry=build_registry(config), llm=LLMClient(config),

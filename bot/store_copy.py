@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.errors import StoreError
+from bot.pg_dialect import GAPLESS_IDS, reseed_id_sql
 
 BATCH_ROWS = 1000
 # Tables other tables reference (messages.session_id → sessions.id): copied first.
 PARENT_TABLES = ("sessions",)
-NOT_COPIED = ("migrations",)
+# Each store's own bookkeeping: its migrations, and PostgreSQL's id counters (reseeded instead).
+NOT_COPIED = ("migrations", "id_counters")
 # SQLite-internal and FTS5 tables: derived, rebuilt by the destination's own triggers.
 _DERIVED_PREFIXES = ("sqlite_", "memories_fts")
 
@@ -151,6 +153,9 @@ async def copy_store(source: Any, destination: Any) -> list[Copied]:
                     f" coalesce(max({_quote(dst.identity)}), 0) + 1, false) FROM {_quote(dst.name)}",
                     (_quote(dst.name), dst.identity))
             copied.append(Copied(src.name, rows))
+        if destination.dialect == "postgresql":
+            for table in GAPLESS_IDS:
+                await tx.execute(reseed_id_sql(table))
     for entry in copied:
         if await count_rows(destination, entry.table) != entry.rows:
             raise StoreCopyError(f"table {entry.table}: {entry.rows} rows read but "

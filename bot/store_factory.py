@@ -27,12 +27,12 @@ def make_store(config: Config) -> Any:
     return postgres_store(url)
 
 
-def postgres_store(url: str, *, schema: str | None = None) -> Any:
+def postgres_store(url: str, *, schema: str | None = None, migrate: bool = True) -> Any:
     try:
         from bot.store_pg import PostgresStore
     except ImportError as exc:
         raise StoreError(f"the store is PostgreSQL but asyncpg is missing; {INSTALL_HINT}") from exc
-    return PostgresStore(url, schema=schema)
+    return PostgresStore(url, schema=schema, migrate=migrate)
 
 
 async def open_store(config: Config) -> Any:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.config import Config
-from bot.store import Store
+from bot.store_factory import make_store
 
 
 def add_commands(subparsers: Any) -> None:
@@ -79,7 +80,7 @@ async def cmd_tools(args: argparse.Namespace, config: Config) -> int:
         print("myclaw: --sender must look like telegram:123, discord:456 or cli:local")
         return 2
     registry = build_registry(config)
-    async with Store(config.store_path) as store:
+    async with make_store(config) as store:
         autonomy = await Senders(config, store).autonomy(args.sender, tuple(args.role))
     print(f"{args.sender}: autonomy {autonomy}")
     if autonomy in ("pairing", "ignore"):
@@ -108,13 +109,11 @@ async def cmd_tools(args: argparse.Namespace, config: Config) -> int:
 
 async def cmd_usage(args: argparse.Namespace, config: Config) -> int:
     since = time.time() - args.days * 86400
-    async with Store(config.store_path) as store:
-        rows = await store.fetchall(
-            "SELECT date(ts, 'unixepoch') AS day, sender, model, count(*) AS calls,"
-            " sum(input_tokens) AS input, sum(output_tokens) AS output,"
-            " sum(cache_read_tokens) AS cache_read, sum(cache_write_tokens) AS cache_write"
-            " FROM usage WHERE ts >= ? GROUP BY day, sender, model ORDER BY day, sender",
-            (since,))
+    async with make_store(config) as store:
+        calls = await store.fetchall(
+            "SELECT ts, sender, model, input_tokens, output_tokens, cache_read_tokens,"
+            " cache_write_tokens FROM usage WHERE ts >= ?", (since,))
+    rows = usage_by_day(calls)
     if not rows:
         print(f"No model usage recorded in the last {args.days} days.")
         return 0
@@ -125,3 +124,20 @@ async def cmd_usage(args: argparse.Namespace, config: Config) -> int:
         print(f"{r['day']:<11}{r['sender']:<22}{r['model']:<20}{r['calls']:>6}{r['input']:>9}"
               f"{r['output']:>9}{r['cache_read']:>10}{r['cache_write']:>10}")
     return 0
+
+
+def usage_by_day(calls: list[Any]) -> list[dict[str, Any]]:
+    """Model calls summed per UTC day, sender and model (the day computed here, not by a
+    database's date functions, which differ between SQLite and PostgreSQL)."""
+    totals: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for call in calls:
+        day = datetime.fromtimestamp(call["ts"], UTC).date().isoformat()
+        entry = totals.setdefault((day, call["sender"], call["model"]), {
+            "day": day, "sender": call["sender"], "model": call["model"], "calls": 0,
+            "input": 0, "output": 0, "cache_read": 0, "cache_write": 0})
+        entry["calls"] += 1
+        for name, column in (("input", "input_tokens"), ("output", "output_tokens"),
+                             ("cache_read", "cache_read_tokens"),
+                             ("cache_write", "cache_write_tokens")):
+            entry[name] += call[column]
+    return [totals[key] for key in sorted(totals, key=lambda k: (k[0], k[1]))]

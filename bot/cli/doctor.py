@@ -14,8 +14,8 @@ import argparse
 import importlib
 import inspect
 import logging
-import sqlite3
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any, Literal
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 Status = Literal["ok", "warn", "FAIL"]
 LATEST_SCHEMA = max(number for number, _, _ in MIGRATIONS)
+CLOCK_SKEW_WARN_S = 1.0
+CLOCK_SKEW_FAIL_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -89,31 +91,43 @@ def config_checks(config: Config) -> list[Check]:
     return [where, Check("ok", "workspace", f"{workspace} ({state})")]
 
 
-async def store_checks(config: Config) -> list[Check]:
-    from bot.store import Store  # aiosqlite is needed only by the checks that open the store
+async def store_checks(config: Config, clock: Callable[[], float] = time.time) -> list[Check]:
+    # The drivers (aiosqlite, asyncpg) are needed only by the checks that open the store.
+    from bot.store import Store
+    from bot.store_factory import postgres_store, store_location
 
-    existed = config.store_path.exists()
-    store = Store(config.store_path)
+    url = config.database_url
+    where = store_location(config)
+    existed = url is not None or config.store_path.exists()
     try:
+        # PostgreSQL is shared by every replica: doctor looks and leaves migrating to
+        # `myclaw migrate` (or the next `myclaw run`). A new SQLite file is created and migrated.
+        store = postgres_store(url, migrate=False) if url else Store(config.store_path)
         await store.open()
     except MyclawError as exc:
         return [Check("FAIL", "store", str(exc))]
     try:
         version = await store.schema_version()
-        writable = await _probe_write(store)
+        writable = await _probe_write(store, where)
+        skew = await _clock_skew(store, clock) if store.dialect == "postgresql" else None
     finally:
         await store.close()
     created = "" if existed else ", created now"
-    checks = [Check("ok", "store", f"{config.store_path} opens (schema version {version}{created})")]
+    checks = [Check("ok", "store", f"{where} opens (schema version {version}{created})")]
     if version > LATEST_SCHEMA:
         checks.append(Check("FAIL", "store schema", f"version {version} is newer than this "
                             f"myclaw knows ({LATEST_SCHEMA}): upgrade myclaw"))
+    elif version < LATEST_SCHEMA:
+        checks.append(Check("FAIL", "store schema", f"version {version}, this myclaw needs "
+                            f"{LATEST_SCHEMA}: run `myclaw migrate`"))
     checks.append(Check("ok", "store writable", "a write transaction succeeds") if writable is None
                   else Check("FAIL", "store writable", writable))
+    if skew is not None:
+        checks.append(_skew_check(skew))
     return checks
 
 
-async def _probe_write(store: Any) -> str | None:
+async def _probe_write(store: Any, where: str) -> str | None:
     """Try a real schema write and roll it back; None if it worked, else why not."""
     try:
         async with store.transaction() as tx:
@@ -121,8 +135,29 @@ async def _probe_write(store: Any) -> str | None:
             raise _RollBack
     except _RollBack:
         return None
-    except sqlite3.Error as exc:
-        return f"{store.path}: {exc}"
+    # Either driver's errors (sqlite3, asyncpg): doctor names the failure instead of dying on it.
+    except Exception as exc:
+        return f"{where}: {type(exc).__name__}: {exc}"
+
+
+async def _clock_skew(store: Any, clock: Callable[[], float]) -> float:
+    """This machine's clock minus the database server's, the round trip split evenly."""
+    before = clock()
+    server = await store.server_time()
+    after = clock()
+    return (before + after) / 2 - server
+
+
+def _skew_check(skew: float) -> Check:
+    # Every replica stamps expiries and leases with its own clock; the database is the referee
+    # they all see, so each must agree with it.
+    detail = f"this machine is {abs(skew):.3f} s {'ahead of' if skew > 0 else 'behind'} the server"
+    if abs(skew) > CLOCK_SKEW_FAIL_S:
+        return Check("FAIL", "store clock", f"{detail}: approvals and codes would expire at the "
+                     f"wrong time on some replicas; synchronise the clocks (NTP)")
+    if abs(skew) > CLOCK_SKEW_WARN_S:
+        return Check("warn", "store clock", f"{detail}: synchronise the clocks (NTP)")
+    return Check("ok", "store clock", detail)
 
 
 def secret_checks(config: Config) -> list[Check]:

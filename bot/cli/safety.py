@@ -24,7 +24,7 @@ from typing import Any
 from bot.config import LEVELS, Config
 from bot.receipts import Receipts, key_path, receipt_key
 from bot.senders import PairingError, Senders
-from bot.store import Store
+from bot.store_factory import make_store
 
 _RELATIVE = re.compile(r"(\d+)\s*([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -63,7 +63,7 @@ def add_commands(subparsers: Any) -> None:
 
 
 async def pair_list(args: argparse.Namespace, config: Config) -> int:
-    async with Store(config.store_path) as store:
+    async with make_store(config) as store:
         codes = await Senders(config, store).list_codes()
     if not codes:
         print("No pending pairing codes.")
@@ -76,7 +76,7 @@ async def pair_list(args: argparse.Namespace, config: Config) -> int:
 
 
 async def pair_approve(args: argparse.Namespace, config: Config) -> int:
-    async with Store(config.store_path) as store:
+    async with make_store(config) as store:
         try:
             sender = await Senders(config, store).approve(args.code, args.level)
         except PairingError as exc:
@@ -87,7 +87,7 @@ async def pair_approve(args: argparse.Namespace, config: Config) -> int:
 
 
 async def pair_deny(args: argparse.Namespace, config: Config) -> int:
-    async with Store(config.store_path) as store:
+    async with make_store(config) as store:
         try:
             sender = await Senders(config, store).deny(args.code)
         except PairingError as exc:
@@ -101,7 +101,7 @@ async def pair_deny(args: argparse.Namespace, config: Config) -> int:
 
 
 async def receipts_verify(args: argparse.Namespace, config: Config) -> int:
-    async with Store(config.store_path) as store:
+    async with make_store(config) as store:
         count = await store.fetchone("SELECT COUNT(*) AS n FROM receipts")
         total = int(count["n"]) if count else 0
         key = receipt_key(config, create=False)
@@ -155,7 +155,7 @@ async def audit_list(args: argparse.Namespace, config: Config) -> int:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY id DESC LIMIT ?"
     params.append(max(1, args.limit))
-    async with Store(config.store_path) as store:
+    async with make_store(config) as store:
         rows = await store.fetchall(sql, tuple(params))
     if not rows:
         print("No audit entries match.")
