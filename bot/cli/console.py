@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.config import Config
 from bot.console import auth_for
-from bot.store import Store
+from bot.store_factory import make_store
 
 
 def add_commands(subparsers: Any) -> None:
@@ -41,7 +41,7 @@ def base_url(config: Config) -> str:
 
 
 async def console_login(args: argparse.Namespace, config: Config) -> int:
-    async with Store(config.store_path) as store:
+    async with make_store(config) as store:
         token = await auth_for(config, store).issue_login()
     minutes = max(1, config["console"]["login_ttl_seconds"] // 60)
     print(f"{base_url(config)}/login/{token}")
@@ -53,7 +53,7 @@ async def console_login(args: argparse.Namespace, config: Config) -> int:
 
 
 async def console_logout(args: argparse.Namespace, config: Config) -> int:
-    async with Store(config.store_path) as store:
+    async with make_store(config) as store:
         ended = await auth_for(config, store).revoke_all()
     print(f"Ended {ended} console session(s); unused login links no longer work.")
     return 0
