@@ -1,8 +1,9 @@
 """`GET /healthz` for Docker's HEALTHCHECK, systemd watchdogs and uptime monitors.
 
-200 with `{"status": "ok", "store": true, "channels": {"telegram": true, ...}}` when the store
-answers and every started channel reports `connected`; otherwise 503 with the same body (status
-"degraded"), so a probe can tell which part is down. Nothing else is served, and the body names
+200 with `{"status": "ok", "store": true, "store_backend": "sqlite", "channels": {"telegram":
+true, ...}}` when the store answers (`store_backend`: "sqlite" or "postgresql") and every started
+channel reports `connected`; otherwise 503 with the same body (status "degraded"), so a probe can
+tell which part is down. Nothing else is served, and the body names
 only parts, never hosts, ids or errors. Started by the app when `[health] enabled = true`.
 """
 
@@ -48,7 +49,8 @@ class HealthServer:
         channels = {name: bool(getattr(ch, "connected", False))
                     for name, ch in sorted(self.channels.items())}
         healthy = store_ok and all(channels.values())
-        body = {"status": "ok" if healthy else "degraded", "store": store_ok, "channels": channels}
+        body = {"status": "ok" if healthy else "degraded", "store": store_ok,
+                "store_backend": self.store.dialect, "channels": channels}
         return (200 if healthy else 503), body
 
     async def _healthz(self, request: web.Request) -> web.Response:

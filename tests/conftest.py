@@ -128,8 +128,9 @@ async def tg():
 
 
 @pytest.fixture
-async def app_factory(tmp_path: Path, fake_anthropic):
-    """Build real Apps (store, registry, LLM client, agent) talking to the fake Anthropic.
+async def app_factory(tmp_path: Path, fake_anthropic, store_backend: Backend):
+    """Build real Apps (store, registry, LLM client, agent) talking to the fake Anthropic, on
+    the module's store backend (SQLite unless it runs on both).
 
     `await app_factory(overrides={...}, env={...})`; every app is closed at teardown.
     """
@@ -145,7 +146,8 @@ async def app_factory(tmp_path: Path, fake_anthropic):
                 merged[section] = {**merged[section], **values}
             else:
                 merged[section] = values
-        full_env = {**FAKE_ENV, "ANTHROPIC_BASE_URL": fake_anthropic.base_url, **(env or {})}
+        full_env = {**FAKE_ENV, "ANTHROPIC_BASE_URL": fake_anthropic.base_url,
+                    **store_backend.env, **(env or {})}
         app = await App.open(make_config(tmp_path, merged, env=full_env))
         opened.append(app)
         return app

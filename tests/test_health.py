@@ -1,4 +1,4 @@
-"""GET /healthz over real HTTP on 127.0.0.1, against a real store."""
+"""GET /healthz over real HTTP on 127.0.0.1, against a real store (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ import pytest
 
 from bot.health import HealthError, HealthServer
 from tests.conftest import make_config
+from tests.pg_support import on_both_backends
+
+backend_name = on_both_backends()
 
 
 @dataclass
@@ -38,20 +41,21 @@ async def get(server: HealthServer, path: str = "/healthz", method: str = "GET")
         return await client.request(method, path)
 
 
-async def test_healthz_is_200_when_the_store_answers_and_every_channel_is_connected(server):
+async def test_healthz_is_200_when_the_store_answers_and_every_channel_is_connected(
+        server, backend_name):
     response = await get(server)
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "store": True,
+    assert response.json() == {"status": "ok", "store": True, "store_backend": backend_name,
                                "channels": {"discord": True, "telegram": True}}
     assert response.headers["content-type"].startswith("application/json")
     assert response.headers["cache-control"] == "no-store"
 
 
-async def test_a_disconnected_channel_makes_it_503_and_names_the_channel(server):
+async def test_a_disconnected_channel_makes_it_503_and_names_the_channel(server, backend_name):
     server.channels["discord"].connected = False
     response = await get(server)
     assert response.status_code == 503
-    assert response.json() == {"status": "degraded", "store": True,
+    assert response.json() == {"status": "degraded", "store": True, "store_backend": backend_name,
                                "channels": {"discord": False, "telegram": True}}
     server.channels["discord"].connected = True
     assert (await get(server)).status_code == 200
@@ -80,7 +84,8 @@ async def test_with_no_channels_started_the_store_alone_decides(health_config, s
     health = HealthServer(health_config, store, {})
     await health.start()
     try:
-        assert (await get(health)).json() == {"status": "ok", "store": True, "channels": {}}
+        assert (await get(health)).json() == {"status": "ok", "store": True,
+                                              "store_backend": store.dialect, "channels": {}}
     finally:
         await health.stop()
 

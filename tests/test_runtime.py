@@ -17,7 +17,11 @@ from bot.events import (
     ToolStarted,
 )
 from tests.fakes.anthropic_server import reply, text, tool_use
+from tests.pg_support import on_both_backends
 from tests.runtime_tools import Blocker, Hostile, Recorder
+
+# Whole turns on each store: history, usage, audit and receipts written and read back.
+backend_name = on_both_backends()
 
 
 def message(text_: str, sender: str = "cli:local", chat: str = "local") -> IncomingMessage:

@@ -11,7 +11,10 @@ import textwrap
 
 from bot.events import ApprovalNeeded, CollectingSink, Done, IncomingMessage, Notice
 from tests.fakes.anthropic_server import reply, text, tool_use
+from tests.pg_support import on_both_backends
 from tests.runtime_tools import Writer
+
+backend_name = on_both_backends()
 
 SUPERVISED = {"senders": {"telegram:1": "supervised", "telegram:2": "supervised"}}
 
