@@ -34,7 +34,8 @@ def fake_anthropic(delay: float = 0.0, responder: str = "echo") -> Iterator[str]
         proc.wait(10)
 
 
-def make_config(base_url: str, overrides: dict[str, Any] | None = None) -> Any:
+def make_config(base_url: str, overrides: dict[str, Any] | None = None,
+                env: dict[str, str] | None = None) -> Any:
     from bot import config as config_mod
 
     tmp = Path(tempfile.mkdtemp(prefix="myclaw-bench-"))
@@ -43,7 +44,8 @@ def make_config(base_url: str, overrides: dict[str, Any] | None = None) -> Any:
                            "store": {"path": str(tmp / "myclaw.db")}}
     for section, values in (overrides or {}).items():
         raw.setdefault(section, {}).update(values)
-    env = {"HOME": str(tmp), "ANTHROPIC_API_KEY": "bench-key", "ANTHROPIC_BASE_URL": base_url}
+    env = {"HOME": str(tmp), "ANTHROPIC_API_KEY": "bench-key", "ANTHROPIC_BASE_URL": base_url,
+           **(env or {})}
     return config_mod.from_dict(raw, env=env)
 
 
