@@ -106,9 +106,19 @@ def _rowcount(status: str) -> int:
     return int(last) if last.isdigit() else 0
 
 
+def _encode_bool(value: object) -> str:
+    """A boolean parameter from True/False or, as SQLite code writes them, 1/0 (`CASE WHEN ?`);
+    anything else is an error, never silently false."""
+    if value is True or value is False or (type(value) is int and value in (0, 1)):
+        return "t" if value else "f"
+    raise ValueError(f"a boolean is required, got {value!r}")
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("numeric", encoder=str, decoder=_numeric, schema="pg_catalog",
                               format="text")
+    await conn.set_type_codec("bool", encoder=_encode_bool, decoder=lambda text: text == "t",
+                              schema="pg_catalog", format="text")
 
 
 async def _reset_connection(conn: asyncpg.Connection) -> None:

@@ -15,10 +15,12 @@ from bot.job_runner import AgentJobRunner
 from bot.jobs import Job, JobError, JobLimits, Jobs
 from bot.schedule import parse_at, parse_cron
 from bot.scheduler import Scheduler
-from bot.store import Store
 from tests.conftest import FAKE_ENV, make_config
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
+from tests.pg_support import on_both_backends
 from tests.runtime_tools import Recorder, Writer
+
+backend_name = on_both_backends()
 
 START = 1_796_126_400.0  # 2026-12-01 12:00 UTC
 
@@ -162,10 +164,9 @@ async def test_a_job_of_a_revoked_owner_is_skipped_and_the_owner_told(world, fak
     assert fake_anthropic.requests == []
 
 
-async def test_two_stores_on_one_database_run_each_due_run_exactly_once(tmp_path: Path):
-    path = tmp_path / "shared.db"
+async def test_two_stores_on_one_database_run_each_due_run_exactly_once(store_backend):
     clock = Clock()
-    async with Store(path) as first, Store(path) as second:
+    async with store_backend.open() as first, store_backend.open() as second:
         a, b = Jobs(first, clock=clock), Jobs(second, clock=clock)
         for n in range(20):
             await a.create(Job(id="", owner=f"telegram:{n}", channel="telegram", chat=str(n),
@@ -192,7 +193,7 @@ async def test_two_stores_on_one_database_run_each_due_run_exactly_once(tmp_path
         assert {row["n"] for row in rows} == {2}
 
 
-async def test_a_run_cut_off_by_a_crash_is_reported_and_never_repeated(tmp_path: Path):
+async def test_a_run_cut_off_by_a_crash_is_reported_and_never_repeated(store_backend):
     clock = Clock()
     told: list[str] = []
 
@@ -203,7 +204,7 @@ async def test_a_run_cut_off_by_a_crash_is_reported_and_never_repeated(tmp_path:
         async def tell_owner(self, job: Any, words: str) -> None:
             told.append(words)
 
-    async with Store(tmp_path / "s.db") as store:
+    async with store_backend.open() as store:
         jobs = Jobs(store, JobLimits(run_lease_seconds=600), clock)
         job = await jobs.create(Job(id="", owner="telegram:1", channel="telegram", chat="1",
                                     name="daily", schedule=parse_cron("0 9 * * *", timezone="UTC"),
@@ -216,8 +217,7 @@ async def test_a_run_cut_off_by_a_crash_is_reported_and_never_repeated(tmp_path:
     assert len(told) == 1 and "cut off by a restart" in told[0]
 
 
-async def test_runs_missed_while_down_run_once_within_the_grace_period_else_are_reported(
-        tmp_path: Path):
+async def test_runs_missed_while_down_run_once_within_the_grace_period_else_are_reported(store_backend):
     clock = Clock()
     ran, told = [], []
 
@@ -229,7 +229,7 @@ async def test_runs_missed_while_down_run_once_within_the_grace_period_else_are_
         async def tell_owner(self, job: Any, words: str) -> None:
             told.append(words)
 
-    async with Store(tmp_path / "s.db") as store:
+    async with store_backend.open() as store:
         jobs = Jobs(store, JobLimits(grace_seconds=1800), clock)
         hourly = parse_cron("0 * * * *", timezone="UTC")
         job = await jobs.create(Job(id="", owner="telegram:1", channel="telegram", chat="1",
@@ -251,7 +251,7 @@ async def test_runs_missed_while_down_run_once_within_the_grace_period_else_are_
         assert current.next_run > clock.now
 
 
-async def test_three_failures_in_a_row_pause_the_job_and_the_owner_can_resume_it(tmp_path: Path):
+async def test_three_failures_in_a_row_pause_the_job_and_the_owner_can_resume_it(store_backend):
     clock = Clock()
     told: list[str] = []
 
@@ -262,7 +262,7 @@ async def test_three_failures_in_a_row_pause_the_job_and_the_owner_can_resume_it
         async def tell_owner(self, job: Any, words: str) -> None:
             told.append(words)
 
-    async with Store(tmp_path / "s.db") as store:
+    async with store_backend.open() as store:
         jobs = Jobs(store, clock=clock)
         job = await jobs.create(Job(id="", owner="telegram:1", channel="telegram", chat="1",
                                     name="flaky", schedule=parse_cron("0 * * * *", timezone="UTC"),
@@ -280,8 +280,8 @@ async def test_three_failures_in_a_row_pause_the_job_and_the_owner_can_resume_it
         assert resumed.status == "active" and resumed.failures == 0
 
 
-async def test_limits_refuse_too_many_jobs_and_too_frequent_schedules(tmp_path: Path):
-    async with Store(tmp_path / "s.db") as store:
+async def test_limits_refuse_too_many_jobs_and_too_frequent_schedules(store_backend):
+    async with store_backend.open() as store:
         jobs = Jobs(store, JobLimits(max_per_sender=2, min_interval_seconds=600), Clock())
         every_5 = Job(id="", owner="telegram:1", channel="telegram", chat="1", name="x",
                       schedule=parse_cron("*/5 * * * *", timezone="UTC"), level="full",

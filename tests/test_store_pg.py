@@ -190,3 +190,13 @@ async def test_named_parameters_are_refused_as_not_portable(clean_schema):
     async with clean_schema.store() as store:
         with pytest.raises(StoreError, match="named SQL parameters"):
             await store.fetchall("SELECT :x", {"x": 1})
+
+
+async def test_a_boolean_parameter_takes_sqlites_one_and_zero_and_refuses_other_numbers(clean_schema):
+    async with clean_schema.store() as store:
+        row = await store.fetchone("SELECT CASE WHEN ? THEN 'yes' ELSE 'no' END AS a,"
+                                   " CASE WHEN ? THEN 'yes' ELSE 'no' END AS b, 1 = 1 AS c",
+                                   (1, 0))
+        assert (row["a"], row["b"], row["c"]) == ("yes", "no", True)
+        with pytest.raises(Exception, match="a boolean is required"):
+            await store.fetchone("SELECT CASE WHEN ? THEN 1 ELSE 0 END", (2,))

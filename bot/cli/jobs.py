@@ -15,7 +15,7 @@ from bot.cli.safety import clean, table
 from bot.config import Config
 from bot.jobs import JobError, Jobs
 from bot.schedule import utc_text
-from bot.store import Store
+from bot.store_factory import make_store
 
 OPERATOR = "cli:local"
 
@@ -33,7 +33,7 @@ def add_commands(subparsers: Any) -> None:
 
 
 async def jobs_list(args: argparse.Namespace, config: Config) -> int:
-    async with Store(config.store_path) as store:
+    async with make_store(config) as store:
         listing = await Jobs(store).listing(include_ended=args.all)
     if not listing:
         print("No scheduled jobs.")
@@ -48,7 +48,7 @@ async def jobs_list(args: argparse.Namespace, config: Config) -> int:
 
 
 async def jobs_cancel(args: argparse.Namespace, config: Config) -> int:
-    async with Store(config.store_path) as store:
+    async with make_store(config) as store:
         try:
             job = await Jobs(store).cancel(args.job_id, OPERATOR, any_owner=True)
         except JobError as exc:
