@@ -301,9 +301,21 @@ class Approvals:
         rows = await self.store.fetchall(sql + " ORDER BY created_at", params)
         return [_from_row(row) for row in rows]
 
-    async def set_message_ref(self, approval_id: str, ref: str) -> None:
+    async def set_message_ref(self, approval_id: str, ref: str, channel: str = "") -> None:
+        """Remember a message showing the request (the requester's, or an approver's copy), so
+        every copy can show the outcome. The first one is the requester's."""
         async with self.store.transaction() as tx:
-            await tx.execute("UPDATE approvals SET message_ref = ? WHERE id = ?", (ref, approval_id))
+            await tx.execute("UPDATE approvals SET message_ref = ? WHERE id = ?"
+                             " AND message_ref IS NULL", (ref, approval_id))
+            await tx.execute("INSERT INTO approval_messages(approval_id, channel, ref)"
+                             " VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (approval_id, channel, ref))
+
+    async def message_refs(self, approval_id: str) -> list[tuple[str, str]]:
+        """(channel, ref) of every message that shows the request."""
+        rows = await self.store.fetchall(
+            "SELECT channel, ref FROM approval_messages WHERE approval_id = ?",
+            (approval_id,))
+        return [(row["channel"], row["ref"]) for row in rows]
 
     async def message_ref(self, approval_id: str) -> str | None:
         if not _looks_like_id(approval_id):

@@ -115,6 +115,7 @@ SCHEMA: dict[str, Any] = _obj({
         "timeout_seconds": {"type": "integer", "minimum": 10},
         "approvers": _STR_LIST,
         "grant_ttl_seconds": {"type": "integer", "minimum": 60},
+        "notify_approvers": {"type": "boolean"},
     }),
     "profiles": {"type": "object", "additionalProperties": _PROFILE},
     "telegram": _obj({
@@ -212,7 +213,8 @@ DEFAULTS: dict[str, Any] = {
     "store": {"path": "", "url": ""},
     "senders": {"cli:local": "full", "unknown": "pairing"},
     "pairing": {"code_ttl_seconds": 3600, "max_codes_per_hour": 3},
-    "approvals": {"timeout_seconds": 300, "approvers": [], "grant_ttl_seconds": 86_400},
+    "approvals": {"timeout_seconds": 300, "approvers": [], "grant_ttl_seconds": 86_400,
+                  "notify_approvers": True},
     "profiles": {"default": {"allowed_tools": [], "excluded_tools": [], "auto_approve": [],
                              "always_ask": [], "always_max_risk": "medium"}},
     "telegram": {"enabled": True, "base_url": "https://api.telegram.org/bot",

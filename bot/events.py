@@ -174,7 +174,8 @@ class AgentAPI(Protocol):
     async def resolve_approval(self, approval_id: str, resolver: str, choice: str,
                                sink: Sink) -> Any: ...   # -> bot.approvals.Resolution
 
-    async def set_approval_message_ref(self, approval_id: str, ref: str) -> None: ...
+    async def set_approval_message_ref(self, approval_id: str, ref: str,
+                                       channel: str = "") -> None: ...
 
     async def pending_approvals(self, channel: str) -> list[ApprovalView]: ...
 

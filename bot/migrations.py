@@ -233,4 +233,12 @@ ALTER TABLE pairing_codes ADD COLUMN chat TEXT NOT NULL DEFAULT '';
 ALTER TABLE pairing_codes ADD COLUMN display_name TEXT NOT NULL DEFAULT '';
 ALTER TABLE pairing_codes ADD COLUMN nudged INTEGER NOT NULL DEFAULT 0;
 """),
+    (7, "every message that shows an approval request (the requester's and approvers' copies)", """
+CREATE TABLE approval_messages (
+    approval_id TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    PRIMARY KEY (approval_id, ref)
+);
+"""),
 ]

@@ -85,6 +85,7 @@ class Agent:
             await self.close_expired(resolution.request)
         if resolution.ok and resolution.request is not None:
             request = resolution.request
+            await self.show_outcome(request, choice, resolver)
             key = self.session_key(request.sender, request.chat)
             self.queue.spawn(key, lambda: self._guarded(sink, self._resume(request, resolver, sink)))
         return resolution
@@ -93,15 +94,7 @@ class Agent:
         """A request nobody answered in time: its message says so and loses its buttons, the
         requester is told in the chat, and the model gets a result saying the call did not
         run, so the turn ends cleanly and the next message starts fresh."""
-        surface = self._surfaces.get(request.channel)
-        when = request.resolved_at or time.time()
-        if surface is not None:
-            ref = await self.services.approvals.message_ref(request.id)
-            try:
-                await surface.approval_resolved(ApprovalResolved(
-                    request.view(), "expire", "myclaw", when, ref))
-            except ChannelError:
-                log.info("approval %s expired while its channel was down", request.id)
+        await self.show_outcome(request, "expire", "myclaw")
         sink = self.services.delivery.sink(request.channel, request.chat, request.sender) \
             if self.services.delivery is not None else None
         key = self.session_key(request.sender, request.chat)
@@ -123,6 +116,39 @@ class Agent:
             if close is not None:
                 await close()
 
+    async def show_outcome(self, request: Any, choice: str, resolver: str) -> None:
+        """Every message showing the request (the requester's and each approver's copy) shows
+        the outcome and who decided, and loses its buttons."""
+        when = request.resolved_at or time.time()
+        for channel, ref in await self.services.approvals.message_refs(request.id):
+            surface = self._surfaces.get(channel)
+            if surface is None:
+                continue
+            try:
+                await surface.approval_resolved(ApprovalResolved(
+                    request.view(), choice, resolver, when, ref))
+            except ChannelError:
+                log.info("approval %s: %s is down; its message keeps its buttons", request.id,
+                         channel)
+
+    async def notify_approvers(self, turn: Turn, views: list[ApprovalView]) -> None:
+        """Each approver gets a private copy of the requests they may answer; whichever copy is
+        tapped first wins (the compare-and-set), then every copy shows the outcome."""
+        delivery = self.services.delivery
+        if not views or delivery is None or not self.config["approvals"]["notify_approvers"]:
+            return
+        for approver in sorted(self.services.approvals.approvers - {turn.sender}):
+            sink = delivery.private(approver)
+            if sink is None:
+                continue
+            try:
+                for view in views:
+                    await sink.emit(ApprovalNeeded(view))
+            finally:
+                close = getattr(sink, "close", None)
+                if close is not None:
+                    await close()
+
     def add_approval_surface(self, channel: str, surface: ApprovalSurface) -> None:
         """A running channel that can show approvals answered elsewhere (see resolve_elsewhere)."""
         self._surfaces[channel] = surface
@@ -136,16 +162,10 @@ class Agent:
         sink = (delivery.sink(request.channel, request.chat, request.sender)
                 if request is not None and delivery is not None else None)
         resolution = await self.resolve_approval(approval_id, resolver, choice, sink or _NoChannel())
-        done = resolution.request
-        surface = self._surfaces.get(done.channel) if done is not None else None
-        if resolution.ok and done is not None and surface is not None:
-            ref = await self.services.approvals.message_ref(approval_id)
-            await surface.approval_resolved(ApprovalResolved(
-                done.view(), choice, resolver, done.resolved_at or time.time(), ref))
         return resolution
 
-    async def set_approval_message_ref(self, approval_id: str, ref: str) -> None:
-        await self.services.approvals.set_message_ref(approval_id, ref)
+    async def set_approval_message_ref(self, approval_id: str, ref: str, channel: str = "") -> None:
+        await self.services.approvals.set_message_ref(approval_id, ref, channel)
 
     async def pending_approvals(self, channel: str) -> list[ApprovalView]:
         return [r.view() for r in await self.services.approvals.pending(channel)]
@@ -398,6 +418,7 @@ class Agent:
         messages.extend(new)
         for view in pending_views:
             await turn.sink.emit(ApprovalNeeded(view))
+        await self.notify_approvers(turn, pending_views)
         return bool(pending_views)
 
     def _may_offer_always(self, tool: str, risk: str) -> bool:

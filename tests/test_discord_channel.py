@@ -53,7 +53,7 @@ class ScriptedAgent:
     async def resolve_approval(self, approval_id, resolver, choice, sink):
         raise AssertionError("no tap is expected in these tests")
 
-    async def set_approval_message_ref(self, approval_id, ref):
+    async def set_approval_message_ref(self, approval_id, ref, channel=""):
         self.refs[approval_id] = ref
 
     async def pending_approvals(self, channel):

@@ -40,7 +40,7 @@ class NoAgent:
     async def resolve_approval(self, approval_id, resolver, choice, sink):
         raise AssertionError("no tap should reach the agent")
 
-    async def set_approval_message_ref(self, approval_id, ref):
+    async def set_approval_message_ref(self, approval_id, ref, channel=""):
         raise AssertionError("unexpected")
 
     async def pending_approvals(self, channel):

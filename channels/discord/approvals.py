@@ -168,7 +168,8 @@ class ApprovalDesk:
         self._remember(approval)
         message = await outlet.send_approval(request_text(approval), buttons_for(approval))
         if message is not None:
-            await self.agent.set_approval_message_ref(approval.id, f"{message.channel.id}:{message.id}")
+            await self.agent.set_approval_message_ref(approval.id,
+                                                      f"{message.channel.id}:{message.id}", "discord")
 
     async def check_tapper(self, interaction: discord.Interaction, approval_id: str) -> bool:
         tapper = sender_of(interaction.user)

@@ -229,8 +229,7 @@ class ChatSink:
     # --- approvals and notices --------------------------------------------------------------
 
     async def _send_approval(self, view: ApprovalView) -> None:
-        chat_id = int(view.chat) if view.chat.lstrip("-").isdigit() else self.target.chat_id
-        thread_id = self.target.thread_id if chat_id == self.target.chat_id else None
+        chat_id, thread_id = self.target.chat_id, self.target.thread_id
         for part in preview_parts(view):  # a long preview, whole, before the buttons
             await self._messenger.send(chat_id, part, thread_id=thread_id)
         markup = approval_keyboard(view)
@@ -244,7 +243,8 @@ class ChatSink:
                             view.id, exc_info=True)
         if sent is None:
             sent = await self._messenger.send(chat_id, request_fallback(view), thread_id=thread_id)
-        await self._agent.set_approval_message_ref(view.id, f"{chat_id}:{sent.message_id}")
+        await self._agent.set_approval_message_ref(view.id, f"{chat_id}:{sent.message_id}",
+                                                   "telegram")
 
     async def _on_notice(self, event: Notice) -> None:
         target = self.target
