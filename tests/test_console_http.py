@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 import pytest
@@ -293,6 +294,21 @@ async def test_health_shows_the_store_and_each_channel(app, http):
     app.channels["telegram"] = type("Down", (), {"connected": False})()
     page = await client.get("/health")
     assert "Store: <b>answering</b>" in page.text and "telegram: <b>NOT connected</b>" in page.text
+
+
+async def test_health_on_postgresql_names_the_database_but_never_its_password(
+        app_factory, http, pg_schema):
+    await pg_schema.empty()
+    parts = urlsplit(pg_schema.store_url)
+    # Trust authentication ignores the password; the page must not show it.
+    url = urlunsplit(parts._replace(netloc=f"{parts.username}:pw-never-shown@{parts.hostname}"
+                                           f":{parts.port or 5432}"))
+    app = await app_factory(CONSOLE, env={"MYCLAW_DATABASE_URL": url})
+    client = await logged_in(app, http)
+    page = await client.get("/health")
+    assert "Store: <b>answering</b>" in page.text
+    assert f"{parts.username}:***@{parts.hostname}" in page.text
+    assert "pw-never-shown" not in page.text
 
 
 async def test_logout_all_also_voids_login_links_not_used_yet(app, http):

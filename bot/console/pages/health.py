@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.console.web import ConsoleContext, Page
+from bot.store_factory import store_location
 
 STORE_PING_TIMEOUT_SECONDS = 2.0
 
@@ -21,7 +22,8 @@ async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
                 for name, channel in sorted(ctx.channels.items())]
     return {
         "store_ok": store_ok,
-        "store_path": str(ctx.config.store_path),
+        # The SQLite file, or the PostgreSQL URL without its password.
+        "store_path": store_location(ctx.config),
         "schema": await store.schema_version() if store_ok else None,
         "channels": channels,
         "pending_approvals": len(await ctx.services.approvals.pending()) if store_ok else None,
