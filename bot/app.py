@@ -90,7 +90,9 @@ class App:
         from bot.receipts import Receipts, receipt_key
         from bot.senders import Senders
         from bot.undo import UndoLog
+        from bot.workspace_scope import require_dedicated_workspace
 
+        require_dedicated_workspace(config)
         config.workspace.mkdir(parents=True, exist_ok=True)
         store = await make_store(config).open()
         approvals_cfg = config["approvals"]

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,19 @@ DESCRIPTIONS: list[tuple[str, str]] = [
 ]
 
 
+# Shown by /help but not put in the platforms' command menus: they need an argument.
+WITH_ARGUMENT: list[tuple[str, str]] = [
+    ("approve ID", "Approve a request that waits for you"),
+    ("deny ID", "Deny a request that waits for you"),
+]
+# "/word" or "/word@bot" followed by a space or the end: a command. "/etc/hosts is what?" is not.
+COMMAND_SHAPE = re.compile(r"/[A-Za-z][A-Za-z0-9_]{0,31}(@[A-Za-z0-9_]+)?(?=\s|$)")
+SUMMARY_CHARS = 100
+# A sentence ends at . ! or ? followed by a space and a capital letter or a `name` ("e.g. a" and
+# "e.g. 'X'" go on).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")
+
+
 def descriptions() -> list[tuple[str, str]]:
     return list(DESCRIPTIONS)
 
@@ -46,18 +60,43 @@ def parse(text: str) -> tuple[str, str]:
 
 
 async def run(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink) -> bool:
-    """Handle a command; False when the text is not one of ours (it goes to the model)."""
+    """Handle a command; False when the text is not one of ours (it goes to the model).
+
+    A command-shaped text we do not know gets "unknown command" in a private chat. In a group
+    it may be another bot's command, so unless it was addressed to us (`/x@us`; the channels
+    drop commands addressed to other bots) it is ignored."""
     name, arg = parse(message.text)
     handler = HANDLERS.get(name)
-    if handler is None:
+    if handler is not None:
+        await handler(agent, message, autonomy, sink, arg)
+        return True
+    shape = COMMAND_SHAPE.match(message.text.strip())
+    if shape is None:
         return False
-    await handler(agent, message, autonomy, sink, arg)
+    if not message.is_group or shape.group(1):
+        await sink.emit(Notice(f"Unknown command /{name}: see /help for the commands."))
     return True
+
+
+def summary(description: str, limit: int = SUMMARY_CHARS) -> str:
+    """The first sentence, without its full stop, cut at a word boundary when too long."""
+    first = _SENTENCE_END.split(description.strip(), 1)[0].strip()
+    first = first[:-1] if first.endswith(".") else first
+    if len(first) <= limit:
+        return first
+    head = first[:limit - 1]
+    # Prefer ending before a parenthesis or after a clause; else at the last whole word.
+    clause = max(head.rfind(" ("), head.rfind(", "), head.rfind(": "))
+    if clause >= limit // 2:
+        head = head[:clause]
+    elif " " in head:
+        head = head.rsplit(" ", 1)[0]
+    return head.rstrip(" ,;:(") + "…"
 
 
 def _tools_text(agent: Agent, message: IncomingMessage, autonomy: str) -> list[str]:
     tools = agent.services.registry.list_for_sender(message.sender, autonomy)
-    return [f"• {t.meta.name} — {t.meta.description.split('.')[0].strip()}" for t in tools]
+    return [f"• {t.meta.name} — {summary(t.meta.description)}" for t in tools]
 
 
 async def _start(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
@@ -68,7 +107,7 @@ async def _start(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
 
 
 async def _help(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
-    lines = [f"/{name} — {text}" for name, text in DESCRIPTIONS]
+    lines = [f"/{name} — {text}" for name, text in [*DESCRIPTIONS, *WITH_ARGUMENT]]
     await sink.emit(Notice("Write what you need in plain words; I use tools when it helps and "
                            "ask before anything risky.\n\n" + "\n".join(lines)))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ import jsonschema
 from bot.errors import ConfigError
 
 LEVELS = ("read_only", "supervised", "full")
+CHANNELS = ("cli", "telegram", "discord")
 UNKNOWN_POLICIES = ("pairing", "ignore", *LEVELS)
 SECRET_ENV_VARS = (
     "ANTHROPIC_API_KEY",
@@ -37,6 +39,12 @@ _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _ID_LIST = {"type": "array", "items": {"type": ["integer", "string"]}}
 _LEVEL = {"enum": list(LEVELS)}
 _RISK = {"enum": ["low", "medium", "high"]}
+# Sender ids as the channels produce them: numeric Telegram/Discord user ids (never a @username
+# or a display name, which anyone can change), a word for the terminal. A key of another shape
+# can never match anybody, so it is refused rather than silently ignored.
+SENDER_KEY = r"^(cli:[A-Za-z0-9_.\-]+|telegram:[0-9]{1,20}|discord:[0-9]{1,20})$"
+SENDER_HINT = ("Telegram and Discord senders are numeric user ids, e.g. \"telegram:123456789\"; "
+               "send /whoami to the bot to see yours (or write to it and run `myclaw pair list`)")
 
 
 def _obj(props: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -88,6 +96,7 @@ SCHEMA: dict[str, Any] = _obj({
         "workspace_mode": {"enum": ["shared", "per_sender"]},
         "shutdown_grace_seconds": {"type": "number", "minimum": 0},
         "timezone": {"type": "string", "minLength": 1},
+        "allow_broad_workspace": {"type": "boolean"},
     }),
     "jobs": _obj({
         "enabled": {"type": "boolean"},
@@ -104,7 +113,7 @@ SCHEMA: dict[str, Any] = _obj({
     "senders": {
         "type": "object",
         "properties": {"unknown": {"enum": list(UNKNOWN_POLICIES)}},
-        "patternProperties": {r"^(cli|telegram|discord):[^\s]+$": _LEVEL},
+        "patternProperties": {SENDER_KEY: _LEVEL},
         "additionalProperties": False,
     },
     "pairing": _obj({
@@ -207,6 +216,7 @@ DEFAULTS: dict[str, Any] = {
         "workspace_mode": "shared",
         "shutdown_grace_seconds": 10,
         "timezone": "UTC",
+        "allow_broad_workspace": False,
     },
     "jobs": {"enabled": True, "max_per_sender": 20, "min_interval_seconds": 300,
              "grace_seconds": 3600, "run_lease_seconds": 3600, "tick_seconds": 30},
@@ -343,10 +353,13 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def _describe(error: jsonschema.ValidationError) -> str:
     path = [str(p) for p in error.absolute_path]
     if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        pattern = error.schema.get("patternProperties")
+        extra = sorted(key for key in set(error.instance) - set(error.schema.get("properties", {}))
+                       if not any(re.search(p, key) for p in pattern or ()))
         where = ".".join(path)
         for key in extra:
-            pattern = error.schema.get("patternProperties")
+            if pattern and where == "senders" and key.partition(":")[0] in CHANNELS:
+                return f"[senders] {key!r}: can never match a sender: {SENDER_HINT}"
             if pattern and where == "senders":
                 return (f"[senders] {key!r}: unknown key; expected a sender like "
                         f"'telegram:123' or 'unknown'")
@@ -374,17 +387,35 @@ def resolve_path(cli_path: str | None, env: dict[str, str]) -> Path | None:
 def load(cli_path: str | None = None, env: dict[str, str] | None = None) -> Config:
     env = dict(os.environ) if env is None else env
     path = resolve_path(cli_path, env)
-    raw: dict[str, Any] = {}
-    if path is not None:
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise ConfigError(f"{path}: config file not found") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from exc
+    raw = _read_toml(path) if path is not None else {}
     return from_dict(raw, source=path, env=env)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The file's tables; every way reading or parsing it can fail is one ConfigError line."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory, not a config file")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: config file not found") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError(f"{path}: the file is UTF-16 text (\"Unicode\" in Notepad); "
+                          "save it as UTF-8")
+    try:
+        text = data.decode("utf-8-sig")  # a UTF-8 byte-order mark is harmless: accept it
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
+                          "save it as UTF-8") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from exc
 
 
 def from_dict(raw: dict[str, Any], source: Path | None = None,
@@ -398,6 +429,13 @@ def from_dict(raw: dict[str, Any], source: Path | None = None,
                           f"file: set MYCLAW_DATABASE_URL in the environment instead")
     config = Config(_merge(DEFAULTS, raw), source, dict(os.environ) if env is None else env)
     config.profile()  # the chosen profile must exist
+    for section, key, resolve in (("agent", "workspace", lambda: config.workspace),
+                                  ("store", "path", lambda: config.store_path)):
+        try:
+            resolve()
+        except (RuntimeError, ValueError, OSError) as exc:  # ~nobody/, a NUL byte, a loop
+            raise ConfigError(f"{origin}: [{section}] {key} = {config[section][key]!r}: "
+                              f"not a usable path ({exc})") from exc
     _check_timezone(config, origin)
     return config
 

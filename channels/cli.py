@@ -2,7 +2,9 @@
 
 Sender `cli:local` — the only channel where `cli_only` and `excluded_tools` tools appear.
 Streams the model's text, shows tool activity, asks approvals as a y / n / a(lways) prompt.
-Ctrl-C cancels the running turn; a second Ctrl-C (or Ctrl-D) exits cleanly. Works on a pipe
+The first Ctrl-C stops what is in progress (the running turn; at the approval prompt it answers
+"no"; at an idle prompt it only says how to quit); a second Ctrl-C in a row, or Ctrl-D, quits.
+A request still waiting when the terminal quits is denied, never left pending. Works on a pipe
 as well as on a terminal.
 """
 
@@ -38,16 +40,21 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 SENDER = "cli:local"
 PROMPT = "you> "
 CHAT = "local"
-CHOICES = {"y": "approve", "yes": "approve", "a": "always", "always": "always"}
+CHOICES = {"y": "approve", "yes": "approve", "a": "always", "always": "always",
+           "n": "deny", "no": "deny", "": "deny"}
+QUIT_HINT = "(press Ctrl-C again or Ctrl-D to quit)"
 
 
 class TerminalSink:
     def __init__(self, out: TextIO):
         self.out = out
+        self.muted = False  # once the terminal has said bye, late output of a turn is dropped
         self.streamed = False
         self.approvals: list[ApprovalView] = []
 
     def write(self, text: str) -> None:
+        if self.muted:
+            return
         self.out.write(_CONTROLS.sub(_visible, text))
         self.out.flush()
 
@@ -110,6 +117,7 @@ class TerminalChannel:
         self.sink = TerminalSink(stdout or sys.stdout)
         self._turn: asyncio.Task | None = None
         self._interrupts = 0
+        self._prompt_cancel: asyncio.Event | None = None  # set while the approval prompt waits
 
     def private_sink_for(self, sender: str) -> TerminalSink | None:
         """The terminal is the operator's: approvers' notes (pairing requests) print here."""
@@ -124,13 +132,17 @@ class TerminalChannel:
 
     def _on_interrupt(self, exit_event: asyncio.Event) -> None:
         self._interrupts += 1
-        if self._turn is not None and not self._turn.done() and self._interrupts == 1:
-            self.sink.write("\n(stopping — press Ctrl-C again to quit)\n")
+        if self._interrupts > 1:
+            exit_event.set()
+        elif self._turn is not None and not self._turn.done():
+            self.sink.write(f"\n(stopping — {QUIT_HINT[1:]}\n")
             stop = getattr(self.agent, "stop", None)  # cancels the session's running turn
             if stop is None or not stop(self._message("/stop")):
                 self._turn.cancel()
-            return
-        exit_event.set()
+        elif self._prompt_cancel is not None:
+            self._prompt_cancel.set()
+        else:
+            self.sink.write(f"\n{QUIT_HINT}\n{PROMPT}")
 
     def _on_terminate(self, exit_event: asyncio.Event) -> None:
         """SIGTERM: quit once the running turn ends, cancelling it after the grace period."""
@@ -157,6 +169,7 @@ class TerminalChannel:
         self.sink.write("myclaw — type a message, /help for commands, Ctrl-D to quit.\n")
         try:
             await self._loop(reader, exit_event)
+            await self._deny_waiting()
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 try:
@@ -164,12 +177,23 @@ class TerminalChannel:
                 except (NotImplementedError, RuntimeError):
                     pass
         self.sink.write("\nbye\n")
+        self.sink.muted = True
 
-    async def _next_line(self, reader: LineReader, exit_event: asyncio.Event) -> str | None:
+    async def _deny_waiting(self) -> None:
+        """Nobody is left to answer the requests still waiting: deny them (the model is told)."""
+        while self.sink.approvals:
+            view = self.sink.approvals.pop(0)
+            resolution = await self.agent.resolve_approval(view.id, SENDER, "deny", self.sink)
+            if resolution.ok:
+                self.sink.write(f"(denied {view.tool}: nobody left to answer)\n")
+
+    async def _next_line(self, reader: LineReader, *events: asyncio.Event) -> str | None:
+        """The next line, or None at end of input or when one of `events` is set first."""
         read = asyncio.ensure_future(reader.readline())
-        quit_ = asyncio.ensure_future(exit_event.wait())
-        done, _ = await asyncio.wait({read, quit_}, return_when=asyncio.FIRST_COMPLETED)
-        quit_.cancel()
+        waits = [asyncio.ensure_future(event.wait()) for event in events]
+        done, _ = await asyncio.wait({read, *waits}, return_when=asyncio.FIRST_COMPLETED)
+        for wait in waits:
+            wait.cancel()
         if read not in done:
             read.cancel()
             return None
@@ -201,15 +225,22 @@ class TerminalChannel:
             self._turn = None
 
     async def _ask(self, view: ApprovalView, reader: LineReader, exit_event: asyncio.Event) -> bool:
+        """Ask until the answer is y, n (or Enter), or a when Always is offered. False when the
+        terminal is quitting; the request is denied then, like on a first Ctrl-C."""
         always = f" / [a]lways: {view.always}" if view.always else ""
         self.sink.write(f"\nApproval needed — {view.tool} (risk {view.risk})\n{view.summary}\n"
                         f"Approve? [y]es / [N]o{always}: ")
-        answer = await self._next_line(reader, exit_event)
-        if answer is None:
+        self._prompt_cancel = asyncio.Event()
+        try:
+            choice = await self._answer(reader, exit_event, self._prompt_cancel, bool(view.always))
+        finally:
+            self._prompt_cancel = None
+        if choice is None:
+            self.sink.approvals.insert(0, view)  # denied by _deny_waiting on the way out
             return False
-        choice = CHOICES.get(answer.strip().lower(), "deny")
-        if choice == "always" and not view.always:
-            choice = "deny"   # no Always offered for this call: anything but yes is a no
+        if choice == "cancelled":
+            self.sink.write(f"\n(denied — {QUIT_HINT[1:]}\n")
+            choice = "deny"
         resolution = await self.agent.resolve_approval(view.id, SENDER, choice, self.sink)
         if not resolution.ok:
             self.sink.write(f"{resolution.reason}\n")
@@ -218,6 +249,19 @@ class TerminalChannel:
         if drain is not None:
             await self._run_turn(drain())
         return True
+
+
+    async def _answer(self, reader: LineReader, exit_event: asyncio.Event,
+                      cancel: asyncio.Event, always_offered: bool) -> str | None:
+        choices = "y (yes), n (no) or a (always)" if always_offered else "y (yes) or n (no)"
+        while True:
+            answer = await self._next_line(reader, exit_event, cancel)
+            if answer is None:
+                return "cancelled" if cancel.is_set() and not exit_event.is_set() else None
+            choice = CHOICES.get(answer.strip().lower())
+            if choice is not None and (choice != "always" or always_offered):
+                return choice
+            self.sink.write(f"Please answer {choices}, not {answer.strip()[:40]!r}: ")
 
 
 def create(config: Any, agent: AgentAPI) -> TerminalChannel:

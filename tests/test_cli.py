@@ -114,7 +114,7 @@ class _Terminal:
         return head + found
 
 
-def test_ctrl_c_in_a_terminal_stops_the_turn_and_a_second_one_exits(tmp_path):
+def test_ctrl_c_in_a_terminal_stops_the_turn_and_a_second_one_in_a_row_exits(tmp_path):
     with FakeAnthropic.start_in_thread() as fake:
         fake.script(text("too slow to ever arrive", delay=30), text("after stop"))
         env = base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
@@ -131,7 +131,9 @@ def test_ctrl_c_in_a_terminal_stops_the_turn_and_a_second_one_exits(tmp_path):
             assert b"too slow" not in terminal.read_until(b"Stopped.")
             os.write(fd, b"are you there?\n")
             terminal.read_until(b"after stop")
-            terminal.read_until(b"you> ")  # the turn is over: Ctrl-C now means quit
+            terminal.read_until(b"you> ")  # the turn is over: nothing runs now
+            os.kill(pid, signal.SIGINT)  # idle: the first Ctrl-C only says how to quit
+            terminal.read_until(b"press Ctrl-C again or Ctrl-D to quit")
             os.kill(pid, signal.SIGINT)
             terminal.read_until(b"bye")
             _, status = os.waitpid(pid, 0)
@@ -178,3 +180,47 @@ def test_chat_answers_no_and_always_at_the_approval_prompt(tmp_path):
     assert (workspace / "a.txt").read_text() == "1" and (workspace / "b.txt").read_text() == "2"
     assert proc.stdout.count("Approval needed") == 2  # "always" covered the third call
     assert "Not written." in proc.stdout and "Written again." in proc.stdout
+
+
+def test_config_is_accepted_before_and_after_the_subcommand(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    path = write_config(tmp_path)
+    for argv in (("--config", str(path), "doctor"), ("doctor", "--config", str(path)),
+                 ("pair", "list", "--config", str(path))):
+        proc = run_cli(*argv, env=env)
+        assert "unrecognized arguments" not in proc.stderr and "Traceback" not in proc.stderr
+        assert f"{path} is valid" in proc.stdout or "No pending pairing codes." in proc.stdout
+    after_wins = run_cli("--config", "/nonexistent/a.toml", "doctor", "--config", str(path), env=env)
+    assert f"{path} is valid" in after_wins.stdout
+
+
+def test_version_prints_the_version(tmp_path):
+    from bot.cli.main import version
+
+    proc = run_cli("--version", env=base_env(tmp_path))
+    assert proc.returncode == 0 and proc.stdout.strip() == f"myclaw {version()}"
+    assert version()[0].isdigit()
+
+
+def test_tools_for_a_sender_that_is_not_an_id_is_an_error_on_stderr(tmp_path):
+    for sender in ("bob", "telegram:@bob"):
+        proc = run_cli("tools", "--sender", sender, env=base_env(tmp_path))
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.startswith(f"myclaw: --sender {sender!r} is not a sender id")
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_audit_refuses_a_limit_of_zero_rows(tmp_path):
+    proc = run_cli("audit", "--limit", "0", env=base_env(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "argument --limit: 0 rows would show nothing: give 1 or more" in proc.stderr
+
+
+def test_run_refuses_a_workspace_that_is_the_home_directory_unless_allowed(tmp_path):
+    (tmp_path / "myclaw.toml").write_text(
+        f'[agent]\nworkspace = "~"\n[store]\npath = "{tmp_path / "data" / "myclaw.db"}"\n')
+    env = base_env(tmp_path, ANTHROPIC_API_KEY="test")
+    proc = run_cli("chat", env=env)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert f"the workspace {tmp_path} is the home directory" in proc.stderr
+    assert "allow_broad_workspace = true" in proc.stderr

@@ -233,3 +233,47 @@ def test_an_invalid_config_stops_doctor_with_the_key_and_a_non_zero_exit(cli_env
     assert cli.main(["--config", str(path), "doctor"]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and "unknown" in err and "'pairing'" in err
+
+
+@pytest.mark.parametrize(("workspace", "why"), [
+    ("/", "is the filesystem root"),
+    ("~", "is the home directory"),
+    ("{tmp}", "contains the home directory"),
+    ("{tmp}/home/.local", "contains myclaw's own data"),
+])
+def test_doctor_fails_on_a_workspace_that_reaches_beyond_a_dedicated_directory(
+        cli_env, capsys, workspace, why):
+    path = cli_env / "myclaw.toml"
+    path.write_text(f'[agent]\nworkspace = "{workspace.format(tmp=cli_env)}"\n'
+                    f'[store]\npath = "{cli_env}/home/.local/share/myclaw/myclaw.db"\n')
+    assert cli.main(["doctor", "--config", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL workspace: the workspace " in out and why in out and "start-up refuses it" in out
+
+
+def test_doctor_only_warns_about_a_broad_workspace_that_is_explicitly_allowed(cli_env, capsys):
+    path = cli_env / "myclaw.toml"
+    path.write_text('[agent]\nworkspace = "~"\nallow_broad_workspace = true\n')
+    cli.main(["doctor", "--config", str(path)])
+    out = capsys.readouterr().out
+    assert "warn workspace: the workspace" in out and "allowed by [agent] allow_broad_workspace" in out
+
+
+async def test_app_open_refuses_a_root_workspace_and_accepts_it_when_forced(tmp_path):
+    from bot.app import App
+    from bot.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"\[agent\] workspace: the workspace / is the filesystem"):
+        await App.open(make_config(tmp_path, {"agent": {"workspace": "/"}}))
+    app = await App.open(make_config(tmp_path, {"agent": {"workspace": "/",
+                                                          "allow_broad_workspace": True}}))
+    await app.close()
+
+
+def test_without_a_search_key_doctor_gives_one_web_search_hint(cli_env, capsys):
+    path = write_config(cli_env, "")
+    cli.main(["--config", str(path), "doctor"])
+    out = capsys.readouterr().out
+    hints = [line for line in out.splitlines() if "web_search" in line or "BRAVE" in line]
+    assert hints == ["warn tool web_search: not registered: set BRAVE_API_KEY or configure "
+                     "[tools.web_search] searxng_url"]

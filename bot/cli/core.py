@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
+import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.config import Config
+from bot.config import SENDER_HINT, SENDER_KEY, Config
 from bot.store_factory import make_store
 
 
@@ -76,8 +78,9 @@ async def cmd_tools(args: argparse.Namespace, config: Config) -> int:
     from bot.policy import Caller
     from bot.senders import Senders
 
-    if ":" not in args.sender:
-        print("myclaw: --sender must look like telegram:123, discord:456 or cli:local")
+    if not re.fullmatch(SENDER_KEY, args.sender):
+        print(f"myclaw: --sender {args.sender!r} is not a sender id: {SENDER_HINT}",
+              file=sys.stderr)
         return 2
     registry = build_registry(config)
     async with make_store(config) as store:

@@ -86,7 +86,15 @@ def config_checks(config: Config) -> list[Check]:
                       "using the built-in defaults")
     else:
         where = Check("ok", "config", f"{config.source} is valid")
+    from bot.workspace_scope import FIX, broad_workspace_reason
+
     workspace = config.workspace
+    broad = broad_workspace_reason(config)
+    if broad and config["agent"]["allow_broad_workspace"]:
+        return [where, Check("warn", "workspace", f"{broad} (allowed by [agent] "
+                             "allow_broad_workspace)")]
+    if broad:
+        return [where, Check("FAIL", "workspace", f"{broad}: start-up refuses it; {FIX}")]
     state = "exists" if workspace.is_dir() else "will be created at start"
     return [where, Check("ok", "workspace", f"{workspace} ({state})")]
 
@@ -178,11 +186,9 @@ def secret_checks(config: Config) -> list[Check]:
                       if config.secret("TELEGRAM_WEBHOOK_SECRET")
                       else Check("FAIL", "TELEGRAM_WEBHOOK_SECRET",
                                  "not set: webhook mode needs it to reject forged updates"))
-    if config["tools"]["web_search"]["provider"] == "brave":
-        checks.append(Check("ok", "BRAVE_API_KEY", "set: web_search can use Brave")
-                      if config.secret("BRAVE_API_KEY")
-                      else Check("warn", "BRAVE_API_KEY", "not set: web_search is unavailable "
-                                 '(or use [tools.web_search] provider = "searxng")'))
+    # Without the key, the web_search line of tool_checks says what to set: one hint, not two.
+    if config["tools"]["web_search"]["provider"] == "brave" and config.secret("BRAVE_API_KEY"):
+        checks.append(Check("ok", "BRAVE_API_KEY", "set: web_search can use Brave"))
     return checks
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 
@@ -33,17 +34,42 @@ def build_parser() -> argparse.ArgumentParser:
         prog="myclaw",
         description="A personal AI agent on Telegram, Discord and the terminal.",
     )
-    parser.add_argument("--config", metavar="PATH",
-                        help="config file (default: $MYCLAW_CONFIG, else ./myclaw.toml)")
-    parser.add_argument("--log-format", choices=("text", "json"), default=None,
-                        help="log line format (default from [log] format)")
-    parser.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-                        default=None)
+    parser.add_argument("--version", action="version", version=f"myclaw {version()}")
+    _add_global_options(parser, default=None)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).add_commands(subparsers)
+    for command in _leaf_parsers(parser):
+        # `myclaw doctor --config x.toml` as well as `myclaw --config x.toml doctor`. SUPPRESS
+        # keeps a value given before the subcommand when none is given after it.
+        _add_global_options(command, default=argparse.SUPPRESS)
     return parser
+
+
+def _add_global_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument("--config", metavar="PATH", default=default,
+                        help="config file (default: $MYCLAW_CONFIG, else ./myclaw.toml)")
+    parser.add_argument("--log-format", choices=("text", "json"), default=default,
+                        help="log line format (default from [log] format)")
+    parser.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                        default=default)
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that end a command line (`run`, `pair approve`, ...), however deeply nested."""
+    subactions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subactions:
+        return [parser]
+    children = {id(p): p for action in subactions for p in action.choices.values()}
+    return [leaf for child in children.values() for leaf in _leaf_parsers(child)]
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("myclaw")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without installing
+        return "(not installed)"
 
 
 def setup_logging(args: argparse.Namespace, config: config_mod.Config) -> None:

@@ -55,7 +55,8 @@ def add_commands(subparsers: Any) -> None:
     audit.add_argument("--sender", help="only this sender (e.g. telegram:123)")
     audit.add_argument("--since", type=parse_since, metavar="T",
                        help="ISO date/time (UTC unless it has an offset) or relative: 30m, 2h, 3d, 1w")
-    audit.add_argument("--limit", type=int, default=100, help="at most N rows (default 100)")
+    audit.add_argument("--limit", type=positive_int, default=100, metavar="N",
+                       help="at most N rows, N >= 1 (default 100)")
     audit.set_defaults(handler=audit_list)
 
 
@@ -125,6 +126,16 @@ async def receipts_verify(args: argparse.Namespace, config: Config) -> int:
 # --- audit ---------------------------------------------------------------------------------
 
 
+def positive_int(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from exc
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} rows would show nothing: give 1 or more")
+    return number
+
+
 def parse_since(text: str) -> float:
     """'2h' / '3d' / '2025-03-01' / '2025-03-01T12:00+02:00' -> a UNIX timestamp."""
     relative = _RELATIVE.fullmatch(text.strip().lower())
@@ -154,7 +165,7 @@ async def audit_list(args: argparse.Namespace, config: Config) -> int:
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY id DESC LIMIT ?"
-    params.append(max(1, args.limit))
+    params.append(args.limit)
     async with make_store(config) as store:
         rows = await store.fetchall(sql, tuple(params))
     if not rows:

@@ -1,0 +1,121 @@
+"""The terminal's prompts on a real terminal (a pty): Ctrl-C at an idle prompt and at the approval
+prompt, Ctrl-D with a request waiting, and answers that are neither y, n nor a."""
+
+from __future__ import annotations
+
+import os
+import pty
+import signal
+import sqlite3
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
+from tests.test_cli import ROOT, _read_until, base_env, run_cli, write_config
+
+APPROVE = b"Approve? [y]es / [N]o / [a]lways for this session: "
+
+
+@contextmanager
+def terminal(env: dict[str, str]):
+    """`myclaw chat` on a pty; yields (pid, fd) and makes sure the child is gone afterwards."""
+    pid, fd = pty.fork()
+    if pid == 0:  # child: the CLI on a real terminal
+        os.chdir(ROOT)
+        os.execve(sys.executable, [sys.executable, "-m", "bot", "chat"], env)
+    try:
+        yield pid, fd
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
+
+
+def exit_code(pid: int) -> int:
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def approval_statuses(tmp_path: Path) -> list[str]:
+    with sqlite3.connect(tmp_path / "data" / "myclaw.db") as db:
+        return [row[0] for row in db.execute("SELECT status FROM approvals ORDER BY created_at")]
+
+
+def supervised_env(tmp_path: Path, fake) -> dict[str, str]:
+    write_config(tmp_path, '[senders]\n"cli:local" = "supervised"\n')
+    return base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
+
+
+def test_ctrl_c_at_an_idle_prompt_says_how_to_quit_and_a_second_one_quits(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake, \
+            terminal(base_env(tmp_path, ANTHROPIC_API_KEY="test",
+                              ANTHROPIC_BASE_URL=fake.base_url)) as (pid, fd):
+        _read_until(fd, b"you> ")
+        os.kill(pid, signal.SIGINT)
+        _read_until(fd, b"(press Ctrl-C again or Ctrl-D to quit)\r\nyou> ")
+        os.write(fd, b"still here?\n")  # typing something starts the count again
+        _read_until(fd, b"ok: still here?")
+        os.kill(pid, signal.SIGINT)
+        assert b"bye" not in _read_until(fd, b"Ctrl-C again")
+        os.kill(pid, signal.SIGINT)
+        _read_until(fd, b"bye")
+        assert exit_code(pid) == 0
+
+
+def test_ctrl_c_at_the_approval_prompt_denies_the_request_and_a_second_one_quits(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        fake.script(tool_use("fs_write", {"path": "a.txt", "content": "x"}), text("Not written."))
+        with terminal(supervised_env(tmp_path, fake)) as (pid, fd):
+            _read_until(fd, b"you> ")
+            os.write(fd, b"write a file\n")
+            _read_until(fd, APPROVE)
+            os.kill(pid, signal.SIGINT)
+            _read_until(fd, b"(denied")
+            _read_until(fd, b"myclaw> Not written.")
+            _read_until(fd, b"you> ")
+            os.kill(pid, signal.SIGINT)
+            _read_until(fd, b"bye")
+            assert exit_code(pid) == 0
+        denial = fake.fake.requests[-1].json["messages"][-1]["content"][0]
+    assert denial["type"] == "tool_result" and denial["is_error"]
+    assert "denied" in str(denial["content"])
+    assert not (tmp_path / "ws" / "a.txt").exists()
+    assert approval_statuses(tmp_path) == ["denied"]
+
+
+def test_quitting_with_ctrl_d_at_the_approval_prompt_leaves_no_request_pending(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        fake.script(tool_use("fs_write", {"path": "a.txt", "content": "x"}))
+        with terminal(supervised_env(tmp_path, fake)) as (pid, fd):
+            _read_until(fd, b"you> ")
+            os.write(fd, b"write a file\n")
+            _read_until(fd, APPROVE)
+            os.write(fd, b"\x04")  # Ctrl-D on an empty line: end of input
+            _read_until(fd, b"bye")
+            assert exit_code(pid) == 0
+    assert not (tmp_path / "ws" / "a.txt").exists()
+    assert approval_statuses(tmp_path) == ["denied"]
+
+
+def test_an_answer_other_than_y_n_or_a_is_asked_again(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        fake.script(tool_use("fs_write", {"path": "a.txt", "content": "x"}), text("Written."))
+        proc = run_cli("chat", env=supervised_env(tmp_path, fake),
+                       stdin="write a file\nmaybe\nyes please\ny\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("Please answer y (yes), n (no) or a (always for this session)") == 2
+    assert "not 'maybe'" in proc.stdout
+    assert (tmp_path / "ws" / "a.txt").read_text() == "x"
+    assert approval_statuses(tmp_path) == ["executed"]
+
+
+def test_an_empty_answer_is_the_default_no(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        fake.script(tool_use("fs_write", {"path": "a.txt", "content": "x"}), text("Fine."))
+        proc = run_cli("chat", env=supervised_env(tmp_path, fake), stdin="write a file\n\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "Please answer" not in proc.stdout and "Fine." in proc.stdout
+    assert approval_statuses(tmp_path) == ["denied"]
