@@ -1,21 +1,43 @@
 # The two commands: `make run` starts the bot, `make test` runs the linter and the tests.
-# Both create .venv when it is missing and install the project into it.
+# Both create .venv when it is missing and install the project into it (again only when
+# pyproject.toml changes). `make install` puts the `myclaw` command on the PATH.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Where `make install` links the command: /usr/local/bin for root, else ~/.local/bin.
+BINDIR ?= $(if $(filter 0,$(shell id -u)),/usr/local/bin,$(HOME)/.local/bin)
+# setuptools announces that an editable install follows folders named like the package: that is
+# what an editable install is for. Only that notice is silenced.
+QUIET := PYTHONWARNINGS="ignore:Editable installation"
 
-.PHONY: run test lint bench clean browser sandbox-tools
+# Checked before anything is installed, so a missing prerequisite costs seconds, not a minute.
+# The key message is the one `myclaw run` prints (bot/app.py, require_api_key).
+define NEED_PYTHON
+$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+  echo "myclaw: Python 3.11 or newer is needed ($(PYTHON) is $$($(PYTHON) -V 2>/dev/null || echo not found)); run again with PYTHON=python3.11 (or newer)" >&2; exit 2; }
+endef
+define NEED_API_KEY
+[ -n "$$(printf %s "$$ANTHROPIC_API_KEY" | tr -d '[:space:]')" ] || { \
+  echo "myclaw: ANTHROPIC_API_KEY is not set. Export your Anthropic API key (export ANTHROPIC_API_KEY=sk-ant-...) and run again. Optional: TELEGRAM_BOT_TOKEN and/or DISCORD_BOT_TOKEN to enable those channels; without them the terminal channel opens." >&2; exit 2; }
+endef
+
+.PHONY: run test lint bench clean browser sandbox-tools install check-docs
 
 $(BIN)/python:
+	@$(NEED_PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# setuptools 77+ builds the project in the venv itself (no isolated build environment to fill
+# on every install: ~20 s less).
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e .
+	$(QUIET) $(BIN)/python -m pip install -q 'setuptools>=77' wheel
+	$(QUIET) $(BIN)/python -m pip install -q -e . --no-build-isolation
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(QUIET) $(BIN)/python -m pip install -q 'setuptools>=77' wheel
+	$(QUIET) $(BIN)/python -m pip install -q -e '.[dev]' --no-build-isolation
 	touch $(VENV)/.installed $@
 
 # The console's browser tests drive Debian's chromium through Playwright (never a downloaded
@@ -26,8 +48,17 @@ browser:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; \
 	fi
 
-run: $(VENV)/.installed
+run:
+	@[ -x $(BIN)/python ] || $(NEED_PYTHON)
+	@$(NEED_API_KEY)
+	@$(MAKE) --no-print-directory $(VENV)/.installed
 	$(BIN)/myclaw run $(ARGS)
+
+install: $(VENV)/.installed
+	@mkdir -p "$(BINDIR)"
+	ln -sfn "$(CURDIR)/$(BIN)/myclaw" "$(BINDIR)/myclaw"
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) \
+	  echo "$(BINDIR) is not on your PATH: add it (export PATH=\"$(BINDIR):\$$PATH\", e.g. in ~/.profile) or type $(CURDIR)/$(BIN)/myclaw";; esac
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check bot channels tools tests bench
@@ -45,6 +76,10 @@ sandbox-tools:
 
 test: lint browser sandbox-tools
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# Every command shown in README.md, docs/ and deploy/README.md, run as shown (tests/test_readme.py).
+check-docs: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q tests/test_readme.py
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/turn_overhead.py

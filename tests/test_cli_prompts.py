@@ -5,27 +5,52 @@ from __future__ import annotations
 
 import os
 import pty
+import select
 import signal
 import sqlite3
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
-from tests.test_cli import ROOT, _read_until, base_env, run_cli, write_config
+from tests.test_cli import ROOT, base_env, run_cli, write_config
 
 APPROVE = b"Approve? [y]es / [N]o / [a]lways for this session: "
 
 
+class Screen:
+    """What the terminal showed, read in order: each expect() continues after the last match, so
+    output that arrived in the same chunk as an earlier match is never lost."""
+
+    def __init__(self, fd: int):
+        self.fd, self.seen, self.pos = fd, b"", 0
+
+    def expect(self, needle: bytes, timeout: float = 30) -> bytes:
+        deadline = time.monotonic() + timeout
+        while (found := self.seen.find(needle, self.pos)) < 0:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"did not see {needle!r} in {self.seen[self.pos:][-500:]!r}"
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            try:
+                chunk = os.read(self.fd, 4096) if ready else b""
+            except OSError:  # EIO: the child has exited and closed the terminal
+                chunk = b""
+            assert chunk or not ready, f"the terminal closed before {needle!r}"
+            self.seen += chunk
+        shown, self.pos = self.seen[self.pos:found + len(needle)], found + len(needle)
+        return shown
+
+
 @contextmanager
 def terminal(env: dict[str, str]):
-    """`myclaw chat` on a pty; yields (pid, fd) and makes sure the child is gone afterwards."""
+    """`myclaw chat` on a pty; yields (pid, screen) and makes sure the child is gone afterwards."""
     pid, fd = pty.fork()
     if pid == 0:  # child: the CLI on a real terminal
         os.chdir(ROOT)
         os.execve(sys.executable, [sys.executable, "-m", "bot", "chat"], env)
     try:
-        yield pid, fd
+        yield pid, fd, Screen(fd)
     finally:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -52,32 +77,33 @@ def supervised_env(tmp_path: Path, fake) -> dict[str, str]:
 def test_ctrl_c_at_an_idle_prompt_says_how_to_quit_and_a_second_one_quits(tmp_path):
     with FakeAnthropic.start_in_thread() as fake, \
             terminal(base_env(tmp_path, ANTHROPIC_API_KEY="test",
-                              ANTHROPIC_BASE_URL=fake.base_url)) as (pid, fd):
-        _read_until(fd, b"you> ")
+                              ANTHROPIC_BASE_URL=fake.base_url)) as (pid, fd, screen):
+        screen.expect(b"you> ")
         os.kill(pid, signal.SIGINT)
-        _read_until(fd, b"(press Ctrl-C again or Ctrl-D to quit)\r\nyou> ")
+        screen.expect(b"(press Ctrl-C again or Ctrl-D to quit)\r\nyou> ")
         os.write(fd, b"still here?\n")  # typing something starts the count again
-        _read_until(fd, b"ok: still here?")
+        screen.expect(b"ok: still here?")
+        screen.expect(b"you> ")  # the turn is over: nothing is running now
         os.kill(pid, signal.SIGINT)
-        assert b"bye" not in _read_until(fd, b"Ctrl-C again")
+        assert b"bye" not in screen.expect(b"Ctrl-C again")
         os.kill(pid, signal.SIGINT)
-        _read_until(fd, b"bye")
+        screen.expect(b"bye")
         assert exit_code(pid) == 0
 
 
 def test_ctrl_c_at_the_approval_prompt_denies_the_request_and_a_second_one_quits(tmp_path):
     with FakeAnthropic.start_in_thread() as fake:
         fake.script(tool_use("fs_write", {"path": "a.txt", "content": "x"}), text("Not written."))
-        with terminal(supervised_env(tmp_path, fake)) as (pid, fd):
-            _read_until(fd, b"you> ")
+        with terminal(supervised_env(tmp_path, fake)) as (pid, fd, screen):
+            screen.expect(b"you> ")
             os.write(fd, b"write a file\n")
-            _read_until(fd, APPROVE)
+            screen.expect(APPROVE)
             os.kill(pid, signal.SIGINT)
-            _read_until(fd, b"(denied")
-            _read_until(fd, b"myclaw> Not written.")
-            _read_until(fd, b"you> ")
+            screen.expect(b"(denied")
+            screen.expect(b"myclaw> Not written.")
+            screen.expect(b"you> ")
             os.kill(pid, signal.SIGINT)
-            _read_until(fd, b"bye")
+            screen.expect(b"bye")
             assert exit_code(pid) == 0
         denial = fake.fake.requests[-1].json["messages"][-1]["content"][0]
     assert denial["type"] == "tool_result" and denial["is_error"]
@@ -89,12 +115,12 @@ def test_ctrl_c_at_the_approval_prompt_denies_the_request_and_a_second_one_quits
 def test_quitting_with_ctrl_d_at_the_approval_prompt_leaves_no_request_pending(tmp_path):
     with FakeAnthropic.start_in_thread() as fake:
         fake.script(tool_use("fs_write", {"path": "a.txt", "content": "x"}))
-        with terminal(supervised_env(tmp_path, fake)) as (pid, fd):
-            _read_until(fd, b"you> ")
+        with terminal(supervised_env(tmp_path, fake)) as (pid, fd, screen):
+            screen.expect(b"you> ")
             os.write(fd, b"write a file\n")
-            _read_until(fd, APPROVE)
+            screen.expect(APPROVE)
             os.write(fd, b"\x04")  # Ctrl-D on an empty line: end of input
-            _read_until(fd, b"bye")
+            screen.expect(b"bye")
             assert exit_code(pid) == 0
     assert not (tmp_path / "ws" / "a.txt").exists()
     assert approval_statuses(tmp_path) == ["denied"]

@@ -303,3 +303,23 @@ def test_the_bot_asks_discord_only_for_the_intents_it_uses():
     wanted = intents()
     enabled = {name for name, value in wanted if value}
     assert enabled == {"guilds", "guild_messages", "dm_messages", "message_content"}
+
+
+def test_starting_the_client_does_not_warn_about_voice_which_myclaw_never_uses():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = (
+        "import logging, discord\n"
+        "from discord.voice_client import VoiceClient\n"
+        "logging.basicConfig(format='%(name)s: %(message)s')\n"
+        "print('would warn:', VoiceClient.warn_nacl or VoiceClient.warn_dave)\n"
+        "from channels.discord.channel import MyclawClient\n"
+        "MyclawClient(None, None, intents=discord.Intents.none())\n"
+        "logging.getLogger('discord.client').warning('other warnings still show')\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    assert proc.stdout.strip() == "would warn: True", proc.stderr  # voice libraries are absent
+    assert "voice will NOT be supported" not in proc.stderr
+    assert "discord.client: other warnings still show" in proc.stderr

@@ -59,10 +59,22 @@ def intents() -> discord.Intents:
     return wanted
 
 
+class _VoiceNotUsed(logging.Filter):
+    """discord.py warns at every start that PyNaCl and davey (voice support) are missing; myclaw
+    never joins voice, so those two lines are noise. Only they are dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().endswith("is not installed, voice will NOT be supported")
+
+
+_VOICE_NOT_USED = _VoiceNotUsed()
+
+
 class MyclawClient(discord.Client):
     """A discord.py client that forwards messages to the channel and knows the approval desk."""
 
     def __init__(self, channel: DiscordChannel, desk: ApprovalDesk, **options: Any):
+        logging.getLogger("discord.client").addFilter(_VOICE_NOT_USED)  # once: same object
         super().__init__(**options)
         self.myclaw = channel
         self.approval_desk = desk
