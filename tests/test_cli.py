@@ -194,6 +194,21 @@ def test_config_is_accepted_before_and_after_the_subcommand(tmp_path):
     assert f"{path} is valid" in after_wins.stdout
 
 
+def test_myclaw_alone_lists_the_commands(tmp_path):
+    proc = run_cli(env=base_env(tmp_path))
+    assert proc.returncode == 2 and "required" not in proc.stderr
+    for command in ("run", "chat", "tools", "doctor", "pair", "receipts", "audit", "usage"):
+        assert f"    {command} " in proc.stderr
+
+
+def test_the_terminal_chat_shows_no_log_lines(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        env = base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
+        proc = run_cli("chat", env=env, stdin="hello\n")
+    assert proc.returncode == 0 and "myclaw> ok: hello" in proc.stdout
+    assert proc.stderr == ""
+
+
 def test_version_prints_the_version(tmp_path):
     from bot.cli.main import version
 

@@ -162,6 +162,14 @@ def test_receipts_verify_with_no_receipts_is_fine(config_file, capsys):
     assert capsys.readouterr().out.strip() == "No receipts yet."
 
 
+def test_receipts_verify_with_a_key_but_no_receipts_says_none_yet(config_file, capsys):
+    from bot.receipts import receipt_key
+
+    receipt_key(config_mod.load(str(config_file)))  # a run that executed nothing made the key
+    assert myclaw(config_file, "receipts", "verify") == 0
+    assert capsys.readouterr().out.strip() == "No receipts yet."
+
+
 # --- audit -------------------------------------------------------------------------------------
 
 

@@ -326,3 +326,12 @@ def test_the_readme_command_table_runs_as_described(bindir, tmp_path):
     assert "time_now" in audit.split("\n", 1)[1]
     usage = run("myclaw usage", env=env, cwd=tmp_path).stdout
     assert "cli:local" in usage and "claude-sonnet-5-5" in usage
+
+
+def test_the_readmes_sample_config_error_is_what_myclaw_prints(tmp_path):
+    sample = README.split("A wrong key, type or level stops", 1)[1].split("```\n", 2)[1].strip()
+    key, _, level = re.search(r"\[senders\] (\S+) = '(\w+)'", sample).group(1, 0, 2)
+    (tmp_path / "myclaw.toml").write_text(f'[senders]\n"{key}" = "{level}"\n')
+    proc = run([sys.executable, "-m", "bot", "doctor"],
+               env={**base_env(tmp_path), "PYTHONPATH": str(ROOT)}, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.strip() == sample

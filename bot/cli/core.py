@@ -61,9 +61,9 @@ async def _terminal(app: Any, args: argparse.Namespace) -> int:
     from channels.cli import TerminalChannel
 
     await app.start_services()
-    logging.getLogger("bot.app").info("myclaw ready (channels: terminal)")
     if args.log_level is None:  # the conversation shows its own errors; keep log lines out of it
         logging.getLogger().setLevel(logging.ERROR)
+    logging.getLogger("bot.app").info("myclaw ready (channels: terminal)")
     grace = app.config["agent"]["shutdown_grace_seconds"]
     terminal = TerminalChannel(app.agent, grace=grace)
     app.services.delivery.register("cli", terminal)

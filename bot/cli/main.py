@@ -79,6 +79,9 @@ def setup_logging(args: argparse.Namespace, config: config_mod.Config) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # bare `myclaw`: the commands, not an error
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         config = config_mod.load(args.config)

@@ -105,11 +105,11 @@ async def receipts_verify(args: argparse.Namespace, config: Config) -> int:
     async with make_store(config) as store:
         count = await store.fetchone("SELECT COUNT(*) AS n FROM receipts")
         total = int(count["n"]) if count else 0
+        if total == 0:
+            print("No receipts yet.")
+            return 0
         key = receipt_key(config, create=False)
         if key is None:
-            if total == 0:
-                print("No receipts yet.")
-                return 0
             print(f"myclaw: no receipt key at {key_path(config.data_dir)}: cannot verify "
                   f"{total} receipts", file=sys.stderr)
             return 1
