@@ -250,7 +250,6 @@ class TerminalChannel:
             await self._run_turn(drain())
         return True
 
-
     async def _answer(self, reader: LineReader, exit_event: asyncio.Event,
                       cancel: asyncio.Event, always_offered: bool) -> str | None:
         choices = "y (yes), n (no) or a (always)" if always_offered else "y (yes) or n (no)"
