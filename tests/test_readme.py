@@ -85,6 +85,7 @@ RUN = {
     "myclaw receipts verify": "test_the_readme_command_table_runs_as_described",
     "myclaw audit [--sender S] [--since 2h]": "test_the_readme_command_table_runs_as_described",
     "myclaw usage": "test_the_readme_command_table_runs_as_described",
+    "myclaw jobs list [--all] | cancel ID": "test_the_readme_command_table_runs_as_described",
 }
 
 NOT_RUNNABLE = {
@@ -303,10 +304,13 @@ def _seed_pairing_codes(home: Path, *senders: str) -> list[str]:
 
 def test_the_readme_command_table_runs_as_described(bindir, tmp_path):
     with FakeAnthropic.start_in_thread() as fake:
-        fake.script(tool_use("time_now", {}), text("It is now."))
+        fake.script(tool_use("time_now", {}), text("It is now."),
+                    tool_use("schedule", {"action": "create", "name": "tea", "at": "in 20 minutes",
+                                          "message": "Tea time."}), text("Scheduled."))
         env = base_env(tmp_path, bindir, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
-        chat = run("myclaw chat", env=env, cwd=tmp_path, stdin="what time is it?\n")
+        chat = run("myclaw chat", env=env, cwd=tmp_path, stdin="what time is it?\nremind me\n")
     assert chat.returncode == 0 and "myclaw> It is now." in chat.stdout, chat.stderr
+    assert "myclaw> Scheduled." in chat.stdout
     tools = run("myclaw tools --sender telegram:42", env=env, cwd=tmp_path)
     assert "telegram:42: autonomy pairing" in tools.stdout
     for doctor in ("myclaw doctor", "myclaw doctor --security", "myclaw doctor --telegram"):
@@ -321,11 +325,18 @@ def test_the_readme_command_table_runs_as_described(bindir, tmp_path):
     denied = run(f"myclaw pair deny {second}", env=env, cwd=tmp_path)
     assert denied.stdout.strip() == "Denied pairing for telegram:8."
     verified = run("myclaw receipts verify", env=env, cwd=tmp_path)
-    assert verified.returncode == 0 and verified.stdout.strip() == "All 1 receipts verify."
+    assert verified.returncode == 0 and verified.stdout.strip() == "All 2 receipts verify."
     audit = run("myclaw audit --sender cli:local --since 2h", env=env, cwd=tmp_path).stdout
     assert "time_now" in audit.split("\n", 1)[1]
     usage = run("myclaw usage", env=env, cwd=tmp_path).stdout
     assert "cli:local" in usage and "claude-sonnet-5-5" in usage
+    jobs = run("myclaw jobs list", env=env, cwd=tmp_path).stdout.splitlines()
+    assert len(jobs) == 2 and " tea " in jobs[1] and " active " in jobs[1]
+    job_id = jobs[1].split()[0]
+    cancelled = run(f"myclaw jobs cancel {job_id}", env=env, cwd=tmp_path)
+    assert cancelled.stdout.strip() == f"Cancelled job {job_id} (tea) of cli:local."
+    assert run("myclaw jobs list", env=env, cwd=tmp_path).stdout.strip() == "No scheduled jobs."
+    assert " cancelled " in run("myclaw jobs list --all", env=env, cwd=tmp_path).stdout
 
 
 def test_the_readmes_sample_config_error_is_what_myclaw_prints(tmp_path):
