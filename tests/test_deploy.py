@@ -222,6 +222,7 @@ def test_the_copied_files_are_enough_to_build_the_package(dockerfile, tmp_path):
         cwd=build, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert "cannot be found" not in result.stderr, result.stderr  # e.g. the readme
+    assert "deprecated" not in result.stderr, result.stderr  # e.g. a licence table, not SPDX
     (info,) = egg.glob("*.egg-info")
     assert "myclaw = bot.cli:main" in (info / "entry_points.txt").read_text()
     assert set((info / "top_level.txt").read_text().split()) >= {"bot", "channels", "tools"}
@@ -450,3 +451,13 @@ def test_every_key_line_of_the_example_config_has_a_comment():
             if not preceded:
                 undocumented.append(f"{number}: {stripped}")
     assert undocumented == []
+
+
+def test_the_stop_timeouts_leave_room_for_the_shutdown_grace_the_docs_state(compose, unit):
+    grace = config_mod.DEFAULTS["agent"]["shutdown_grace_seconds"]
+    readme = " ".join((DEPLOY / "README.md").read_text(encoding="utf-8").split())
+    assert f"`[agent] shutdown_grace_seconds` ({grace} s by default)" in readme
+    (service,) = compose["services"].values()
+    assert service["stop_grace_period"] == "30s" and "`stop_grace_period: 30s`" in readme
+    assert unit["Service"]["TimeoutStopSec"] == ["30s"] and "`TimeoutStopSec=30s`" in readme
+    assert 30 > grace

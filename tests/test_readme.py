@@ -64,6 +64,7 @@ PLACEHOLDER_EXPORTS = {
 
 RUN = {
     "make run": ("test_make_run_without_a_key_says_so_before_installing_anything",
+                 "test_make_run_with_too_old_a_python_says_so_before_creating_the_venv",
                  "test_make_run_with_a_key_opens_the_terminal_chat"),
     "make install": "test_make_install_puts_myclaw_on_the_path_and_says_when_it_is_not",
     "chmod 600 myclaw.toml": "test_the_telegram_guide_runs_as_written_against_the_fake_bot_api",
@@ -204,6 +205,19 @@ def test_make_run_without_a_key_says_so_before_installing_anything(tmp_path):
     assert proc.returncode == 2 and myclaw.returncode == 2
     assert proc.stderr.splitlines()[0] == myclaw.stderr.strip()
     assert not (tmp_path / ".venv").exists()  # stopped before creating or installing anything
+
+
+def test_make_run_with_too_old_a_python_says_so_before_creating_the_venv(tmp_path):
+    (tmp_path / "Makefile").write_text((ROOT / "Makefile").read_text(encoding="utf-8"))
+    old = tmp_path / "python3.9"
+    old.write_text("#!/bin/sh\n[ \"$1\" = -V ] && { echo 'Python 3.9.18'; exit 0; }; exit 1\n")
+    old.chmod(0o755)
+    proc = run(["make", "--no-print-directory", "run", f"PYTHON={old}"],
+               env=base_env(tmp_path, ANTHROPIC_API_KEY="test"), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.splitlines()[0] == (
+        f"myclaw: Python 3.11 or newer is needed ({old} is Python 3.9.18); "
+        "run again with PYTHON=python3.11 (or newer)")
+    assert not (tmp_path / ".venv").exists()
 
 
 def test_make_run_with_a_key_opens_the_terminal_chat(bindir, tmp_path):
