@@ -35,7 +35,6 @@ DESCRIPTIONS: list[tuple[str, str]] = [
     ("timezone", "Show or set your time zone for schedules"),
 ]
 
-
 # Shown by /help but not put in the platforms' command menus: they need an argument.
 WITH_ARGUMENT: list[tuple[str, str]] = [
     ("approve ID", "Approve a request that waits for you"),

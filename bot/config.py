@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
+from bot.config_file import read_toml
 from bot.errors import ConfigError
 
 LEVELS = ("read_only", "supervised", "full")
@@ -387,35 +387,8 @@ def resolve_path(cli_path: str | None, env: dict[str, str]) -> Path | None:
 def load(cli_path: str | None = None, env: dict[str, str] | None = None) -> Config:
     env = dict(os.environ) if env is None else env
     path = resolve_path(cli_path, env)
-    raw = _read_toml(path) if path is not None else {}
+    raw = read_toml(path) if path is not None else {}
     return from_dict(raw, source=path, env=env)
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    """The file's tables; every way reading or parsing it can fail is one ConfigError line."""
-    if path.is_dir():
-        raise ConfigError(f"{path}: is a directory, not a config file")
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{path}: config file not found") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ConfigError(f"{path}: the file is UTF-16 text (\"Unicode\" in Notepad); "
-                          "save it as UTF-8")
-    try:
-        text = data.decode("utf-8-sig")  # a UTF-8 byte-order mark is harmless: accept it
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
-                          "save it as UTF-8") from exc
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    except RecursionError as exc:
-        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from exc
 
 
 def from_dict(raw: dict[str, Any], source: Path | None = None,
