@@ -1,6 +1,6 @@
 """Reading the config file: every way it can fail is one `ConfigError` line naming the file.
 
-A directory, an unreadable file, UTF-16 text (what Notepad saves as "Unicode"), bytes that are not
+A directory, an unreadable or huge file, UTF-16 text (what Notepad saves as "Unicode"), bytes that are not
 UTF-8, broken or absurdly nested TOML. A UTF-8 byte-order mark is accepted.
 """
 
@@ -12,17 +12,22 @@ from typing import Any
 
 from bot.errors import ConfigError
 
+MAX_BYTES = 1_000_000  # the documented example with every key is ~10 KB
+
 
 def read_toml(path: Path) -> dict[str, Any]:
     """The file's tables; every way reading or parsing it can fail is one ConfigError line."""
     if path.is_dir():
         raise ConfigError(f"{path}: is a directory, not a config file")
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:  # bounded: `--config /dev/zero` must not eat the memory
+            data = file.read(MAX_BYTES + 1)
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: config file not found") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_BYTES // 1_000_000} MB: not a config file")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ConfigError(f"{path}: the file is UTF-16 text (\"Unicode\" in Notepad); "
                           "save it as UTF-8")

@@ -44,7 +44,7 @@ class Screen:
 
 @contextmanager
 def terminal(env: dict[str, str]):
-    """`myclaw chat` on a pty; yields (pid, screen) and makes sure the child is gone afterwards."""
+    """`myclaw chat` on a pty; yields (pid, fd, screen) and makes sure the child is gone after."""
     pid, fd = pty.fork()
     if pid == 0:  # child: the CLI on a real terminal
         os.chdir(ROOT)

@@ -101,6 +101,11 @@ def test_a_file_that_is_not_utf8_toml_is_one_line(tmp_path, content, expected):
     assert str(caught.value).startswith(str(path)) and expected in str(caught.value)
 
 
+def test_an_endless_file_is_refused_after_a_bounded_read():
+    with pytest.raises(ConfigError, match=r"/dev/zero: larger than 1 MB: not a config file"):
+        config_mod.load("/dev/zero", env={})
+
+
 def test_a_utf8_byte_order_mark_is_accepted(tmp_path):
     path = tmp_path / "myclaw.toml"
     path.write_bytes(b"\xef\xbb\xbf" + b'[agent]\nmodel = "bom-model"\n')
