@@ -16,7 +16,7 @@ from pathlib import Path
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
 from tests.test_cli import ROOT, base_env, run_cli, write_config
 
-APPROVE = b"Approve? [y]es / [N]o / [a]lways for this session: "
+APPROVE = b"Approve? [y]es / [N]o / [a]lways: files in the workspace root in this chat: "
 
 
 class Screen:
@@ -132,7 +132,7 @@ def test_an_answer_other_than_y_n_or_a_is_asked_again(tmp_path):
         proc = run_cli("chat", env=supervised_env(tmp_path, fake),
                        stdin="write a file\nmaybe\nyes please\ny\n")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("Please answer y (yes), n (no) or a (always for this session)") == 2
+    assert proc.stdout.count("Please answer y (yes), n (no) or a (always), not ") == 2
     assert "not 'maybe'" in proc.stdout
     assert (tmp_path / "ws" / "a.txt").read_text() == "x"
     assert approval_statuses(tmp_path) == ["executed"]
@@ -145,3 +145,16 @@ def test_an_empty_answer_is_the_default_no(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Please answer" not in proc.stdout and "Fine." in proc.stdout
     assert approval_statuses(tmp_path) == ["denied"]
+
+
+def test_a_is_asked_again_when_no_always_is_offered(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        fake.script(tool_use("shell_run", {"command": "rm -rf junk"}), text("Left alone."))
+        write_config(tmp_path, '[senders]\n"cli:local" = "full"\n')
+        proc = run_cli("chat", env=base_env(tmp_path, ANTHROPIC_API_KEY="test",
+                                            ANTHROPIC_BASE_URL=fake.base_url),
+                       stdin="clean up\na\nn\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "Approve? [y]es / [N]o: " in proc.stdout
+    assert "Please answer y (yes) or n (no), not 'a'" in proc.stdout
+    assert "Left alone." in proc.stdout and approval_statuses(tmp_path) == ["denied"]

@@ -87,6 +87,7 @@ RUN = {
     "myclaw audit [--sender S] [--since 2h]": "test_the_readme_command_table_runs_as_described",
     "myclaw usage": "test_the_readme_command_table_runs_as_described",
     "myclaw jobs list [--all] | cancel ID": "test_the_readme_command_table_runs_as_described",
+    "myclaw console login": "test_the_readme_command_table_runs_as_described",
 }
 
 NOT_RUNNABLE = {
@@ -351,6 +352,9 @@ def test_the_readme_command_table_runs_as_described(bindir, tmp_path):
     assert cancelled.stdout.strip() == f"Cancelled job {job_id} (tea) of cli:local."
     assert run("myclaw jobs list", env=env, cwd=tmp_path).stdout.strip() == "No scheduled jobs."
     assert " cancelled " in run("myclaw jobs list --all", env=env, cwd=tmp_path).stdout
+    login = run("myclaw console login", env=env, cwd=tmp_path)
+    assert re.fullmatch(r"http://127\.0\.0\.1:8765/login/\S+\n", login.stdout), login.stderr
+    assert "Open this link within 5 minute(s); it works once." in login.stderr
 
 
 def test_the_readmes_sample_config_error_is_what_myclaw_prints(tmp_path):
