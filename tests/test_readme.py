@@ -88,6 +88,8 @@ RUN = {
     "myclaw usage": "test_the_readme_command_table_runs_as_described",
     "myclaw jobs list [--all] | cancel ID": "test_the_readme_command_table_runs_as_described",
     "myclaw console login": "test_the_readme_command_table_runs_as_described",
+    "myclaw doctor": "test_the_readme_command_table_runs_as_described",
+    "myclaw migrate": "test_the_readme_command_table_runs_as_described",
 }
 
 NOT_RUNNABLE = {
@@ -117,6 +119,12 @@ NOT_RUNNABLE = {
     "-p Environment=XDG_DATA_HOME=/var/lib/myclaw -p Environment=MYCLAW_CONFIG=/etc/myclaw/myclaw.toml "
     "/opt/myclaw/.venv/bin/myclaw doctor --security": "needs systemd as PID 1 and the installed unit",
     "journalctl -u myclaw -f": "follows the journal of the installed service forever",
+    ".venv/bin/pip install -e '.[postgres]'":
+        "changes the checkout's venv; the postgres extra's driver is what tests/test_store_pg.py uses",
+    "export MYCLAW_DATABASE_URL='postgresql://myclaw:PASSWORD@db.internal:5432/myclaw'":
+        "needs a PostgreSQL server; tests/test_store_pg.py and test_store_admin.py run against one",
+    "myclaw store copy --from sqlite:~/.local/share/myclaw/myclaw.db --to env:MYCLAW_DATABASE_URL":
+        "needs a PostgreSQL server; tests/test_store_admin.py copies between stores",
 }
 
 
@@ -352,6 +360,8 @@ def test_the_readme_command_table_runs_as_described(bindir, tmp_path):
     assert cancelled.stdout.strip() == f"Cancelled job {job_id} (tea) of cli:local."
     assert run("myclaw jobs list", env=env, cwd=tmp_path).stdout.strip() == "No scheduled jobs."
     assert " cancelled " in run("myclaw jobs list --all", env=env, cwd=tmp_path).stdout
+    migrated = run("myclaw migrate", env=env, cwd=tmp_path)
+    assert re.search(r"myclaw\.db: schema version \d+ \(already up to date\)$", migrated.stdout)
     login = run("myclaw console login", env=env, cwd=tmp_path)
     assert re.fullmatch(r"http://127\.0\.0\.1:8765/login/\S+\n", login.stdout), login.stderr
     assert "Open this link within 5 minute(s); it works once." in login.stderr
