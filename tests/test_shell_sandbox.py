@@ -23,7 +23,7 @@ from bot.services import Services
 from bot.tool import CallContext, ToolPermissionError
 from tests.conftest import make_config
 from tests.process_tree import all_gone, descendants
-from tools import _bwrap, shell_run
+from tools import _bwrap, _pidcap, shell_run
 from tools._bwrap import Limits, SandboxFinder
 from tools._shell_risk import classify
 
@@ -298,6 +298,8 @@ async def test_a_process_flood_stops_at_the_process_limit(ctx):
     running = int((ctx.workspace / "started").read_text())
     if sandbox.caps_processes:  # an ordinary user (RLIMIT_NPROC), or root with a pids cgroup
         assert running <= 24
+        if sandbox.pids is not None:  # and the command's cgroup is gone with it
+            assert not list(sandbox.pids.base.glob(f"{_pidcap.PREFIX}{os.getpid()}-*"))
     else:  # root without a cgroup: the limit cannot hold, and doctor says so
         assert running > 24
         assert any(f.key == "tools.shell_run.max_processes"

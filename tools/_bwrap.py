@@ -113,14 +113,13 @@ class Sandbox:
         argv = self.argv(command, real, network=network, limits=limits)
         group = None
         if self.pids is not None and limits.processes > 0:
-            self.pids.sweep()
             group = self.pids.create(limits.processes)
             argv = self.pids.wrap(group, argv)
         try:
             return await run_process(argv, str(real), sandbox_environment(env), timeout, cap, stop)
         finally:
             if group is not None:
-                PidsCgroup.remove(group)
+                await PidsCgroup.release(group)
 
 
 def _real_directory(path: Path) -> Path:

@@ -12,13 +12,20 @@ which a service manager has to set up): doctor then says the process limit does 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import signal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 PREFIX = "myclaw-sandbox-"
+# bwrap reports the command's exit before its PID namespace has finished dying, so the group
+# may still hold exiting processes for a moment: they are killed and the group is retried, up to
+# this long (the kernel gives no event for "cgroup empty" on v1).
+RELEASE_SECONDS = 2.0
+RELEASE_STEP_SECONDS = 0.01
 # Joins the cgroup named by $0, then execs the real command line.
 JOIN = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
 
@@ -30,7 +37,8 @@ class PidsCgroup:
     base: Path
 
     def create(self, limit: int) -> Path:
-        group = self.base / f"{PREFIX}{uuid.uuid4().hex}"
+        # The bot's pid in the name: sweep() leaves the groups of running bots alone.
+        group = self.base / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
         group.mkdir(mode=0o700)
         (group / "pids.max").write_text(f"{limit}\n")
         return group
@@ -39,16 +47,41 @@ class PidsCgroup:
         return ["/bin/sh", "-c", JOIN, str(group), *argv]
 
     @staticmethod
+    async def release(group: Path) -> None:
+        """Kill what is left in the group and remove it (or leave it to a later sweep)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RELEASE_SECONDS
+        while True:
+            try:
+                pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+            except OSError:
+                return  # already gone
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if not pids:
+                PidsCgroup.remove(group)
+                return
+            if loop.time() > deadline:
+                return
+            await asyncio.sleep(RELEASE_STEP_SECONDS)
+
+    @staticmethod
     def remove(group: Path) -> None:
-        with contextlib.suppress(OSError):  # still busy or gone: sweep() retries next time
+        with contextlib.suppress(OSError):  # still busy or gone: a later sweep() retries
             group.rmdir()
 
     def sweep(self) -> None:
-        """Remove leftovers of commands whose cgroup could not be removed at once."""
+        """Remove the groups left by bots that are gone (killed while a command ran)."""
         with contextlib.suppress(OSError):
             for entry in self.base.iterdir():
-                if entry.name.startswith(PREFIX):
+                owner = entry.name.removeprefix(PREFIX).partition("-")[0]
+                if entry.name.startswith(PREFIX) and owner.isdigit() and not _alive(int(owner)):
                     self.remove(entry)
+
+
+def _alive(pid: int) -> bool:
+    return pid == os.getpid() or os.path.exists(f"/proc/{pid}")
 
 
 def _own_v1_pids_path(cgroup_file: str = "/proc/self/cgroup") -> str | None:
@@ -84,6 +117,7 @@ def find_pids_cgroup() -> PidsCgroup | None:
         base = Path(point) / os.path.relpath(own, root)
         cap = PidsCgroup(base)
         cap.remove(cap.create(1))  # really writable?
+        cap.sweep()
     except (OSError, ValueError):
         return None
     return cap
