@@ -37,11 +37,18 @@ class PidsCgroup:
     base: Path
 
     def create(self, limit: int) -> Path:
-        # The bot's pid in the name: sweep() leaves the groups of running bots alone.
-        group = self.base / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
-        group.mkdir(mode=0o700)
-        (group / "pids.max").write_text(f"{limit}\n")
-        return group
+        # The bot's pid in the name: sweep() leaves the groups of running bots alone. An older
+        # bot's sweep may still remove a group between mkdir and the limit: then try again.
+        for attempt in range(3):
+            group = self.base / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
+            try:
+                group.mkdir(mode=0o700)
+                (group / "pids.max").write_text(f"{limit}\n")
+                return group
+            except OSError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     def wrap(self, group: Path, argv: list[str]) -> list[str]:
         return ["/bin/sh", "-c", JOIN, str(group), *argv]
