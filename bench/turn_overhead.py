@@ -28,7 +28,8 @@ async def run(turns: int, warmup: int) -> None:
         original = app.services.llm.create
 
         async def capturing(**params: Any) -> Any:
-            captured.append({k: v for k, v in params.items() if k != "on_text"})
+            captured.append({k: v for k, v in params.items()
+                             if k not in ("on_text", "sender", "level")})
             return await original(**params)
 
         app.services.llm.create = capturing

@@ -83,12 +83,16 @@ class App:
     @classmethod
     async def open(cls, config: Config, clock: Callable[[], float] = time.time) -> App:
         from bot.approvals import Approvals
+        from bot.budgets import Budgets
         from bot.delivery import Delivery
         from bot.grants import Grants
         from bot.jobs import JobLimits, Jobs
         from bot.llm import LLMClient
+        from bot.prices import PriceTable
+        from bot.ratelimit import MessageRateLimiter
         from bot.receipts import Receipts, receipt_key
         from bot.senders import Senders
+        from bot.spend import SpendLedger
         from bot.undo import UndoLog
         from bot.workspace_scope import require_dedicated_workspace
 
@@ -96,8 +100,12 @@ class App:
         config.workspace.mkdir(parents=True, exist_ok=True)
         store = await make_store(config).open()
         approvals_cfg = config["approvals"]
+        spend = SpendLedger(store, PriceTable.from_config(config))
+        budgets = Budgets(config, spend)
         services = Services(
-            config=config, store=store, registry=build_registry(config), llm=LLMClient(config),
+            config=config, store=store, registry=build_registry(config),
+            llm=LLMClient(config, budgets=budgets), spend=spend, budgets=budgets,
+            rate_limits=MessageRateLimiter.from_config(config),
             approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
                                 approvers=approvers(config), clock=clock,
                                 grants=Grants(store, approvals_cfg["grant_ttl_seconds"], clock)),

@@ -1,4 +1,4 @@
-"""The commands every channel shares: /start /help /whoami /tools /new /stop /undo
+"""The commands every channel shares: /start /help /whoami /tools /new /stop /undo /usage
 /approve ID /deny ID. Channels only forward the text; the answers are Notices.
 """
 
@@ -33,6 +33,7 @@ DESCRIPTIONS: list[tuple[str, str]] = [
     ("jobs", "Your reminders and scheduled jobs"),
     ("pair", "Approvers: let someone in (/pair allow CODE LEVEL, /pair deny CODE)"),
     ("timezone", "Show or set your time zone for schedules"),
+    ("usage", "Your model spend today and this month, against your limits"),
 ]
 
 # Shown by /help but not put in the platforms' command menus: they need an argument.
@@ -251,6 +252,24 @@ async def _pair(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
         await agent.tell_paired(code, "The operator did not let you in.")
 
 
+async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    from bot.budgets import everyone_report, own_report
+
+    services = agent.services
+    if services.budgets is None:
+        await sink.emit(Notice("Model spend is not tracked in this setup."))
+        return
+    if arg.lower() != "all":
+        await sink.emit(Notice(await own_report(services.budgets, message.sender, autonomy)))
+        return
+    if message.sender not in services.approvals.approvers and not message.sender.startswith("cli:"):
+        await sink.emit(Notice("Only approvers can see everyone's usage; /usage shows yours."))
+        return
+    spent = await services.spend.by_sender()
+    levels = {sender: await services.senders.autonomy(sender) for sender in list(spent)[:30]}
+    await sink.emit(Notice(await everyone_report(services.budgets, levels, spent)))
+
+
 def _resolver(choice: str) -> Handler:
     async def handler(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                       arg: str) -> None:
@@ -274,6 +293,7 @@ HANDLERS: dict[str, Handler] = {
     "new": _new,
     "stop": _stop,
     "undo": _undo,
+    "usage": _usage,
     "approve": _resolver("approve"),
     "deny": _resolver("deny"),
     "jobs": _jobs,

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
+from bot import prices
 from bot.config_file import read_toml
 from bot.errors import ConfigError
 
@@ -45,6 +46,7 @@ _RISK = {"enum": ["low", "medium", "high"]}
 SENDER_KEY = r"^(cli:[A-Za-z0-9_.\-]+|telegram:[0-9]{1,20}|discord:[0-9]{1,20})$"
 SENDER_HINT = ("Telegram and Discord senders are numeric user ids, e.g. \"telegram:123456789\"; "
                "send /whoami to the bot to see yours (or write to it and run `myclaw pair list`)")
+_MONEY = {"type": "number", "minimum": 0}
 
 
 def _obj(props: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -194,6 +196,19 @@ SCHEMA: dict[str, Any] = _obj({
         "format": {"enum": ["text", "json"]},
         "level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
     }),
+    "prices": {"type": "object", "additionalProperties": _obj(
+        {key: _MONEY for key in ("input", "output", "cache_write", "cache_read")})},
+    "budgets": _obj({
+        "currency": {"type": "string", "minLength": 1, "maxLength": 8},
+        "sender_daily": _MONEY,
+        "sender_monthly": _MONEY,
+        "global_daily": _MONEY,
+        "levels": _obj({level: _MONEY for level in LEVELS}),
+    }),
+    "rate_limits": _obj({
+        "messages_per_minute": {"type": "integer", "minimum": 0},
+        "max_share_of_model_slots": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+    }),
 })
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
@@ -251,6 +266,16 @@ DEFAULTS: dict[str, Any] = {
     "console": {"enabled": False, "listen": "127.0.0.1", "port": 8765, "public_url": "",
                 "session_ttl_seconds": 8 * 3600, "login_ttl_seconds": 300, "secure_cookies": "auto"},
     "log": {"format": "text", "level": "INFO"},
+    # Anthropic's list prices (USD per million tokens) when written; edit them to your rates.
+    "prices": {
+        "claude-sonnet-5-5": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.30},
+        "claude-opus-5-5": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
+        "claude-haiku-5-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.10},
+    },
+    # 0 = no limit. Terminal senders (cli:*) are the operator: only global_daily applies to them.
+    "budgets": {"currency": "USD", "sender_daily": 2.0, "sender_monthly": 30.0,
+                "global_daily": 20.0, "levels": {"read_only": 0.25}},
+    "rate_limits": {"messages_per_minute": 20, "max_share_of_model_slots": 0.25},
 }
 
 
@@ -410,6 +435,7 @@ def from_dict(raw: dict[str, Any], source: Path | None = None,
             raise ConfigError(f"{origin}: [{section}] {key} = {config[section][key]!r}: "
                               f"not a usable path ({exc})") from exc
     _check_timezone(config, origin)
+    prices.parse(config["prices"], config.origin)  # every priced model has all four rates
     return config
 
 

@@ -4,8 +4,8 @@ Reads come from a bounded cache of what this process wrote (bot.history_cache), 
 store. Every history write goes through `append`/`replace` inside a store transaction, and the
 cache follows what was written: it takes the messages when the transaction commits and drops
 the session when it rolls back, so no caller keeps it in step by hand. Each step's messages, the
-audit/receipt/undo rows of its tool calls, and its token usage go to the store in one
-transaction (`write`).
+audit/receipt/undo rows of its tool calls, and its token usage and cost go to the store in one
+transaction (`write`); the spend ledger's running totals follow once it commits.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from bot.audit import AuditEntry, write_audit
 from bot.dispatch import ExecutedCall, Turn
 from bot.history_cache import HistoryCache
 from bot.receipts import Receipts
+from bot.spend import SpendLedger
 from bot.store import Store, Tx
 from bot.undo import UndoLog
 
 Messages = list[dict[str, Any]]
 
 APPEND_SQL = "INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, ?)"
-USAGE_SQL = ("INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
-             " cache_read_tokens, cache_write_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 def encode_contents(messages: Messages) -> list[str]:
@@ -36,10 +35,12 @@ def encode_contents(messages: Messages) -> list[str]:
 
 class Journal:
     def __init__(self, store: Store, *, receipts: Receipts | None = None,
-                 undo: UndoLog | None = None, cache: HistoryCache | None = None):
+                 undo: UndoLog | None = None, cache: HistoryCache | None = None,
+                 ledger: SpendLedger | None = None):
         self.store = store
         self.receipts = receipts
         self.undo = undo
+        self.ledger = ledger or SpendLedger(store, None)  # without prices: rows carry no cost
         self.cache = cache or HistoryCache()
 
     # --- sessions ----------------------------------------------------------------------------
@@ -115,10 +116,8 @@ class Journal:
                 await self._write_record(tx, record)
             usage = response.usage if response is not None else None
             if usage:
-                await tx.execute(USAGE_SQL, (
-                    time.time(), turn.session_id, turn.sender, response.model,
-                    usage.get("input_tokens", 0), usage.get("output_tokens", 0),
-                    usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0)))
+                await self.ledger.add(tx, session_id=turn.session_id, sender=turn.sender,
+                                      model=response.model, usage=usage)
 
     async def _write_record(self, tx: Tx, record: AuditEntry | ExecutedCall) -> None:
         if isinstance(record, AuditEntry):

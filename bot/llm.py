@@ -1,14 +1,15 @@
 """The Anthropic Messages API client: one place that talks to the model.
 
-Wraps the official SDK (`anthropic.AsyncAnthropic`), bounds concurrent calls with a semaphore
-(excess calls queue instead of failing), relies on the SDK's own retries with backoff for
-429/5xx/timeouts, and translates its exceptions into `LLMError` with a user-facing line that
-names the setting to fix.
+Wraps the official SDK (`anthropic.AsyncAnthropic`). Every call names the sender it is made
+for: their budget is checked before it starts (bot.budgets; refused calls raise BudgetExceeded)
+and it waits for a model slot shared fairly between senders (bot.fairshare; excess calls queue
+instead of failing). Relies on the SDK's own retries with backoff for 429/5xx/timeouts, and
+translates its exceptions into `LLMError` with a user-facing line that says what to do (bot.
+llm_errors).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ import anthropic
 
 from bot.config import Config
 from bot.errors import LLMError
+from bot.fairshare import FairSlots
+from bot.llm_errors import translate
 from bot.llm_stream import StreamAccumulator
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,7 @@ class LLMResponse:
 class Answer:
     text: str
     usage: dict[str, int]
+    model: str = ""
 
 
 def _usage(usage: Any) -> dict[str, int]:
@@ -68,11 +72,14 @@ def _block(block: Any) -> dict[str, Any]:
 
 
 class LLMClient:
-    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None):
+    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None,
+                 budgets: Any = None):
         agent = config["agent"]
         self._config = config
         self._client = client
-        self._limit = asyncio.Semaphore(agent["max_concurrent_llm_calls"])
+        self._budgets = budgets  # bot.budgets.Budgets, or None: no spend limits
+        self.slots = FairSlots(agent["max_concurrent_llm_calls"],
+                               config["rate_limits"]["max_share_of_model_slots"])
         self.stream_enabled: bool = agent["stream"]
 
     @property
@@ -99,10 +106,14 @@ class LLMClient:
         if self._client is not None:
             await self._client.close()
 
-    async def create(self, *, on_text: TextCallback | None = None, **params: Any) -> LLMResponse:
-        """One model call. Streams when enabled and `on_text` is given."""
+    async def create(self, *, sender: str, level: str | None = None,
+                     on_text: TextCallback | None = None, **params: Any) -> LLMResponse:
+        """One model call made for `sender` (at autonomy `level`, which picks a per-level
+        budget). Streams when enabled and `on_text` is given."""
         model = params.get("model", "?")
-        async with self._limit:
+        if self._budgets is not None:
+            await self._budgets.admit(sender, level)
+        async with self.slots.hold(sender):
             try:
                 if self.stream_enabled and on_text is not None:
                     return await self._stream(params, on_text)
@@ -127,41 +138,12 @@ class LLMClient:
                                "cache_write_tokens": int(
                                    usage.get("cache_creation_input_tokens") or 0)})
 
-    async def ask(self, *, model: str, prompt: str, system: str = "",
-                  max_tokens: int = 1024) -> Answer:
+    async def ask(self, *, sender: str, model: str, prompt: str, system: str = "",
+                  max_tokens: int = 1024, level: str | None = None) -> Answer:
         """A single question, no tools: for supra_llm, summaries and other side calls."""
         params: dict[str, Any] = {"model": model, "max_tokens": max_tokens,
                                   "messages": [{"role": "user", "content": prompt}]}
         if system:
             params["system"] = system
-        response = await self.create(**params)
-        return Answer(response.text, response.usage)
-
-
-def translate(exc: anthropic.APIError, model: str) -> LLMError:
-    """Turn an SDK error (after its retries) into one actionable line."""
-    if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
-        return LLMError(f"model API refused the key: {exc}",
-                        "The model API rejected the API key. The operator should check "
-                        "ANTHROPIC_API_KEY.")
-    if isinstance(exc, anthropic.NotFoundError):
-        return LLMError(f"model not found: {model}: {exc}",
-                        f"The model '{model}' does not exist or is not available. The operator "
-                        "should set [agent] model in the config to a valid model id.")
-    if isinstance(exc, anthropic.RateLimitError):
-        return LLMError(f"rate limited: {exc}", "The model API is rate-limiting us right now. "
-                        "Please try again in a minute.", retryable=True)
-    if isinstance(exc, anthropic.APIStatusError) and exc.status_code == 529:
-        return LLMError(f"overloaded: {exc}", "The model is overloaded right now. Please try "
-                        "again in a minute.", retryable=True)
-    if isinstance(exc, anthropic.BadRequestError):
-        return LLMError(f"bad request: {exc}", "The model API rejected the request. If this "
-                        "keeps happening, send /new to start a fresh conversation.")
-    if isinstance(exc, anthropic.APITimeoutError):
-        return LLMError(f"timeout: {exc}", "The model took too long to answer. Please try "
-                        "again.", retryable=True)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return LLMError(f"connection failed: {exc}", "I cannot reach the model API right now. "
-                        "Please try again in a moment.", retryable=True)
-    return LLMError(f"model API error: {exc}", "The model API failed. Please try again in a "
-                    "moment.", retryable=True)
+        response = await self.create(sender=sender, level=level, **params)
+        return Answer(response.text, response.usage, response.model or model)

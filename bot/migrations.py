@@ -241,4 +241,9 @@ CREATE TABLE approval_messages (
     PRIMARY KEY (approval_id, ref)
 );
 """),
+    (8, "usage rows carry their cost; indexes for per-sender and per-day spend", """
+ALTER TABLE usage ADD COLUMN cost REAL;
+CREATE INDEX usage_by_sender_ts ON usage(sender, ts);
+CREATE INDEX usage_by_ts ON usage(ts);
+"""),
 ]

@@ -295,6 +295,36 @@ def _check_health_exposure(config: Config) -> Iterator[Finding]:
                       "machine", 'use listen = "127.0.0.1" unless a remote monitor needs it')
 
 
+# --- money -------------------------------------------------------------------------------------
+
+
+def _others_can_spend(config: Config) -> list[str]:
+    """Who besides the terminal operator can start model calls, as config keys."""
+    who = [f"senders.{s}" for s, level in config["senders"].items()
+           if s != "unknown" and not s.startswith("cli:")]
+    if config["senders"]["unknown"] != "ignore":
+        who.append("senders.unknown")  # "pairing": every sender paired later
+    if config["discord"]["guilds"]:
+        who += [f"discord.roles.{role}" for role in config["discord"]["roles"]]
+    return who
+
+
+def _check_budgets(config: Config) -> Iterator[Finding]:
+    who = _others_can_spend(config)
+    if not who:
+        return
+    budgets = config["budgets"]
+    reach = f"paired and listed senders ({', '.join(who[:3])}{', …' if len(who) > 3 else ''})"
+    if not budgets["sender_daily"] and not budgets["sender_monthly"]:
+        yield Finding("medium", "budgets.sender_daily",
+                      f"{reach} can spend on your API key with no per-sender limit",
+                      "set [budgets] sender_daily and sender_monthly (e.g. 2.0 and 30.0)")
+    if not budgets["global_daily"]:
+        yield Finding("low", "budgets.global_daily",
+                      "nothing caps what everyone together spends in a day",
+                      "set [budgets] global_daily (e.g. 20.0)")
+
+
 _CHECKS = (
     _check_unknown_senders,
     _check_groups_with_full,
@@ -306,4 +336,5 @@ _CHECKS = (
     _check_net_allow_list,
     _check_telegram_transport,
     _check_health_exposure,
+    _check_budgets,
 )

@@ -25,4 +25,7 @@ class Services:
     senders: Any = None      # bot.senders.Senders
     jobs: Any = None         # bot.jobs.Jobs — scheduled jobs, used by the schedule tool
     delivery: Any = None     # bot.delivery.Delivery — sinks for chats nobody is typing in
+    spend: Any = None        # bot.spend.SpendLedger — every model call's cost, running totals
+    budgets: Any = None      # bot.budgets.Budgets — spend limits checked before a model call
+    rate_limits: Any = None  # bot.ratelimit.MessageRateLimiter — messages per minute per sender
     extras: dict[str, Any] = field(default_factory=dict)  # e.g. the resolver the net guard uses

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
 
@@ -79,12 +82,21 @@ def test_chat_on_a_pipe_answers_and_asks_for_approval(tmp_path):
     assert (tmp_path / "ws" / "a.txt").read_text() == "hi"
 
 
-def test_usage_lists_the_recorded_tokens(tmp_path):
+def test_usage_lists_the_recorded_tokens_and_cost_as_a_table_and_as_json(tmp_path):
     with FakeAnthropic.start_in_thread() as fake:
         env = base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
+        fake.script(reply(text("hi"), usage={"input_tokens": 1000, "output_tokens": 100,
+                                             "cache_creation_input_tokens": 0,
+                                             "cache_read_input_tokens": 0}))
         run_cli("chat", env=env, stdin="hello\n")
     proc = run_cli("usage", env=env)
     assert "cli:local" in proc.stdout and "claude-sonnet-5-5" in proc.stdout
+    assert "cost USD" in proc.stdout and "Total: 0.0045 USD" in proc.stdout
+    report = json.loads(run_cli("usage", "--json", env=env).stdout)
+    (row,) = report["rows"]
+    assert (row["sender"], row["model"], row["calls"]) == ("cli:local", "claude-sonnet-5-5", 1)
+    assert row["cost"] == pytest.approx((1000 * 3 + 100 * 15) / 1e6)
+    assert report["by_sender"] == {"cli:local": pytest.approx(0.0045)}
 
 
 class _Terminal:

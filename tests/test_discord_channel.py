@@ -197,7 +197,7 @@ async def test_an_approval_request_goes_to_the_requester_by_dm_when_configured(s
 async def test_slash_commands_are_synced_at_start_with_the_agents_descriptions(start, discord_fake):
     await start(ScriptedAgent())
     synced = {c["name"]: c["description"] for c in discord_fake.commands}
-    assert set(synced) == {"whoami", "tools", "new", "stop", "undo"}
+    assert set(synced) == {"whoami", "tools", "new", "stop", "undo", "usage"}
     assert synced["whoami"] == "Who you are to me"
 
 

@@ -76,6 +76,10 @@ CASES = [
          env={**TOKEN_ENV, "TELEGRAM_WEBHOOK_SECRET": "a-long-webhook-secret"}),
     Case("risky-telegram-api-plain-http.toml", {("high", "telegram.base_url")}),
     Case("risky-health-public.toml", {("low", "health.listen")}),
+    Case("risky-no-sender-budget.toml", {("medium", "budgets.sender_daily")}),
+    Case("risky-no-budget-at-all.toml", {("medium", "budgets.sender_daily"),
+                                         ("low", "budgets.global_daily")}),
+    Case("safe-no-budget-terminal-only.toml", set()),
 ]
 
 

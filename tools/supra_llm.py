@@ -8,11 +8,12 @@ back if the model fails, so the user is never charged for an error.
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 from bot.errors import LLMError
+from bot.prices import PriceTable
+from bot.spend import SpendLedger
 from bot.tool import (
     BaseTool,
     CallContext,
@@ -37,10 +38,6 @@ RETURNING count
 """
 _REFUND_SQL = ("UPDATE tool_quota SET count = count - 1"
                " WHERE sender = ? AND tool = ? AND day = ? AND count > 0")
-_USAGE_SQL = (
-    "INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
-    " cache_read_tokens, cache_write_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
 
 
 class SupraLLM(BaseTool):
@@ -83,7 +80,8 @@ class SupraLLM(BaseTool):
         used = await _reserve(ctx, day, quota)
         await ctx.progress(f"Asking {model}…")
         try:
-            answer = await llm.ask(model=model, prompt=_prompt(question, context),
+            answer = await llm.ask(sender=ctx.sender, model=model,
+                                   prompt=_prompt(question, context),
                                    system=SYSTEM_PROMPT, max_tokens=config["agent"]["max_tokens"])
         except LLMError as exc:
             async with ctx.services.store.transaction() as tx:
@@ -114,12 +112,11 @@ async def _reserve(ctx: CallContext, day: str, quota: int) -> int:
 
 
 async def _record_usage(ctx: CallContext, model: str, usage: dict[str, int]) -> None:
-    """The supra call costs money like any model call: account for it in the usage table."""
-    async with ctx.services.store.transaction() as tx:
-        await tx.execute(_USAGE_SQL, (
-            time.time(), ctx.session_id, ctx.sender, model, usage.get("input_tokens", 0),
-            usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
-            usage.get("cache_write_tokens", 0)))
+    """The supra call costs money like any model call: account for it in the usage table (and
+    the running totals budgets are checked against)."""
+    services = ctx.services
+    ledger = services.spend or SpendLedger(services.store, PriceTable.from_config(services.config))
+    await ledger.record(session_id=ctx.session_id, sender=ctx.sender, model=model, usage=usage)
 
 
 def _prompt(question: str, context: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import re
 import sys
@@ -24,8 +25,9 @@ def add_commands(subparsers: Any) -> None:
     tools.add_argument("--sender", default="cli:local", help="e.g. telegram:123 (default cli:local)")
     tools.add_argument("--role", action="append", default=[], help="Discord role name (repeat)")
     tools.set_defaults(handler=cmd_tools)
-    usage = subparsers.add_parser("usage", help="token usage recorded per turn")
+    usage = subparsers.add_parser("usage", help="tokens and cost per day, sender and model")
     usage.add_argument("--days", type=int, default=30, help="how far back (default 30)")
+    usage.add_argument("--json", action="store_true", help="machine-readable output")
     usage.set_defaults(handler=cmd_usage)
 
 
@@ -111,36 +113,61 @@ async def cmd_tools(args: argparse.Namespace, config: Config) -> int:
 
 
 async def cmd_usage(args: argparse.Namespace, config: Config) -> int:
+    from bot.prices import PriceTable
+
     since = time.time() - args.days * 86400
     async with make_store(config) as store:
-        calls = await store.fetchall(
+        rows = await store.fetchall(
             "SELECT ts, sender, model, input_tokens, output_tokens, cache_read_tokens,"
-            " cache_write_tokens FROM usage WHERE ts >= ?", (since,))
-    rows = usage_by_day(calls)
-    if not rows:
+            " cache_write_tokens, cost FROM usage WHERE ts >= ? ORDER BY ts", (since,))
+    report = usage_report(rows, PriceTable.from_config(config))
+    currency = config["budgets"]["currency"]
+    if args.json:
+        print(json.dumps({"currency": currency, "days": args.days, **report}, indent=2))
+        return 0
+    if not report["rows"]:
         print(f"No model usage recorded in the last {args.days} days.")
         return 0
-    header = f"{'day':<11}{'sender':<22}{'model':<20}{'calls':>6}{'input':>9}{'output':>9}" \
-             f"{'cache rd':>10}{'cache wr':>10}"
-    print(header)
-    for r in rows:
+    print(f"{'day':<11}{'sender':<22}{'model':<20}{'calls':>6}{'input':>9}{'output':>9}"
+          f"{'cache rd':>10}{'cache wr':>10}{'cost ' + currency:>13}")
+    for r in report["rows"]:
+        mark = "*" if r["estimated"] else ""
         print(f"{r['day']:<11}{r['sender']:<22}{r['model']:<20}{r['calls']:>6}{r['input']:>9}"
-              f"{r['output']:>9}{r['cache_read']:>10}{r['cache_write']:>10}")
+              f"{r['output']:>9}{r['cache_read']:>10}{r['cache_write']:>10}"
+              f"{r['cost']:>12.4f}{mark}")
+    for title, key in (("Per day", "by_day"), ("Per sender", "by_sender"), ("Per model", "by_model")):
+        print(f"\n{title}:")
+        for name, cost in report[key].items():
+            print(f"  {name:<40}{cost:>12.4f} {currency}")
+    print(f"\nTotal: {report['total']:.4f} {currency}")
+    if any(r["estimated"] for r in report["rows"]):
+        print("* recorded before costs were stored: priced at today's [prices]")
     return 0
 
 
-def usage_by_day(calls: list[Any]) -> list[dict[str, Any]]:
-    """Model calls summed per UTC day, sender and model (the day computed here, not by a
-    database's date functions, which differ between SQLite and PostgreSQL)."""
-    totals: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for call in calls:
-        day = datetime.fromtimestamp(call["ts"], UTC).date().isoformat()
-        entry = totals.setdefault((day, call["sender"], call["model"]), {
-            "day": day, "sender": call["sender"], "model": call["model"], "calls": 0,
-            "input": 0, "output": 0, "cache_read": 0, "cache_write": 0})
-        entry["calls"] += 1
-        for name, column in (("input", "input_tokens"), ("output", "output_tokens"),
-                             ("cache_read", "cache_read_tokens"),
-                             ("cache_write", "cache_write_tokens")):
-            entry[name] += call[column]
-    return [totals[key] for key in sorted(totals, key=lambda k: (k[0], k[1]))]
+def usage_report(rows: list[Any], prices: Any) -> dict[str, Any]:
+    """Usage rows grouped by (UTC day, sender, model), days computed here rather than in SQL
+    (the same on every store backend), with cost totals per day, sender and model."""
+    groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        day = datetime.fromtimestamp(row["ts"], UTC).date().isoformat()
+        group = groups.setdefault((day, row["sender"], row["model"]), {
+            "day": day, "sender": row["sender"], "model": row["model"], "calls": 0, "input": 0,
+            "output": 0, "cache_read": 0, "cache_write": 0, "cost": 0.0, "estimated": False})
+        usage = {"input_tokens": row["input_tokens"], "output_tokens": row["output_tokens"],
+                 "cache_read_tokens": row["cache_read_tokens"],
+                 "cache_write_tokens": row["cache_write_tokens"]}
+        for key, name in (("input", "input_tokens"), ("output", "output_tokens"),
+                          ("cache_read", "cache_read_tokens"), ("cache_write", "cache_write_tokens")):
+            group[key] += int(usage[name] or 0)
+        group["calls"] += 1
+        if row["cost"] is None:
+            group["estimated"] = True
+        group["cost"] += row["cost"] if row["cost"] is not None else prices.cost(row["model"], usage)
+    ordered = [groups[key] for key in sorted(groups)]
+    totals: dict[str, dict[str, float]] = {"by_day": {}, "by_sender": {}, "by_model": {}}
+    for group in ordered:
+        for key, name in (("by_day", group["day"]), ("by_sender", group["sender"]),
+                          ("by_model", group["model"])):
+            totals[key][name] = totals[key].get(name, 0.0) + group["cost"]
+    return {"rows": ordered, **totals, "total": sum(g["cost"] for g in ordered)}

@@ -40,6 +40,7 @@ SLASH_COMMANDS = {   # name -> description when the agent offers none
     "new": "Start a fresh conversation",
     "stop": "Cancel the running turn",
     "undo": "Revert the last revertible action",
+    "usage": "Your model spend today and this month",
 }
 ATTACHMENT_ONLY = "[the user sent an attachment without text; this channel can only pass text]"
 NOT_HERE = "I don't answer in this server."

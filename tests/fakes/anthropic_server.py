@@ -18,7 +18,8 @@ The real ``anthropic`` SDK talks to it over HTTP, so the code under test runs it
 * ``fake.delay`` (seconds) is added to every reply's own ``delay=``; delays never block other
   requests. ``fake.unknown_models`` (set) → 404 ``not_found_error``. ``fake.strict`` (default on)
   rejects histories where ``tool_use``/``tool_result`` blocks do not pair up, as the real API does.
-* Usage numbers simulate prompt caching: tokens ≈ len(canonical JSON)/4; the prefix (tools →
+* Usage numbers simulate prompt caching (``reply(..., usage={...})`` sets them by hand):
+  tokens ≈ len(canonical JSON)/4; the prefix (tools →
   system → messages) up to the last block carrying ``cache_control`` is cacheable; the longest part
   of it seen before at a breakpoint is ``cache_read``, the rest ``cache_creation``. No minimum
   cacheable length and no 20-block look-back limit are simulated.
@@ -226,7 +227,7 @@ class FakeAnthropic:
         if isinstance(answer, ErrorReply):
             return error_response(answer)
         content = [render_block(block) for block in answer.blocks]
-        usage = self._prompt_cache.usage(body, content)
+        usage = {**self._prompt_cache.usage(body, content), **(answer.usage or {})}
         recorded.usage = usage
         message = assistant_message(body["model"], content, usage, answer.stop_reason)
         if body.get("stream"):

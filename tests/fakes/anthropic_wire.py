@@ -44,6 +44,7 @@ class Reply:
     delay: float = 0.0
     stop_reason: str | None = None  # None → "tool_use" if any tool_use block, else "end_turn"
     chunk_delay: float = 0.0  # pause between SSE deltas, to test partial streams and cancellation
+    usage: dict[str, int] | None = None  # replaces the simulated usage numbers it names
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,15 @@ def tool_use(name: str, input: dict[str, Any], id: str | None = None, delay: flo
 
 
 def reply(*parts: Reply | Block, delay: float = 0.0, stop_reason: str | None = None,
-          chunk_delay: float = 0.0) -> Reply:
-    """Several blocks in one assistant message: ``reply(text("hm"), tool_use(...), tool_use(...))``."""
+          chunk_delay: float = 0.0, usage: dict[str, int] | None = None) -> Reply:
+    """Several blocks in one assistant message: ``reply(text("hm"), tool_use(...), tool_use(...))``.
+    ``usage`` (API names: input_tokens, output_tokens, cache_creation_input_tokens,
+    cache_read_input_tokens) replaces the simulated numbers it names."""
     blocks: list[Block] = []
     for part in parts:
         blocks.extend(part.blocks if isinstance(part, Reply) else (part,))
-    return Reply(tuple(blocks), delay=delay, stop_reason=stop_reason, chunk_delay=chunk_delay)
+    return Reply(tuple(blocks), delay=delay, stop_reason=stop_reason, chunk_delay=chunk_delay,
+                 usage=usage)
 
 
 def error(status: int, type: str = "api_error", message: str = "fake error",
