@@ -147,3 +147,23 @@ def test_the_usage_report_groups_by_utc_day_sender_and_model_and_prices_old_rows
     assert report["rows"][1]["estimated"] is True and report["rows"][2]["estimated"] is False
     assert math.isclose(report["total"], 2.5)
     json.dumps(report)  # what --json prints
+
+
+async def test_compaction_summaries_are_charged_to_the_sender_at_the_small_models_price(
+        app_factory, fake_anthropic):
+    app = await app_factory({"agent": {"context_budget_tokens": 1000}})
+
+    def responder(body):
+        if body["model"] == "claude-haiku-5-5":
+            return reply(text("SUMMARY"), usage={"input_tokens": 2000, "output_tokens": 100,
+                                                 "cache_creation_input_tokens": 0,
+                                                 "cache_read_input_tokens": 0})
+        return text("noted")
+
+    fake_anthropic.responder = responder
+    for i in range(12):
+        await say(app, f"message {i}: " + "words " * 60)
+    summaries = [r for r in await usage_rows(app) if r["model"] == "claude-haiku-5-5"]
+    assert summaries and all(r["sender"] == "cli:local" for r in summaries)
+    # $1 per million input, $5 per million output: 2000 × 1 + 100 × 5 = 2500 millionths.
+    assert all(r["cost"] == pytest.approx(0.0025) for r in summaries)
