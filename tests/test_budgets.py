@@ -57,7 +57,7 @@ async def test_over_budget_a_sender_is_refused_with_the_reset_time_after_one_80_
     assert "Only the operator can raise it ([budgets] sender_daily" in refusal
     assert len(fake_anthropic.requests) == 2  # the refused turn never reached the model
     session = await app.agent.session_id(third_message := _msg("three", "telegram:1", "1"))
-    history = await app.services.store.load_history(session)
+    history, _ = await app.agent.journal.stored(session)
     assert history[-1]["content"][0]["text"] == third_message.text  # the message is kept
     audit = await app.services.store.fetchall(
         "SELECT sender, outcome FROM audit WHERE decision = 'budget'")
@@ -104,7 +104,7 @@ async def test_a_turn_in_progress_finishes_its_call_but_starts_no_new_one_past_t
     (message,) = [e.message for e in sink.of(ErrorEvent)]
     assert "model budget" in message
     session = await app.agent.session_id(_msg("record x", "telegram:1", "1"))
-    history = await app.services.store.load_history(session)
+    history, _ = await app.agent.journal.stored(session)
     assert history[-1]["content"][0]["type"] == "tool_result"  # the step's result is stored
 
 

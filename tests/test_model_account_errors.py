@@ -23,7 +23,7 @@ async def failure_of(app_factory, fake_anthropic, caplog, reply) -> tuple[str, s
         sink = await say(app, "please keep this")
     (failure,) = sink.of(ErrorEvent)
     session = await app.agent.session_id(message("x"))
-    history = await app.services.store.load_history(session)
+    history, _ = await app.agent.journal.stored(session)
     assert history[-1]["content"][0]["text"] == "please keep this"  # nothing is lost
     logged = "\n".join(r.getMessage() for r in caplog.records if "model call failed" in r.getMessage())
     return failure.message, logged

@@ -114,7 +114,8 @@ async def test_running_totals_are_read_once_then_kept_in_memory_and_roll_over_at
         await record(ledger, "telegram:2", 100_000)
         totals = await ledger.totals("telegram:1")
         assert (totals.day, totals.month, totals.global_day) == pytest.approx((3.0, 3.0, 4.5))
-        await store.execute("DELETE FROM usage")  # proof the next read does not hit the store
+        async with store.transaction() as tx:  # proof the next read does not hit the store
+            await tx.execute("DELETE FROM usage")
         assert (await ledger.totals("telegram:1")).day == pytest.approx(3.0)
         clock.now += 3600                                     # 2027-01-01 00:00 UTC
         await record(ledger, "telegram:1", 10_000)
