@@ -100,7 +100,7 @@ class App:
         config.workspace.mkdir(parents=True, exist_ok=True)
         store = await make_store(config).open()
         approvals_cfg = config["approvals"]
-        spend = SpendLedger(store, PriceTable.from_config(config))
+        spend = SpendLedger(store, PriceTable.from_config(config), clock)
         budgets = Budgets(config, spend)
         services = Services(
             config=config, store=store, registry=build_registry(config),

@@ -1,6 +1,7 @@
 """Running a claimed job: a reminder is posted as written; any other job is a turn in the job's
 own session, as its owner, at no more than the owner's level now or when the job was created,
-with only the tools chosen then. Its approvals go to the owner in the job's chat.
+with only the tools chosen then, and against the owner's spend budget (a run over it is skipped
+and the owner told). Its approvals go to the owner in the job's chat.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ class AgentJobRunner:
             if job.is_reminder:
                 await sink.emit(Notice(f"⏰ {job.name}\n{job.message}"))
                 return True, "reminder sent"
+            refusal = await self._over_budget(job, level)
+            if refusal:
+                await sink.emit(Notice(f"⏰ {job.name}: skipped — {refusal}"))
+                return False, "over the owner's budget"
             await sink.emit(Notice(f"⏰ {job.name}"))
             watched = _Watched(sink)
             await self.agent.run_unattended(
@@ -69,6 +74,14 @@ class AgentJobRunner:
         if watched.error:
             return False, watched.error
         return True, "waiting for approval" if watched.waiting else "answered"
+
+    async def _over_budget(self, job: Job, level: str) -> str:
+        """Jobs count against their owner's budget: why this run may not start, or ''."""
+        budgets = getattr(self.agent.services, "budgets", None)
+        if budgets is None:
+            return ""
+        admission = await budgets.check_owner(job.owner, level)
+        return "" if admission.allowed else admission.message
 
     async def tell_owner(self, job: Job, text: str) -> None:
         sink = self.delivery.sink(job.channel, job.chat, job.owner)

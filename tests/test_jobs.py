@@ -164,6 +164,23 @@ async def test_a_job_of_a_revoked_owner_is_skipped_and_the_owner_told(world, fak
     assert fake_anthropic.requests == []
 
 
+async def test_a_job_over_its_owners_budget_is_skipped_and_the_owner_told(world, fake_anthropic):
+    app, clock, outlet, scheduler = world
+    await app.services.spend.record(session_id="s", sender="telegram:1",
+                                    model="claude-sonnet-5-5", usage={"output_tokens": 200_000})
+    await app.services.jobs.create(Job(
+        id="", owner="telegram:1", channel="telegram", chat="1", name="digest",
+        schedule=parse_at("in 1 minute", now=START, timezone="UTC"), level="full",
+        prompt="summarise my notes"))
+    clock.now = START + 61
+    await tick(scheduler, app)
+    (notice,) = outlet.events(Notice)
+    assert notice.text.startswith("⏰ digest: skipped — You have used today's model budget "
+                                  "($3.00 of $2.00)")
+    assert "resets at midnight UTC (in 11 h 58 min)" in notice.text  # the injected clock
+    assert fake_anthropic.requests == []
+
+
 async def test_two_stores_on_one_database_run_each_due_run_exactly_once(store_backend):
     clock = Clock()
     async with store_backend.open() as first, store_backend.open() as second:
