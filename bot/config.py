@@ -22,10 +22,8 @@ import jsonschema
 from bot import prices
 from bot.config_file import read_toml
 from bot.errors import ConfigError
+from bot.identity import CHANNELS, LEVELS, UNKNOWN_POLICIES, channel_of
 
-LEVELS = ("read_only", "supervised", "full")
-CHANNELS = ("cli", "telegram", "discord")
-UNKNOWN_POLICIES = ("pairing", "ignore", *LEVELS)
 SECRET_ENV_VARS = (
     "ANTHROPIC_API_KEY",
     "TELEGRAM_BOT_TOKEN",
@@ -383,7 +381,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
                        if not any(re.search(p, key) for p in pattern or ()))
         where = ".".join(path)
         for key in extra:
-            if pattern and where == "senders" and key.partition(":")[0] in CHANNELS:
+            if pattern and where == "senders" and _channel_part(key) in CHANNELS:
                 return f"[senders] {key!r}: can never match a sender: {SENDER_HINT}"
             if pattern and where == "senders":
                 return (f"[senders] {key!r}: unknown key; expected a sender like "
@@ -448,3 +446,10 @@ def _check_timezone(config: Config, origin: str) -> None:
     except (ZoneInfoNotFoundError, ValueError) as exc:
         raise ConfigError(f"{origin}: [agent] timezone = {name!r}: unknown time zone; use an IANA "
                           "name like 'Europe/Rome' or 'UTC'") from exc
+
+
+def _channel_part(key: str) -> str:
+    try:
+        return channel_of(key)
+    except ValueError:
+        return ""

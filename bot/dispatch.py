@@ -22,6 +22,7 @@ from bot import history
 from bot.audit import AuditEntry
 from bot.events import Sink, ToolFinished, ToolProgress, ToolStarted
 from bot.grants import Grant, Scope, covering, scope_of
+from bot.identity import channel_of
 from bot.logs import Redactor
 from bot.policy import Caller, Decision, decide
 from bot.services import Services
@@ -71,8 +72,7 @@ class Turn:
     session_id: str
     sender: str
     chat: str
-    channel: str
-    autonomy: str
+    autonomy: str   # a Level, or any text (refused by the policy)
     sink: Sink
     grants: tuple[Grant, ...] = ()    # what "Always" taps in this session allow
     run_allowlist: frozenset[str] | None = None
@@ -84,6 +84,10 @@ class Turn:
         """The rows left by the calls so far; the turn keeps none of them."""
         taken, self.records = self.records, []
         return taken
+
+    @property
+    def channel(self) -> str:
+        return channel_of(self.sender)
 
     @property
     def caller(self) -> Caller:

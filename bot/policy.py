@@ -20,10 +20,10 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bot.identity import LEVELS, Level, channel_of
 from bot.tool import RISKS, Risk, ToolMeta
 
 Verdict = Literal["allow", "ask", "deny"]
-LEVEL_ORDER = ("read_only", "supervised", "full")
 
 MATRIX: dict[tuple[Risk, str], Verdict] = {
     ("low", "read_only"): "allow",
@@ -65,7 +65,7 @@ class Decision:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who asks, from where. `channel` is the part of the sender before the colon."""
+    """Who asks, from where (the sender's channel)."""
 
     sender: str
     autonomy: str
@@ -74,7 +74,7 @@ class Caller:
 
     @property
     def channel(self) -> str:
-        return self.sender.partition(":")[0]
+        return channel_of(self.sender)
 
     @property
     def is_cli(self) -> bool:
@@ -91,7 +91,7 @@ def access(meta: ToolMeta, caller: Caller, profile: Profile) -> Decision | None:
     Returns a deny Decision, or None when the tool is reachable (the matrix decides the rest).
     """
     name = meta.name
-    if caller.autonomy not in LEVEL_ORDER:
+    if caller.autonomy not in LEVELS:
         return Decision("deny", f"sender has no autonomy level ({caller.autonomy})")
     if meta.cli_only and not caller.is_cli:
         return Decision("deny", f"{name} is available only in the terminal (CLI) channel")
@@ -152,6 +152,6 @@ def max_risk(*risks: str) -> Risk:
     return max((r for r in risks if r in RISKS), key=RISKS.index, default="high")  # type: ignore[return-value]
 
 
-def highest_level(levels: Collection[str]) -> str | None:
-    ranked = [lvl for lvl in levels if lvl in LEVEL_ORDER]
-    return max(ranked, key=LEVEL_ORDER.index) if ranked else None
+def highest_level(levels: Collection[str]) -> Level | None:
+    ranked = [Level(lvl) for lvl in levels if lvl in LEVELS]
+    return max(ranked) if ranked else None

@@ -47,7 +47,7 @@ class PromptBuilder:
 
     def tools(self, turn: Turn) -> list[dict[str, Any]]:
         registry = self.services.registry
-        key = (registry.generation, turn.sender.partition(":")[0] == "cli", turn.autonomy,
+        key = (registry.generation, turn.channel == "cli", turn.autonomy,
                turn.run_allowlist)
         marked = self._tools.get(key)
         if marked is None:

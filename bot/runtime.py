@@ -32,6 +32,7 @@ from bot.events import (
 )
 from bot.grants import may_offer
 from bot.hooks import run_session_hooks
+from bot.identity import Level, Stranger, channel_of
 from bot.journal import Journal
 from bot.prompt import PromptBuilder
 from bot.services import Services
@@ -61,9 +62,9 @@ class Agent:
 
     async def handle(self, message: IncomingMessage, sink: Sink) -> None:
         autonomy = await self.services.senders.autonomy(message.sender, message.roles)
-        if autonomy == "ignore":
+        if autonomy is Stranger.IGNORE:
             return
-        if autonomy == "pairing":
+        if autonomy is Stranger.PAIRING:
             await self._pair(message, sink)
             return
         if message.text.startswith("/"):
@@ -180,7 +181,7 @@ class Agent:
 
     def session_key(self, sender: str, chat: str) -> str:
         if self.config["agent"]["session_scope"] == "chat":
-            return f"chat:{sender.partition(':')[0]}:{chat}"
+            return f"chat:{channel_of(sender)}:{chat}"
         return f"{sender}|{chat}"
 
     def _owner(self, message: IncomingMessage) -> str:
@@ -311,13 +312,13 @@ class Agent:
         await self._queued(message, sink, lambda: self._user_turn(
             message, level, sink, session_id=session_id, run_allowlist=allowlist))
 
-    async def _user_turn(self, message: IncomingMessage, autonomy: str, sink: Sink, *,
+    async def _user_turn(self, message: IncomingMessage, autonomy: Level | str, sink: Sink, *,
                          session_id: str | None = None,
                          run_allowlist: frozenset[str] | None = None) -> None:
         session_id = session_id or await self.session_id(message)
         store, approvals = self.services.store, self.services.approvals
-        turn = await self._turn(session_id, message.sender, message.chat, message.channel,
-                                autonomy, sink, run_allowlist)
+        turn = await self._turn(session_id, message.sender, message.chat, autonomy, sink,
+                                run_allowlist)
         stored, size, cached = await self.journal.history(session_id)
         waiting = _open_tool_uses(stored)
         # What this process wrote is already in the API's shape except possibly at its end
@@ -342,10 +343,10 @@ class Agent:
             messages = history.repair(messages)
         await self._loop(turn, messages)
 
-    async def _turn(self, session_id: str, sender: str, chat: str, channel: str, autonomy: str,
+    async def _turn(self, session_id: str, sender: str, chat: str, autonomy: Level | str,
                     sink: Sink, run_allowlist: frozenset[str] | None = None) -> Turn:
         grants = await self.services.approvals.grants.for_session(session_id)
-        return Turn(session_id, sender, chat, channel, autonomy, sink, grants, run_allowlist)
+        return Turn(session_id, sender, chat, autonomy, sink, grants, run_allowlist)
 
     async def _prepared(self, turn: Turn, stored: list[dict[str, Any]], size: int | None,
                         repair: bool = True) -> list[dict[str, Any]]:
@@ -477,8 +478,8 @@ class Agent:
         autonomy = await self.services.senders.autonomy(request.sender)
         if request.channel == "discord" and request.autonomy:
             autonomy = request.autonomy
-        turn = await self._turn(request.session_id, request.sender, request.chat,
-                                request.channel, autonomy, sink, request.allowlist)
+        turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
+                                request.allowlist)
         result = await self._resolved_result(turn, request, resolver)
         await self.journal.write(turn, [{"role": "user", "content": [result]}])
         if await self.services.approvals.pending_for_session(request.session_id):

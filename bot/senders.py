@@ -17,8 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bot.audit import AuditEntry, write_audit
-from bot.config import LEVELS, Config
+from bot.config import Config
 from bot.errors import MyclawError
+from bot.identity import LEVELS, Access, Level, Stranger, channel_of, parse_access
 from bot.policy import highest_level
 from bot.store import Row, Store, Tx
 
@@ -40,28 +41,28 @@ class Senders:
         self.store = store
         self.clock = clock
         senders = config["senders"]
-        self._explicit = {key: level for key, level in senders.items() if key != "unknown"}
-        self._unknown = senders.get("unknown", "pairing")
-        self._roles: dict[str, str] = dict(config["discord"]["roles"])
+        self._explicit = {key: Level(level) for key, level in senders.items() if key != "unknown"}
+        self._unknown = parse_access(senders.get("unknown", Stranger.PAIRING))
+        self._roles = {role: Level(level) for role, level in config["discord"]["roles"].items()}
         self._code_ttl = float(config["pairing"]["code_ttl_seconds"])
         self._max_per_hour = int(config["pairing"]["max_codes_per_hour"])
 
     # --- autonomy --------------------------------------------------------------------------
 
-    async def autonomy(self, sender: str, roles: Sequence[str] = ()) -> str:
-        """The sender's level, or "pairing" / "ignore" for an unknown sender."""
+    async def autonomy(self, sender: str, roles: Sequence[str] = ()) -> Access:
+        """The sender's level, or what happens to a stranger (pairing / ignore)."""
         level = self._explicit.get(sender)
         if level is None:
             level = await self.granted_level(sender)
-        if roles and sender.startswith("discord:"):
+        if roles and channel_of(sender) == "discord":
             role_levels = [self._roles[role] for role in roles if role in self._roles]
             level = highest_level([lvl for lvl in (level, *role_levels) if lvl]) or level
         return level or self._unknown
 
-    async def granted_level(self, sender: str) -> str | None:
+    async def granted_level(self, sender: str) -> Level | None:
         row = await self.store.fetchone("SELECT level FROM granted_senders WHERE sender = ?",
                                         (sender,))
-        return row["level"] if row and row["level"] in LEVELS else None
+        return Level(row["level"]) if row and row["level"] in LEVELS else None
 
     # --- pairing codes ---------------------------------------------------------------------
 

@@ -31,13 +31,14 @@ from bot.events import (
     ToolProgress,
     ToolStarted,
 )
+from bot.identity import Sender
 
 # Terminal control characters in what the model, a tool or a web page wrote (ESC sequences can
 # erase or rewrite lines, retitle the window or set the clipboard) are shown, never obeyed: an
 # approval prompt must look exactly like what will run. Newline and tab stay.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
-SENDER = "cli:local"
+SENDER = Sender.of("cli", "local")
 PROMPT = "you> "
 CHAT = "local"
 CHOICES = {"y": "approve", "yes": "approve", "a": "always", "always": "always",

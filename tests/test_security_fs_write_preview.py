@@ -27,7 +27,7 @@ async def test_an_overwrite_preview_shows_the_change(ctx, config):
 
 
 async def test_the_approval_text_carries_the_content(ctx, config, services):
-    turn = Turn("s", "telegram:1", "1", "telegram", "supervised", sink=None)  # type: ignore[arg-type]
+    turn = Turn("s", "telegram:1", "1", "supervised", sink=None)  # type: ignore[arg-type]
     text = await Dispatcher(services).preview(turn, fs_write.build(config),
                                               {"path": "run.sh", "content": PAYLOAD}, "t1")
     assert PAYLOAD.strip() in text

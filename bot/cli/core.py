@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.config import SENDER_HINT, SENDER_KEY, Config
+from bot.identity import Stranger
 from bot.store_factory import make_store
 
 
@@ -88,8 +89,8 @@ async def cmd_tools(args: argparse.Namespace, config: Config) -> int:
     async with make_store(config) as store:
         autonomy = await Senders(config, store).autonomy(args.sender, tuple(args.role))
     print(f"{args.sender}: autonomy {autonomy}")
-    if autonomy in ("pairing", "ignore"):
-        what = ("must pair first (myclaw pair approve CODE)" if autonomy == "pairing"
+    if isinstance(autonomy, Stranger):
+        what = ("must pair first (myclaw pair approve CODE)" if autonomy is Stranger.PAIRING
                 else "is ignored")
         print(f"This sender {what}; no tools are offered until they have a level.")
         return 0

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.config import LEVELS, Config
+from bot.config import Config
+from bot.identity import LEVELS
 from bot.receipts import Receipts, key_path, receipt_key
 from bot.senders import PairingError, Senders
 from bot.store_factory import make_store

@@ -24,6 +24,7 @@ import discord
 from bot.approvals import SUPERSEDED
 from bot.errors import MyclawError
 from bot.events import AgentAPI, ApprovalView
+from bot.identity import Sender
 from channels.discord.sink import ChannelOutlet, Outlet, TurnSink
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def custom_id(approval_id: str, choice: str) -> str:
 
 
 def sender_of(user: discord.abc.User) -> str:
-    return f"discord:{user.id}"
+    return Sender.of("discord", user.id)
 
 
 def mention(sender: str | None) -> str:

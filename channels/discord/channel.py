@@ -26,6 +26,7 @@ from discord import app_commands
 from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
+from bot.identity import Sender
 from channels.discord.approvals import ApprovalButton, ApprovalDesk, label_for, outcome_text
 from channels.discord.buttons import CommandButton
 from channels.discord.sink import ChannelOutlet, DirectOutlet, InteractionOutlet, TurnSink
@@ -198,7 +199,7 @@ class DiscordChannel:
                                  approvals_in_dm=self.approvals_in_dm)
         sink = TurnSink(InteractionOutlet(interaction, fallback), self.desk)
         await self.agent.handle(IncomingMessage(
-            sender=f"discord:{user.id}", chat=str(channel.id), text=f"/{name}", channel="discord",
+            sender=Sender.of("discord", user.id), chat=str(channel.id), text=f"/{name}", channel="discord",
             message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
             display_name=user.display_name), sink)
         if not sink.emitted:     # the agent stayed silent (an ignored sender): drop "thinking…"
@@ -281,7 +282,7 @@ class DiscordChannel:
                                approvals_in_dm=self.approvals_in_dm,
                                reply_to=message.to_reference(fail_if_not_exists=False) if in_guild else None)
         incoming = IncomingMessage(
-            sender=f"discord:{message.author.id}", chat=str(message.channel.id), text=text,
+            sender=Sender.of("discord", message.author.id), chat=str(message.channel.id), text=text,
             channel="discord", message_id=str(message.id), roles=_role_names(message.author),
             is_group=in_guild, display_name=message.author.display_name)
         async with outlet.typing():

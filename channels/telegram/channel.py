@@ -30,6 +30,7 @@ from telegram.ext import filters as tg_filters
 from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
+from bot.identity import Sender
 from channels.telegram import buttons
 from channels.telegram.approvals import outcome_message
 from channels.telegram.http import AiohttpRequest
@@ -280,7 +281,7 @@ class TelegramChannel:
                 return None
             text = addressed.text
         text = self._strip_command_suffix(text)
-        return IncomingMessage(sender=f"telegram:{user.id}", chat=str(message.chat_id), text=text,
+        return IncomingMessage(sender=Sender.of("telegram", user.id), chat=str(message.chat_id), text=text,
                                channel="telegram", message_id=str(message.message_id),
                                is_group=is_group, display_name=user.full_name)
 

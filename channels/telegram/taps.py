@@ -16,6 +16,7 @@ from telegram import CallbackQuery, Message
 from telegram.error import TelegramError
 
 from bot.events import AgentAPI
+from bot.identity import Sender
 from channels.telegram.approvals import ANSWER, belongs_to, outcome_message, parse_callback
 from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
@@ -29,7 +30,7 @@ MAX_ANSWER_CHARS = 200   # Telegram's limit for callback query answers
 def chat_target(chat: str, sender: str) -> Target:
     """Where the resumed conversation is posted: the chat of the request."""
     chat_id = int(chat)
-    _, _, user = sender.partition(":")
+    user = Sender.parse(sender).user_id
     return Target(chat_id=chat_id, user_id=int(user) if user.isdigit() else None, reply_to=None,
                   is_group=chat_id < 0)
 
@@ -46,7 +47,7 @@ class TapHandler:
             await self._answer(query, INVALID_BUTTON, alert=False)
             return
         approval_id, choice = parsed
-        resolver = f"telegram:{query.from_user.id}"
+        resolver = Sender.of("telegram", query.from_user.id)
         message = query.message
         sink = ChatSink(self._messenger, self._agent,
                         Target(message.chat.id, None, None, message.chat.id < 0), self._settings)
