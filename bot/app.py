@@ -17,7 +17,9 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from bot import offload
 from bot.config import SECRET_ENV_VARS, Config
@@ -30,30 +32,34 @@ from bot.registry import Registry
 from bot.services import Services
 from bot.store_factory import make_store
 
+if TYPE_CHECKING:
+    from bot.custom_tools import LoadReport
+
 log = logging.getLogger(__name__)
 
 BUILTIN_TOOLS_PACKAGE = "tools"
-CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord"}
+CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord",
+                   "cli": "channels.cli"}
 PR_SET_DUMPABLE = 4
 
 
-def build_registry(config: Config, cwd: Any = None) -> Registry:
-    """Built-in tools from the `tools` package, then custom tool modules (issue 8).
+def build_tools(config: Config, cwd: Path | str | None = None) -> tuple[Registry, LoadReport]:
+    """Built-in tools from the `tools` package, then custom tool modules, and the custom
+    loader's report (what loaded, which files failed and why: `myclaw doctor` shows it).
 
     Custom modules are looked up relative to `cwd` (default: the process's working directory).
-    The loader's report stays on the registry: `registry.custom_tools` (a LoadReport) and
-    `registry.load_errors` (file -> one-line error), which `myclaw doctor` shows.
     """
-    from pathlib import Path
-
     from bot.custom_tools import load_custom_tools
 
     registry = Registry(Profile.from_config(config.profile()))
     registry.discover(BUILTIN_TOOLS_PACKAGE, config)
     report = load_custom_tools(registry, config, Path.cwd() if cwd is None else Path(cwd))
-    registry.custom_tools = report  # type: ignore[attr-defined]
-    registry.load_errors = report.errors  # type: ignore[attr-defined]
-    return registry
+    return registry, report
+
+
+def build_registry(config: Config, cwd: Path | str | None = None) -> Registry:
+    """The tool registry (see `build_tools`): what `myclaw tools` and the conformance suite use."""
+    return build_tools(config, cwd)[0]
 
 
 def approvers(config: Config) -> list[str]:
@@ -149,8 +155,7 @@ class App:
 
     async def start_channels(self, names: list[str]) -> None:
         for name in names:
-            module = importlib.import_module(CHANNEL_MODULES[name])
-            channel = module.create(self.config, self.agent)
+            channel = channel_module(name).create(self.config, self.agent)
             await channel.start()
             self.channels[name] = channel
             if isinstance(channel, ApprovalSurface):  # approvals answered in the console show there
@@ -174,7 +179,6 @@ class App:
 
             manager = MCPManager(self.config, self.services.registry)
             await manager.start()
-            self.services.extras["mcp"] = manager
             self._extras.append(manager)
         if self.config["health"]["enabled"]:
             from bot.health import HealthServer
@@ -203,6 +207,21 @@ class App:
         self._started = True
         await run_session_hooks(self.services.registry, "start", self.system_context())
 
+    async def chat_in_terminal(self, quiet_logs: bool) -> None:
+        """The terminal conversation until Ctrl-D (the long-lived services run meanwhile);
+        `quiet_logs`: log lines below ERROR stay out of the conversation."""
+        await self.start_services()
+        if quiet_logs:
+            logging.getLogger().setLevel(logging.ERROR)
+        log.info("myclaw ready (channels: terminal)")
+        grace = self.config["agent"]["shutdown_grace_seconds"]
+        terminal = channel_module("cli").TerminalChannel(self.agent, grace=grace)
+        if self.services.delivery is not None:
+            self.services.delivery.register("cli", terminal)
+        await self.expiry.sweep()
+        await terminal.run()
+        await self.agent.shutdown(grace)
+
     async def serve(self, names: list[str]) -> None:
         """Start everything, wait for SIGTERM/SIGINT, then shut down gracefully: turns in
         flight finish (or are cancelled after `grace` seconds, their state recorded), then the
@@ -224,6 +243,14 @@ class App:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
             await self.stop_channels()
+
+
+def channel_module(name: str,
+                   import_module: Callable[[str], ModuleType] = importlib.import_module
+                   ) -> ModuleType:
+    """A channel's package, imported on demand (with its platform library): "telegram",
+    "discord" or "cli". An ImportError means the channel cannot be used here."""
+    return import_module(CHANNEL_MODULES[name])
 
 
 def harden_process() -> None:

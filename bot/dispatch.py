@@ -107,6 +107,15 @@ class Planned:
     grant: Grant | None = None             # the grant that lets it run unasked, if any
 
 
+class StepCancelled(asyncio.CancelledError):
+    """The step was cancelled while its calls ran; `results` has a block for every call (the
+    ones that finished, "(cancelled)" for the rest), so the history stays valid."""
+
+    def __init__(self, results: dict[str, dict[str, Any]]):
+        super().__init__("step cancelled")
+        self.results = results
+
+
 def args_digest(value: Any) -> str:
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                            default=str)
@@ -308,7 +317,7 @@ class Dispatcher:
         """Run the allowed/refused calls; read-only ones together, others one by one in order.
 
         On cancellation, every call without a result gets "(cancelled)" so history stays valid;
-        the partial results are attached to the CancelledError as `.results`.
+        they are raised as `StepCancelled.results`.
         """
         results: dict[str, dict[str, Any]] = {}
         try:
@@ -324,6 +333,5 @@ class Dispatcher:
             for plan in plans:
                 results.setdefault(plan.block["id"],
                                    history.error_result(plan.block["id"], history.CANCELLED))
-            exc.results = results  # type: ignore[attr-defined]
-            raise
+            raise StepCancelled(results) from exc
         return results

@@ -15,7 +15,7 @@ from typing import Any
 
 from bot import commands, history
 from bot.approvals import Resolution, args_hash
-from bot.dispatch import Dispatcher, Planned, Turn, error_block
+from bot.dispatch import Dispatcher, Planned, StepCancelled, Turn, error_block
 from bot.errors import ChannelError, LLMError
 from bot.events import (
     ApprovalNeeded,
@@ -429,7 +429,7 @@ class Agent:
         try:
             results = await self.dispatcher.run_allowed(turn, runs)
         except asyncio.CancelledError as exc:
-            partial = getattr(exc, "results", {})
+            partial = exc.results if isinstance(exc, StepCancelled) else {}
             cancelled = [partial.get(p.block["id"]) or history.error_result(p.block["id"], history.CANCELLED)
                          for p in plans]
             await asyncio.shield(self.journal.write(

@@ -4,13 +4,36 @@ through `CallContext.services`. Tools read from them; they keep no per-call stat
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import httpx
+
+    from bot.approvals import Approvals
+    from bot.budgets import Budgets
     from bot.config import Config
+    from bot.delivery import Delivery
+    from bot.jobs import Jobs
+    from bot.llm import LLMClient
+    from bot.ratelimit import MessageRateLimiter
+    from bot.receipts import Receipts
     from bot.registry import Registry
+    from bot.senders import Senders
+    from bot.spend import SpendLedger
     from bot.store import Store
+    from bot.undo import UndoLog
+
+Resolver = Callable[[str], Awaitable[list[str]]]   # host name -> its addresses
+
+
+@dataclass(frozen=True)
+class Network:
+    """How tools reach the network; `None` means the system's (tests point these at fakes)."""
+
+    resolver: Resolver | None = None
+    http_transport: httpx.AsyncBaseTransport | None = None
 
 
 @dataclass
@@ -18,14 +41,14 @@ class Services:
     config: Config
     store: Store
     registry: Registry
-    llm: Any = None          # bot.llm.LLMClient — used by supra_llm and compaction
-    approvals: Any = None    # bot.approvals.Approvals
-    receipts: Any = None     # bot.receipts.Receipts
-    undo: Any = None         # bot.undo.UndoLog
-    senders: Any = None      # bot.senders.Senders
-    jobs: Any = None         # bot.jobs.Jobs — scheduled jobs, used by the schedule tool
-    delivery: Any = None     # bot.delivery.Delivery — sinks for chats nobody is typing in
-    spend: Any = None        # bot.spend.SpendLedger — every model call's cost, running totals
-    budgets: Any = None      # bot.budgets.Budgets — spend limits checked before a model call
-    rate_limits: Any = None  # bot.ratelimit.MessageRateLimiter — messages per minute per sender
-    extras: dict[str, Any] = field(default_factory=dict)  # e.g. the resolver the net guard uses
+    llm: LLMClient | None = None       # used by supra_llm and compaction
+    approvals: Approvals | None = None
+    receipts: Receipts | None = None
+    undo: UndoLog | None = None
+    senders: Senders | None = None
+    jobs: Jobs | None = None           # scheduled jobs, used by the schedule tool
+    delivery: Delivery | None = None   # sinks for chats nobody is typing in
+    spend: SpendLedger | None = None        # every model call's cost, running totals
+    budgets: Budgets | None = None          # spend limits checked before a model call
+    rate_limits: MessageRateLimiter | None = None  # messages per minute per sender
+    network: Network = field(default_factory=Network)

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from bot.app import build_registry
+from bot.services import Network
 from bot.tool import BaseTool, CallContext, ToolMeta
 from tests import conformance
 from tests.conftest import FAKE_ENV, make_config
@@ -63,8 +64,8 @@ async def test_dry_run_is_honest(tmp_path, name, store, services, ctx):
         attempts.append(f"http {request.url}")
         raise httpx.ConnectError("no network in the conformance suite", request=request)
 
-    services.extras.update(resolver=refusing_resolver,
-                           http_transport=httpx.MockTransport(refusing_transport))
+    services.network = Network(resolver=refusing_resolver,
+                               http_transport=httpx.MockTransport(refusing_transport))
     await conformance.check_dry_run(registry.get(name), ctx, store)
     assert attempts == [], f"{name} reached for the network during the conformance run"
 

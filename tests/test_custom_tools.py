@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import build_registry
+from bot.app import build_tools
 from bot.custom_tools import CustomToolError, LoadReport, load_custom_tools, normalise_tool
 from bot.policy import Profile
 from bot.registry import Registry
@@ -111,12 +111,12 @@ def test_a_directory_listed_twice_or_through_a_symlink_is_loaded_once(setup):
 def test_a_name_clash_with_a_builtin_is_refused_naming_both_files(setup):
     clash = write(setup.project_tools / "time.py", tool_module("time_now"))
     write(setup.project_tools / "fine.py", tool_module("fine_tool"))
-    registry = build_registry(setup.config(), cwd=setup.project)
-    error = registry.load_errors[str(clash)]
+    registry, report = build_tools(setup.config(), cwd=setup.project)
+    error = report.errors[str(clash)]
     assert str(clash) in error and os.path.join("tools", "time_now.py") in error
     assert registry.source_of("time_now") == "tools.time_now"
     assert registry.get("fine_tool") is not None
-    assert registry.custom_tools.loaded == {"fine_tool": str(setup.project_tools / "fine.py")}
+    assert report.loaded == {"fine_tool": str(setup.project_tools / "fine.py")}
 
 
 def test_a_clash_between_two_custom_modules_keeps_the_first_and_names_both_files(setup):

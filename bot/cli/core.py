@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import re
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.config import SENDER_HINT, SENDER_KEY, Config
 from bot.identity import Stranger
 from bot.store_factory import make_store
+
+if TYPE_CHECKING:
+    from bot.app import App
 
 
 def add_commands(subparsers: Any) -> None:
@@ -60,19 +62,9 @@ async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
         await app.close()
 
 
-async def _terminal(app: Any, args: argparse.Namespace) -> int:
-    from channels.cli import TerminalChannel
-
-    await app.start_services()
-    if args.log_level is None:  # the conversation shows its own errors; keep log lines out of it
-        logging.getLogger().setLevel(logging.ERROR)
-    logging.getLogger("bot.app").info("myclaw ready (channels: terminal)")
-    grace = app.config["agent"]["shutdown_grace_seconds"]
-    terminal = TerminalChannel(app.agent, grace=grace)
-    app.services.delivery.register("cli", terminal)
-    await app.expiry.sweep()
-    await terminal.run()
-    await app.agent.shutdown(grace)
+async def _terminal(app: App, args: argparse.Namespace) -> int:
+    # Without --log-level the conversation shows its own errors; log lines stay out of it.
+    await app.chat_in_terminal(quiet_logs=args.log_level is None)
     return 0
 
 

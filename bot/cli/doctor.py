@@ -193,10 +193,10 @@ def secret_checks(config: Config) -> list[Check]:
 
 
 def tool_checks(config: Config) -> list[Check]:
-    from bot.app import build_registry
+    from bot.app import build_tools
 
     try:
-        registry = build_registry(config)
+        registry, report = build_tools(config)
     # A tool module can fail in any way at import or build time; doctor's job is to name the
     # failure instead of dying on it (the traceback is kept at DEBUG).
     except Exception as exc:
@@ -208,20 +208,19 @@ def tool_checks(config: Config) -> list[Check]:
                     f"{len(names)} registered" + (f" ({', '.join(names)})" if names else ""))]
     for name, why in sorted(registry.unavailable.items()):
         checks.append(Check("warn", f"tool {name}", f"not registered: {why}"))
-    load_errors = getattr(registry, "load_errors", None) or {}
-    items = load_errors.items() if isinstance(load_errors, dict) else enumerate(load_errors)
-    for where, error in items:
-        label = where if isinstance(where, str) else "custom tools"
-        checks.append(Check("warn", label, f"failed to load: {error}"))
+    for where, error in report.errors.items():
+        checks.append(Check("warn", where, f"failed to load: {error}"))
     return checks
 
 
 async def telegram_check(config: Config,
                          import_module: Callable[[str], Any] = importlib.import_module) -> Check:
+    from bot.app import channel_module
+
     if not config.secret("TELEGRAM_BOT_TOKEN"):
         return Check("FAIL", "telegram getMe", "TELEGRAM_BOT_TOKEN is not set")
     try:
-        check_token = import_module("channels.telegram").check_token
+        check_token = channel_module("telegram", import_module).check_token
     except (ImportError, AttributeError) as exc:
         return Check("warn", "telegram getMe", f"cannot check: channels.telegram.check_token is "
                      f"not available ({exc})")
