@@ -1,0 +1,171 @@
+"""The project's import graph, read from the source with `ast` (nothing is imported), and the
+rules that keep its shape: dependencies point inward.
+
+- `bot/` is the core: only `bot/app.py` (the composition root) may name `channels` or `tools`.
+- `tools/` and `channels/` never import each other.
+- No import cycle among the project's modules.
+
+What counts as an import: `import x`, `from x import y` (y counted as the module `x.y` when that
+module exists in the tree), relative imports, and `importlib.import_module("x")` /
+`__import__("x")` with a literal name.
+
+Function-level imports (inside a def) and `if TYPE_CHECKING:` imports count for the layering
+rules — a deferred or type-only dependency on a channel is still a dependency. They do not
+count for cycles: a cycle is only a problem when importing one module runs the other's import
+statements, which only module-level, run-time imports do.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGES = ("bot", "channels", "tools")
+COMPOSITION_ROOT = "bot.app"
+# (importer package, imported package): never allowed, except from the composition root.
+FORBIDDEN = (("bot", "channels"), ("bot", "tools"), ("tools", "channels"), ("channels", "tools"))
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    target: str
+    line: int
+    eager: bool   # module level and run time: counts for cycles
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def source_files(root: Path) -> dict[str, Path]:
+    files = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")) if (root / package).is_dir() else ():
+            files[module_name(root, path)] = path
+    return files
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _walk(node: ast.AST, eager: bool) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node with whether it runs when the module is imported."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            yield from _walk(child, False)
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            yield child.test, eager
+            for stmt in child.body:
+                yield stmt, False
+                yield from _walk(stmt, False)
+            for stmt in child.orelse:
+                yield stmt, eager
+                yield from _walk(stmt, eager)
+        else:
+            yield child, eager
+            yield from _walk(child, eager)
+
+
+def _targets(node: ast.AST, module: str, is_package: bool, known: set[str]) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            anchor = module.split(".") if is_package else module.split(".")[:-1]
+            anchor = anchor[:len(anchor) - (node.level - 1)]
+            base = ".".join([*anchor, base] if base else anchor)
+        found = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known]
+        return found or [base]
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+            return [node.args[0].value]
+    return []
+
+
+def imports(root: Path) -> list[Import]:
+    files = source_files(root)
+    known = set(files)
+    found = []
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        is_package = path.name == "__init__.py"
+        for node, eager in _walk(tree, True):
+            for target in _targets(node, module, is_package, known):
+                found.append(Import(module, target, getattr(node, "lineno", 0), eager))
+    return found
+
+
+def _package(module: str) -> str:
+    return module.split(".")[0]
+
+
+def layering_violations(root: Path) -> list[str]:
+    problems = []
+    for imp in imports(root):
+        pair = (_package(imp.importer), _package(imp.target))
+        if pair in FORBIDDEN and imp.importer != COMPOSITION_ROOT:
+            problems.append(f"{imp.importer} (line {imp.line}) imports {imp.target}: "
+                            f"{pair[0]}/ must not depend on {pair[1]}/")
+    return problems
+
+
+def cycles(root: Path) -> list[list[str]]:
+    """Import cycles among the project's modules (module-level run-time imports only)."""
+    known = set(source_files(root))
+    graph: dict[str, set[str]] = {module: set() for module in known}
+    for imp in imports(root):
+        if imp.eager and imp.target in known and imp.target != imp.importer:
+            graph[imp.importer].add(imp.target)
+    return [sorted(c) for c in _strongly_connected(graph) if len(c) > 1]
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative (no recursion limit on a deep graph)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(component)
+    return components
