@@ -33,6 +33,7 @@ from bot.services import Services
 from bot.store_factory import make_store
 
 if TYPE_CHECKING:
+    from bot.console.server import ConsoleServer
     from bot.custom_tools import LoadReport
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class App:
         self.expiry = ExpirySweeper(self.agent, min(15.0, config["approvals"]["timeout_seconds"] / 4))
         self.channels: dict[str, Any] = {}
         self._extras: list[Any] = []  # other long-lived parts with async stop() (MCP, health)
+        self.console: ConsoleServer | None = None   # the web console, once started
         self._closed = False
         self._started = False
 
@@ -191,7 +193,7 @@ class App:
 
             console = build(self.config, self.services, self.agent, self.channels)
             await console.start()
-            self.services.extras["console"] = console
+            self.console = console
             self._extras.append(console)
         if self.config["jobs"]["enabled"]:
             from bot.job_runner import AgentJobRunner

@@ -65,12 +65,12 @@ class ConsoleClient:
 
 async def open_console(app: Any, http: aiohttp.ClientSession) -> ConsoleClient:
     await app.start_services()
-    console = app.services.extras["console"]
+    console = app.console
     return ConsoleClient(f"http://127.0.0.1:{console.port}", http)
 
 
 async def logged_in(app: Any, http: aiohttp.ClientSession) -> ConsoleClient:
     client = await open_console(app, http)
-    token = await app.services.extras["console"].context.auth.issue_login()
+    token = await app.console.context.auth.issue_login()
     assert (await client.login(token)).status == 303
     return client

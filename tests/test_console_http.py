@@ -61,7 +61,7 @@ async def test_every_page_and_action_answers_401_with_how_to_log_in_without_a_se
 
 async def test_a_login_link_sets_a_strict_http_only_cookie_and_works_once(app, http):
     client = await open_console(app, http)
-    token = await app.services.extras["console"].context.auth.issue_login()
+    token = await app.console.context.auth.issue_login()
     async with http.get(f"{client.base}/login/{token}", allow_redirects=False) as response:
         assert response.status == 303 and response.headers["Location"] == "/"
         cookie = response.headers["Set-Cookie"]
@@ -84,7 +84,7 @@ async def test_the_stored_login_token_and_session_are_only_hashes(app, http):
 
 async def test_the_cookie_is_secure_behind_a_tls_proxy(app, http):
     client = await open_console(app, http)
-    token = await app.services.extras["console"].context.auth.issue_login()
+    token = await app.console.context.auth.issue_login()
     async with http.get(f"{client.base}/login/{token}", allow_redirects=False,
                         headers={"X-Forwarded-Proto": "https"}) as response:
         assert "Secure" in response.headers["Set-Cookie"]
@@ -92,7 +92,7 @@ async def test_the_cookie_is_secure_behind_a_tls_proxy(app, http):
 
 async def test_a_login_link_used_after_its_lifetime_fails(app, http):
     client = await open_console(app, http)
-    auth = app.services.extras["console"].context.auth
+    auth = app.console.context.auth
     token = await auth.issue_login()
     auth.clock = lambda: time.time() + auth.login_ttl + 1
     assert (await client.login(token)).status == 401
@@ -100,7 +100,7 @@ async def test_a_login_link_used_after_its_lifetime_fails(app, http):
 
 async def test_an_expired_session_is_refused(app, http):
     client = await logged_in(app, http)
-    auth = app.services.extras["console"].context.auth
+    auth = app.console.context.auth
     assert (await client.get("/")).status == 200
     auth.clock = lambda: time.time() + auth.session_ttl + 1
     assert (await client.get("/")).status == 401
@@ -121,7 +121,7 @@ async def test_the_login_command_prints_a_link_that_logs_in_once(app, http, tmp_
 
     client = await open_console(app, http)
     config_file = tmp_path / "myclaw.toml"
-    port = app.services.extras["console"].port
+    port = app.console.port
     config_file.write_text(f'[store]\npath = "{app.config.store_path}"\n'
                            f'[console]\nenabled = true\nport = {port}\n')
     assert await asyncio.to_thread(main, ["--config", str(config_file), "console", "login"]) == 0
