@@ -12,7 +12,6 @@ connections and process restarts. Every attempt, won or refused, leaves an audit
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -27,6 +26,7 @@ from bot.audit import AuditEntry, write_audit
 from bot.events import ApprovalView
 from bot.grants import Grants, Scope
 from bot.store import Row, Store, Tx
+from bot.tool import args_hash
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +34,15 @@ Status = Literal["pending", "approved", "denied", "expired", "executed", "failed
 Choice = Literal["approve", "deny", "always"]
 CHOICES: tuple[str, ...] = ("approve", "deny", "always")
 SUPERSEDED = "superseded"
-# token_urlsafe(12) gives 16 characters; anything else cannot be one of ours.
-ID_RE = re.compile(r"[A-Za-z0-9_-]{16}")
+# token_urlsafe(12) gives 16 characters; anything else cannot be one of ours. Channels build
+# their button patterns from ID_PATTERN, so a forged id is refused the same way everywhere.
+ID_PATTERN = r"[A-Za-z0-9_-]{16}"
+ID_RE = re.compile(ID_PATTERN)
+# How an answer reads, everywhere it is shown (channels may add an icon).
+ANSWER_LABELS = {"approve": "Approved", "always": "Approved, and always from now on", "deny": "Denied"}
+EXPIRED_LABEL = "Expired"
+SUPERSEDED_LABEL = "Cancelled (a newer message arrived)"
 UNKNOWN_REQUEST = "Unknown approval request."
-
-
-def args_hash(args: dict[str, Any]) -> str:
-    """sha256 hex of the canonical JSON of `args`: the same args always give the same hash."""
-    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -219,7 +219,7 @@ class Approvals:
             (status, resolver, now, approval_id, now))
         if changed != 1:  # cannot happen under BEGIN IMMEDIATE; refuse rather than guess
             return Resolution(False, "This request was already answered.", None, request)
-        verb = {"approve": "Approved", "deny": "Denied"}.get(choice, "")
+        verb = ANSWER_LABELS[choice]
         if choice == "always" and request.scope is not None:
             grant = await self.grants.add(
                 tx, session_id=request.session_id, sender=request.sender, tool=request.tool,

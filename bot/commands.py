@@ -8,6 +8,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from bot.approvals import ANSWER_LABELS
 from bot.events import Button, IncomingMessage, Notice, Sink
 from bot.grants import GrantError
 from bot.jobs import JobError
@@ -276,9 +277,10 @@ def _resolver(choice: str) -> Handler:
         if not arg:
             await sink.emit(Notice(f"Usage: /{'approve' if choice == 'approve' else 'deny'} ID"))
             return
-        resolution = await agent.resolve_approval(arg.split()[0], message.sender, choice, sink)
+        resolution = await agent.resolve_approval(arg.split()[0], message.sender, choice)
+        agent.resume_approval(resolution, sink)
         if resolution.ok:
-            verb = "Approved" if resolution.status == "approved" else "Denied"
+            verb = ANSWER_LABELS["approve" if resolution.status == "approved" else "deny"]
             await sink.emit(Notice(f"{verb}: {resolution.request.tool}."))
         else:
             await sink.emit(Notice(resolution.reason))

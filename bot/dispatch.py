@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import hashlib
 import json
 import logging
 import re
@@ -32,6 +31,7 @@ from bot.tool import (
     Tool,
     ToolError,
     ToolInvalidArgsError,
+    args_hash,
     model_view,
     risk_of,
     to_tool_error,
@@ -114,12 +114,6 @@ class StepCancelled(asyncio.CancelledError):
     def __init__(self, results: dict[str, dict[str, Any]]):
         super().__init__("step cancelled")
         self.results = results
-
-
-def args_digest(value: Any) -> str:
-    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                           default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def error_block(tool_use_id: str, error: ToolError, tool: Tool | None = None,
@@ -212,7 +206,7 @@ class Dispatcher:
     def _audit(self, turn: Turn, tool: str, args: Any, decision: str, outcome: str,
                detail: str = "") -> None:
         turn.records.append(AuditEntry(
-            sender=turn.sender, session_id=turn.session_id, tool=tool, args_hash=args_digest(args),
+            sender=turn.sender, session_id=turn.session_id, tool=tool, args_hash=args_hash(args),
             decision=decision, outcome=outcome, detail=detail[:500], ts=time.time()))
 
     # --- running -------------------------------------------------------------------------

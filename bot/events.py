@@ -166,13 +166,17 @@ class AgentAPI(Protocol):
     `handle` covers everything a user can send: plain text, the shared commands (/start /help
     /whoami /tools /new /stop /undo /approve ID /deny ID), pairing of unknown senders and silence
     for ignored ones. Messages of one session are handled in order; different sessions run
-    concurrently. Resolving an approval continues the conversation, streaming into `sink`.
+    concurrently. An approval answer goes one way: `resolve_approval` decides it (and who may
+    answer); the channel, knowing the resolution, builds the sink where the conversation
+    continues and hands it to `resume_approval`.
     """
 
     async def handle(self, message: IncomingMessage, sink: Sink) -> None: ...
 
-    async def resolve_approval(self, approval_id: str, resolver: str, choice: str,
-                               sink: Sink) -> Any: ...   # -> bot.approvals.Resolution
+    async def resolve_approval(self, approval_id: str, resolver: str,
+                               choice: str) -> Any: ...   # -> bot.approvals.Resolution
+
+    def resume_approval(self, resolution: Any, sink: Sink) -> bool: ...
 
     async def set_approval_message_ref(self, approval_id: str, ref: str,
                                        channel: str = "") -> None: ...

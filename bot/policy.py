@@ -104,27 +104,17 @@ def access(meta: ToolMeta, caller: Caller, profile: Profile) -> Decision | None:
     return None
 
 
-def risk_floor(meta: ToolMeta) -> Risk:
-    """The least risk any invocation of this tool can have.
-
-    `meta.risk` is the floor; a side-effect tool without dry_run cannot be previewed, so it is
-    always high. An unknown risk value counts as high.
-    """
-    if meta.has_side_effects and not meta.supports_dry_run:
-        return "high"
-    return meta.risk if meta.risk in RISKS else "high"
-
-
 def decide(meta: ToolMeta, risk: Risk, caller: Caller, profile: Profile) -> Decision:
     """The decision for one call whose invocation risk is `risk`.
 
-    The risk is never taken below the tool's floor (`risk_floor`), and an unknown value counts
-    as high: the pure policy must not trust its caller to have applied `risk_of` first.
+    The risk is never taken below the tool's floor (`meta.risk`, settled by ToolMeta), and an
+    unknown value counts as high: the pure policy does not trust its caller to have applied
+    `risk_of` first.
     """
     denied = access(meta, caller, profile)
     if denied is not None:
         return denied
-    risk = max_risk(risk if risk in RISKS else "high", risk_floor(meta))
+    risk = max_risk(risk if risk in RISKS else "high", meta.risk)
     base = MATRIX[(risk, caller.autonomy)]
     where = f"{risk} risk at {caller.autonomy} autonomy"
     if base == "deny":
@@ -145,7 +135,7 @@ def could_ever_run(meta: ToolMeta, caller: Caller, profile: Profile) -> Decision
 
     `meta.risk` is the least risk a tool can have; `risk_for(args)` may only raise it.
     """
-    return decide(meta, risk_floor(meta), caller, profile)
+    return decide(meta, meta.risk, caller, profile)
 
 
 def max_risk(*risks: str) -> Risk:

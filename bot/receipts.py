@@ -18,10 +18,10 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.approvals import args_hash
 from bot.errors import MyclawError
 from bot.pg_dialect import next_id_sql
 from bot.store import Row, Store, Tx
+from bot.tool import args_hash
 
 if TYPE_CHECKING:
     from bot.config import Config

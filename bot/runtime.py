@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from bot import commands, history
-from bot.approvals import Resolution, args_hash
+from bot.approvals import ApprovalRequest, Resolution
 from bot.dispatch import Dispatcher, Planned, StepCancelled, Turn, error_block
 from bot.errors import ChannelError, LLMError
 from bot.events import (
@@ -37,7 +37,7 @@ from bot.journal import Journal
 from bot.prompt import PromptBuilder
 from bot.services import Services
 from bot.sessions import SessionQueue, ShuttingDown, Stopped
-from bot.tool import CallContext, ToolError, to_tool_error
+from bot.tool import CallContext, ToolError, args_hash, to_tool_error
 from bot.workspaces import workspace_for
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,7 @@ class Agent:
         self.prompt = PromptBuilder(services)
         self._sessions: dict[tuple[str, str], str] = {}
         self._surfaces: dict[str, ApprovalSurface] = {}
+        self._won: dict[str, ApprovalRequest] = {}   # answers won, not resumed yet
         self.journal = Journal(services.store, receipts=services.receipts, undo=services.undo,
                                ledger=services.spend)
 
@@ -81,18 +82,28 @@ class Agent:
             return
         await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
 
-    async def resolve_approval(self, approval_id: str, resolver: str, choice: str,
-                               sink: Sink) -> Resolution:
-        approvals = self.services.approvals
-        resolution = await approvals.resolve(approval_id, resolver, choice)
+    async def resolve_approval(self, approval_id: str, resolver: str, choice: str) -> Resolution:
+        """Decide one answer (bot.approvals decides who may answer, and only one answer wins).
+        The channel, knowing where the conversation continues, then calls `resume_approval`."""
+        resolution = await self.services.approvals.resolve(approval_id, resolver, choice)
         if resolution.lapsed_now and resolution.request is not None:
             await self.close_expired(resolution.request)
         if resolution.ok and resolution.request is not None:
             request = resolution.request
             await self.show_outcome(request, choice, resolver)
-            key = self.session_key(request.sender, request.chat)
-            self.queue.spawn(key, lambda: self._guarded(sink, self._resume(request, resolver, sink)))
+            self._won[request.id] = request
         return resolution
+
+    def resume_approval(self, resolution: Resolution, sink: Sink) -> bool:
+        """Run the answered call and continue its conversation, streaming into `sink`; once per
+        winning answer (False for a refused, unknown or already resumed one)."""
+        request = resolution.request
+        if not resolution.ok or request is None or self._won.pop(request.id, None) is None:
+            return False
+        resolver = request.resolved_by or ""
+        key = self.session_key(request.sender, request.chat)
+        self.queue.spawn(key, lambda: self._guarded(sink, self._resume(request, resolver, sink)))
+        return True
 
     async def close_expired(self, request: Any) -> None:
         """A request nobody answered in time: its message says so and loses its buttons, the
@@ -107,8 +118,8 @@ class Agent:
 
     async def _expired(self, request: Any, sink: Sink | None) -> None:
         turn = await self._turn(request.session_id, request.sender, request.chat,
-                                request.channel, request.autonomy or "read_only",
-                                sink or _NoChannel(), request.allowlist)
+                                request.autonomy or "read_only", sink or _NoChannel(),
+                                request.allowlist)
         result = error_block(request.tool_use_id, ToolError(
             "permission_denied", f"The call to {request.tool} was not approved in time; it did "
                                  "not run.", "Do not retry it unless the user asks again."))
@@ -161,11 +172,12 @@ class Agent:
         """An answer from outside the request's channel (the web console): the same
         compare-and-set as a tap; the conversation resumes in the request's chat (through the
         channel's delivery outlet), and the channel edits its request message to show the outcome."""
-        request = await self.services.approvals.get(approval_id)
-        delivery = self.services.delivery
-        sink = (delivery.sink(request.channel, request.chat, request.sender)
-                if request is not None and delivery is not None else None)
-        resolution = await self.resolve_approval(approval_id, resolver, choice, sink or _NoChannel())
+        resolution = await self.resolve_approval(approval_id, resolver, choice)
+        done = resolution.request
+        if resolution.ok and done is not None:
+            delivery = self.services.delivery
+            sink = delivery.sink(done.channel, done.chat, done.sender) if delivery else None
+            self.resume_approval(resolution, sink or _NoChannel())
         return resolution
 
     async def set_approval_message_ref(self, approval_id: str, ref: str, channel: str = "") -> None:
@@ -473,11 +485,7 @@ class Agent:
 
     async def _resume(self, request: Any, resolver: str, sink: Sink) -> None:
         """Run (or refuse) the resolved call, then re-enter the loop from the stored history."""
-        # The sender's level now (access revoked since the request means refused) — except on
-        # Discord, where role levels are not known at tap time: there, the level it was made at.
-        autonomy = await self.services.senders.autonomy(request.sender)
-        if request.channel == "discord" and request.autonomy:
-            autonomy = request.autonomy
+        autonomy = await self.services.senders.level_for_resume(request.sender, request.autonomy)
         turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
                                 request.allowlist)
         result = await self._resolved_result(turn, request, resolver)

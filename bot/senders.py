@@ -54,10 +54,26 @@ class Senders:
         level = self._explicit.get(sender)
         if level is None:
             level = await self.granted_level(sender)
-        if roles and channel_of(sender) == "discord":
+        if roles and self._has_roles(sender):
             role_levels = [self._roles[role] for role in roles if role in self._roles]
             level = highest_level([lvl for lvl in (level, *role_levels) if lvl]) or level
         return level or self._unknown
+
+    async def level_for_resume(self, sender: str, at_request: str | None) -> Access:
+        """The level an approved call runs at, when the answer arrives.
+
+        The sender's level now: access revoked since the request means the call is refused.
+        A sender whose level may come from roles keeps the level the request was made at:
+        roles arrive only with a message, so they are not known when the answer does.
+        """
+        if at_request in LEVELS and self._has_roles(sender):
+            return Level(at_request)
+        return await self.autonomy(sender)
+
+    @staticmethod
+    def _has_roles(sender: str) -> bool:
+        """Only Discord messages carry roles (mapped by `[discord] roles`)."""
+        return channel_of(sender) == "discord"
 
     async def granted_level(self, sender: str) -> Level | None:
         row = await self.store.fetchone("SELECT level FROM granted_senders WHERE sender = ?",

@@ -9,6 +9,8 @@ through `to_tool_error`, so the model never sees a stack trace.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -38,6 +40,10 @@ ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__  # type: ignore[attr-defined]
 
 @dataclass(frozen=True)
 class ToolMeta:
+    """What a tool is. `risk` is the least risk any of its calls has, settled here once: a
+    tool with side effects and no dry_run cannot be previewed, so its risk is high whatever it
+    declares (an unknown value is high too). Everything downstream trusts `risk`."""
+
     name: str
     description: str
     schema: dict[str, Any]
@@ -48,6 +54,11 @@ class ToolMeta:
     supports_dry_run: bool = False
     capability_required: str = ""
     cli_only: bool = False
+
+    def __post_init__(self) -> None:
+        unpreviewable = self.has_side_effects and not self.supports_dry_run
+        if unpreviewable or self.risk not in RISKS:
+            object.__setattr__(self, "risk", "high")  # frozen: settled before anyone reads it
 
 
 @dataclass
@@ -119,21 +130,25 @@ class BaseTool:
 
 
 def risk_of(tool: Tool, args: dict[str, Any]) -> Risk:
-    """The risk of one invocation.
-
-    `meta.risk` is the least risk the tool can have; `risk_for(args)`, when the tool has it,
-    may only raise it. A side-effect tool without dry_run is always high (it cannot be previewed).
-    """
-    risk: str = tool.meta.risk
+    """The risk of one invocation: `meta.risk` (the tool's floor, see ToolMeta), raised by
+    `risk_for(args)` when the tool has it (an answer that is not a risk counts as high)."""
+    risk = tool.meta.risk
     risk_for = getattr(tool, "risk_for", None)
     if callable(risk_for):
         asked = risk_for(args)
-        risk = asked if asked in RISKS and RISKS.index(asked) > RISKS.index(risk) else risk
         if asked not in RISKS:
-            risk = "high"
-    if risk not in RISKS or (tool.meta.has_side_effects and not tool.meta.supports_dry_run):
-        risk = "high"
-    return risk  # type: ignore[return-value]
+            return "high"
+        if RISKS.index(asked) > RISKS.index(risk):
+            risk = asked
+    return risk
+
+
+def args_hash(args: Any) -> str:
+    """sha256 hex of the canonical JSON of a call's args: the same args always give the same
+    hash (approvals, receipts, audit rows); a value JSON cannot encode counts by its str."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 # --- errors ------------------------------------------------------------------------------

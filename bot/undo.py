@@ -14,11 +14,10 @@ import time
 import weakref
 from typing import Any
 
-from bot.approvals import args_hash
 from bot.audit import AuditEntry, write_audit
 from bot.registry import Registry
 from bot.store import Store, Tx
-from bot.tool import CallContext, ToolException, to_tool_error
+from bot.tool import CallContext, ToolException, args_hash, to_tool_error
 
 NOTHING_TO_UNDO = "Nothing to undo in this session."
 # Args whose value names the thing that was changed, in order of preference, for the reply.

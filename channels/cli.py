@@ -184,7 +184,8 @@ class TerminalChannel:
         """Nobody is left to answer the requests still waiting: deny them (the model is told)."""
         while self.sink.approvals:
             view = self.sink.approvals.pop(0)
-            resolution = await self.agent.resolve_approval(view.id, SENDER, "deny", self.sink)
+            resolution = await self.agent.resolve_approval(view.id, SENDER, "deny")
+            self.agent.resume_approval(resolution, self.sink)
             if resolution.ok:
                 self.sink.write(f"(denied {view.tool}: nobody left to answer)\n")
 
@@ -242,7 +243,8 @@ class TerminalChannel:
         if choice == "cancelled":
             self.sink.write(f"\n(denied — {QUIT_HINT[1:]}\n")
             choice = "deny"
-        resolution = await self.agent.resolve_approval(view.id, SENDER, choice, self.sink)
+        resolution = await self.agent.resolve_approval(view.id, SENDER, choice)
+        self.agent.resume_approval(resolution, self.sink)
         if not resolution.ok:
             self.sink.write(f"{resolution.reason}\n")
             return True

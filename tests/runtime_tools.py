@@ -86,3 +86,10 @@ class Hostile(BaseTool):
 
     async def execute(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
         return {"content": self.PAYLOAD, "title": "<b>title</b>", "url": 'x" onload="y'}
+
+
+async def answer(agent: Any, approval_id: str, resolver: str, choice: str, sink: Any) -> Any:
+    """What a channel does with an approval answer: resolve it, then resume into `sink`."""
+    resolution = await agent.resolve_approval(approval_id, resolver, choice)
+    agent.resume_approval(resolution, sink)
+    return resolution

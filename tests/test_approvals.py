@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from bot.approvals import ApprovalRequest, Approvals, args_hash
+from bot.approvals import ApprovalRequest, Approvals
 from bot.grants import Scope
 from bot.store import Store
+from bot.tool import args_hash
 from tests.pg_support import on_both_backends
 from tests.store_support import execute
 

@@ -50,7 +50,7 @@ class ScriptedAgent:
         for event in self.events:
             await sink.emit(event)
 
-    async def resolve_approval(self, approval_id, resolver, choice, sink):
+    async def resolve_approval(self, approval_id, resolver, choice):
         raise AssertionError("no tap is expected in these tests")
 
     async def set_approval_message_ref(self, approval_id, ref, channel=""):

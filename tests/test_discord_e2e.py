@@ -176,7 +176,7 @@ async def test_a_strangers_click_is_refused_ephemerally_and_changes_nothing(bot,
     await discord_fake.wait_for(lambda: discord_fake.interaction_callbacks(click["id"]))
     (callback,) = discord_fake.interaction_callbacks(click["id"])
     assert callback.json["type"] == 4 and callback.json["data"]["flags"] == EPHEMERAL
-    assert "Only the person who asked" in callback.json["data"]["content"]
+    assert callback.json["data"]["content"] == f"Only discord:{ALICE} or an approver can answer this request."
     approval_id = buttons(request)["Approve"].split(":")[2]
     assert (await app.services.approvals.get(approval_id)).status == "pending"
     assert writer.executed == [] and discord_fake.messages[int(request["id"])]["components"]
@@ -312,9 +312,10 @@ async def test_a_forged_request_id_is_refused_ephemerally_and_changes_nothing(bo
     forged["components"][0]["components"][0]["custom_id"] = forged_id    # a modified client
     click = await discord_fake.click(message_id=int(request["id"]), custom_id=forged_id, user_id=ALICE,
                                      as_seen=forged)
-    await discord_fake.wait_for(lambda: discord_fake.followups(click["token"]))
-    (refusal,) = discord_fake.followups(click["token"])
-    assert refusal.json["flags"] == EPHEMERAL and refusal.json["content"] == "Unknown approval request."
+    await discord_fake.wait_for(lambda: discord_fake.interaction_callbacks(click["id"]))
+    (refusal,) = discord_fake.interaction_callbacks(click["id"])
+    assert refusal.json["type"] == 4 and refusal.json["data"]["flags"] == EPHEMERAL
+    assert refusal.json["data"]["content"] == "Unknown approval request."
     assert discord_fake.messages[int(request["id"])]["components"] == request["components"]
     assert writer.executed == []
 
@@ -328,7 +329,7 @@ async def test_always_approves_this_call_and_the_next_of_the_session_without_ask
     always = buttons(request)["Always: any writer call in this chat"]
     await discord_fake.click(message_id=int(request["id"]), custom_id=always, user_id=ALICE)
     await discord_fake.wait_for_text(ALICE_DM, "Written.")
-    assert "Approved (always, this session)" in discord_fake.messages[int(request["id"])]["content"]
+    assert "Approved for this session" in discord_fake.messages[int(request["id"])]["content"]
     fake_anthropic.script(reply(tool_use("writer", {"note": "eggs"})), text("Eggs written too."))
     await discord_fake.send_message(author_id=ALICE, content="and eggs", channel_id=ALICE_DM)
     await discord_fake.wait_for_text(ALICE_DM, "Eggs written too.")

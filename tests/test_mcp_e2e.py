@@ -10,6 +10,7 @@ from bot.events import ApprovalNeeded, CollectingSink, IncomingMessage
 from bot.mcp.client import MCPManager
 from bot.tool import NO_PREVIEW
 from tests.fakes.anthropic_server import reply, text, tool_use
+from tests.runtime_tools import answer
 from tests.test_mcp import echo_server
 
 
@@ -42,7 +43,7 @@ async def test_an_mcp_call_asks_with_the_no_preview_text_and_runs_after_approval
 
     fake_anthropic.script(text("The server said ciao."))
     follow = CollectingSink()
-    resolution = await app.agent.resolve_approval(view.id, "cli:local", "approve", follow)
+    resolution = await answer(app.agent, view.id, "cli:local", "approve", follow)
     await app.agent.queue.drain(10)
     assert resolution.ok and follow.text == "The server said ciao."
     result = fake_anthropic.last_request.json["messages"][-1]["content"][0]

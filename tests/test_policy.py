@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.policy import Caller, Profile, decide, risk_floor
+from bot.policy import Caller, Profile, decide
 from bot.registry import Registry
 from bot.tool import BaseTool, CallContext, ToolMeta, risk_of
 
@@ -63,7 +63,7 @@ def assert_catalog_agrees_with_decide(registry: Registry, who: Caller) -> set[st
     """A tool is in the catalog iff decide() at its least risk does not deny it."""
     names = catalog_names(registry, who)
     for tool in registry.list_all():
-        reachable = decide(tool.meta, risk_floor(tool.meta), who, registry.profile).verdict != "deny"
+        reachable = decide(tool.meta, tool.meta.risk, who, registry.profile).verdict != "deny"
         assert (tool.meta.name in names) == reachable, tool.meta.name
     return names
 

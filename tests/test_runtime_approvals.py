@@ -12,7 +12,7 @@ import textwrap
 from bot.events import ApprovalNeeded, CollectingSink, Done, IncomingMessage, Notice
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.pg_support import on_both_backends
-from tests.runtime_tools import Writer
+from tests.runtime_tools import Writer, answer
 
 backend_name = on_both_backends()
 
@@ -44,6 +44,25 @@ async def test_a_medium_risk_call_waits_for_approval_with_its_preview(app_factor
     assert stored.status == "pending" and stored.args == {"note": "milk"}
 
 
+async def test_an_answer_decides_first_and_resumes_once_into_the_sink_the_channel_chose(
+        app_factory, fake_anthropic):
+    app = await app_factory(SUPERVISED)
+    writer = Writer()
+    app.services.registry.register(writer, "tests")
+    _, view = await ask_for_write(app, fake_anthropic)
+    fake_anthropic.script(text("Written."))
+    refused = await app.agent.resolve_approval(view.id, "telegram:666", "approve")
+    assert not refused.ok and not app.agent.resume_approval(refused, CollectingSink())
+    won = await app.agent.resolve_approval(view.id, "telegram:1", "approve")
+    assert writer.executed == []            # deciding runs nothing: the channel resumes
+    chosen, other = CollectingSink(), CollectingSink()
+    assert app.agent.resume_approval(won, chosen)
+    assert not app.agent.resume_approval(won, other)   # a second resume of the same answer
+    await app.agent.queue.drain(5)
+    assert writer.executed == ["milk"]
+    assert chosen.text == "Written." and other.events == []
+
+
 async def test_approving_runs_the_tool_once_and_the_conversation_continues(app_factory, fake_anthropic):
     app = await app_factory(SUPERVISED)
     writer = Writer()
@@ -51,8 +70,8 @@ async def test_approving_runs_the_tool_once_and_the_conversation_continues(app_f
     _, view = await ask_for_write(app, fake_anthropic)
     fake_anthropic.script(text("Written."))
     follow = CollectingSink()
-    first = await app.agent.resolve_approval(view.id, "telegram:1", "approve", follow)
-    second = await app.agent.resolve_approval(view.id, "telegram:1", "approve", follow)
+    first = await answer(app.agent, view.id, "telegram:1", "approve", follow)
+    second = await answer(app.agent, view.id, "telegram:1", "approve", follow)
     await app.agent.queue.drain(5)
     assert first.ok and not second.ok and "already" in second.reason
     assert writer.executed == ["milk"]
@@ -71,7 +90,7 @@ async def test_denying_tells_the_model_and_runs_nothing(app_factory, fake_anthro
     _, view = await ask_for_write(app, fake_anthropic)
     fake_anthropic.script(text("OK, I won't."))
     follow = CollectingSink()
-    assert (await app.agent.resolve_approval(view.id, "telegram:1", "deny", follow)).ok
+    assert (await answer(app.agent, view.id, "telegram:1", "deny", follow)).ok
     await app.agent.queue.drain(5)
     assert writer.executed == []
     result = fake_anthropic.last_request.json["messages"][-1]["content"][0]
@@ -85,7 +104,7 @@ async def test_a_strangers_tap_changes_nothing(app_factory, fake_anthropic):
     writer = Writer()
     app.services.registry.register(writer, "tests")
     _, view = await ask_for_write(app, fake_anthropic)
-    resolution = await app.agent.resolve_approval(view.id, "telegram:2", "approve", CollectingSink())
+    resolution = await answer(app.agent, view.id, "telegram:2", "approve", CollectingSink())
     await app.agent.queue.drain(5)
     assert not resolution.ok and "telegram:1" in resolution.reason
     assert writer.executed == []
@@ -98,7 +117,7 @@ async def test_always_approves_and_auto_approves_the_tool_for_the_session(app_fa
     app.services.registry.register(writer, "tests")
     _, view = await ask_for_write(app, fake_anthropic, "one")
     fake_anthropic.script(text("done one"))
-    assert (await app.agent.resolve_approval(view.id, "telegram:1", "always", CollectingSink())).ok
+    assert (await answer(app.agent, view.id, "telegram:1", "always", CollectingSink())).ok
     await app.agent.queue.drain(5)
     fake_anthropic.script(tool_use("writer", {"note": "two"}), text("done two"))
     sink = CollectingSink()
@@ -116,7 +135,7 @@ async def test_a_new_message_supersedes_a_pending_approval(app_factory, fake_ant
     sink = CollectingSink()
     await app.agent.handle(message("actually, forget it"), sink)
     assert sink.text == "never mind then"
-    late = await app.agent.resolve_approval(view.id, "telegram:1", "approve", CollectingSink())
+    late = await answer(app.agent, view.id, "telegram:1", "approve", CollectingSink())
     assert not late.ok and writer.executed == []
     first_block = fake_anthropic.last_request.json["messages"][-1]["content"][0]
     assert first_block["type"] == "tool_result" and first_block["is_error"]
@@ -155,7 +174,7 @@ RESOLVE_IN_NEW_PROCESS = textwrap.dedent("""
     from bot import config as config_mod
     from bot.app import App
     from bot.events import CollectingSink
-    from tests.runtime_tools import Writer
+    from tests.runtime_tools import Writer, answer
 
     async def main():
         cfg = config_mod.from_dict({raw!r}, env={env!r})
@@ -163,9 +182,9 @@ RESOLVE_IN_NEW_PROCESS = textwrap.dedent("""
         writer = Writer()
         app.services.registry.register(writer, "tests")
         sink = CollectingSink()
-        resolution = await app.agent.resolve_approval({id!r}, "telegram:1", "approve", sink)
+        resolution = await answer(app.agent, {id!r}, "telegram:1", "approve", sink)
         await app.agent.queue.drain(10)
-        again = await app.agent.resolve_approval({id!r}, "telegram:1", "approve", sink)
+        again = await answer(app.agent, {id!r}, "telegram:1", "approve", sink)
         await app.close()
         print(json.dumps({{"ok": resolution.ok, "again": again.ok, "executed": writer.executed,
                            "answer": sink.text}}))
@@ -206,7 +225,7 @@ async def test_a_sender_whose_level_comes_from_a_discord_role_can_approve_and_th
     (needed,) = sink.of(ApprovalNeeded)
     fake_anthropic.script(text("written by role"))
     follow = CollectingSink()
-    assert (await app.agent.resolve_approval(needed.approval.id, "discord:9", "approve", follow)).ok
+    assert (await answer(app.agent, needed.approval.id, "discord:9", "approve", follow)).ok
     await app.agent.queue.drain(5)
     assert writer.executed == ["role"] and follow.text == "written by role"
 

@@ -12,7 +12,7 @@ from bot.policy import Profile
 from bot.registry import RegistrationError, Registry
 from bot.tool import BaseTool, ToolMeta
 from tests.fakes.anthropic_server import text, tool_use
-from tests.runtime_tools import Recorder, Writer
+from tests.runtime_tools import Recorder, Writer, answer
 from tests.store_support import execute
 
 SUPERVISED = {"senders": {"telegram:1": "supervised"}, "approvals": {"approvers": ["telegram:9"]}}
@@ -69,7 +69,7 @@ async def test_an_approved_call_is_judged_again_when_it_resumes(app_factory, fak
     app.services.registry.profile = Profile(excluded_tools=frozenset({"writer"}))
     fake_anthropic.script(text("it was not allowed any more"))
     follow = CollectingSink()
-    assert (await app.agent.resolve_approval(needed.approval.id, "telegram:1", "approve", follow)).ok
+    assert (await answer(app.agent, needed.approval.id, "telegram:1", "approve", follow)).ok
     await app.agent.queue.drain(5)
     assert writer.executed == []
     result = fake_anthropic.last_request.json["messages"][-1]["content"][0]
@@ -89,7 +89,7 @@ async def test_fifty_taps_through_the_agent_run_the_tool_exactly_once(app_factor
     tappers = ["telegram:1", "telegram:9", "telegram:666", "discord:1"] * 12 + ["telegram:1"] * 2
     choices = ["approve", "deny", "always"]
     results = await asyncio.gather(*(
-        app.agent.resolve_approval(needed.approval.id, who, choices[i % 3], CollectingSink())
+        answer(app.agent, needed.approval.id, who, choices[i % 3], CollectingSink())
         for i, who in enumerate(tappers)))
     await app.agent.queue.drain(10)
     assert sum(r.ok for r in results) == 1
@@ -124,7 +124,7 @@ async def test_a_sender_whose_access_was_revoked_cannot_run_a_pending_call(app_f
     (needed,) = sink.of(ApprovalNeeded)
     await execute(app.services.store, "DELETE FROM granted_senders WHERE sender = ?", ("telegram:5",))
     fake_anthropic.script(text("no longer allowed"))
-    assert (await app.agent.resolve_approval(needed.approval.id, "telegram:5", "approve",
+    assert (await answer(app.agent, needed.approval.id, "telegram:5", "approve",
                                              CollectingSink())).ok
     await app.agent.queue.drain(5)
     assert writer.executed == []

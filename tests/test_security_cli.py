@@ -23,12 +23,15 @@ class OneApproval:
     def __init__(self):
         self.answers = []
 
-    async def resolve_approval(self, approval_id, resolver, choice, sink):
+    async def resolve_approval(self, approval_id, resolver, choice):
         self.answers.append(choice)
 
         class Refused:
             ok, reason = False, "denied"
         return Refused()
+
+    def resume_approval(self, resolution, sink):
+        return False
 
 
 async def test_escape_sequences_are_shown_not_sent_to_the_terminal():

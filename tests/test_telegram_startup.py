@@ -37,7 +37,7 @@ class NoAgent:
     async def handle(self, message, sink):
         raise AssertionError("no message should reach the agent")
 
-    async def resolve_approval(self, approval_id, resolver, choice, sink):
+    async def resolve_approval(self, approval_id, resolver, choice):
         raise AssertionError("no tap should reach the agent")
 
     async def set_approval_message_ref(self, approval_id, ref, channel=""):

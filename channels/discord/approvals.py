@@ -4,10 +4,10 @@ The buttons are `ApprovalButton`s, a `discord.ui.DynamicItem` whose custom_id ca
 id and the choice ("myclaw:ap:<id>:a|d|s"). A dynamic item matches by template, not by message,
 so buttons keep working after a restart without re-registering one view per pending message.
 
-Two layers decide who may tap: `ApprovalDesk.check_tapper` (the requester or a configured
-approver; anyone else gets an ephemeral refusal before anything happens), and then the agent,
-which enforces the same rule, resolves a request once and says why otherwise (second tap,
-expired, unknown id). Whatever the agent says is shown ephemerally to the tapper.
+A tap goes one way: the agent resolves it (it alone decides who may answer, and that a request
+is answered once), and says why otherwise (not yours, second tap, expired, unknown id) — shown
+ephemerally to the tapper. A won answer edits the request and continues the conversation in
+the chat the request came from.
 """
 
 from __future__ import annotations
@@ -15,22 +15,22 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 import discord
 
-from bot.approvals import SUPERSEDED
+from bot.approvals import ANSWER_LABELS, EXPIRED_LABEL, ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
 from bot.errors import MyclawError
 from bot.events import AgentAPI, ApprovalView
 from bot.identity import Sender
+from bot.tool import NO_PREVIEW
 from channels.discord.sink import ChannelOutlet, Outlet, TurnSink
 
 log = logging.getLogger(__name__)
 
 CUSTOM_ID_PREFIX = "myclaw:ap"
-CUSTOM_ID_TEMPLATE = re.compile(r"myclaw:ap:(?P<id>[A-Za-z0-9_-]{1,80}):(?P<choice>[ads])")
+CUSTOM_ID_TEMPLATE = re.compile(rf"myclaw:ap:(?P<id>{ID_PATTERN}):(?P<choice>[ads])")
 CHOICE_CODES = {"approve": "a", "deny": "d", "always": "s"}
 CHOICES = {code: choice for choice, code in CHOICE_CODES.items()}
 BUTTONS = {   # choice -> (label, style), in display order
@@ -38,11 +38,8 @@ BUTTONS = {   # choice -> (label, style), in display order
     "deny": ("Deny", discord.ButtonStyle.danger),
     "always": ("Always", discord.ButtonStyle.secondary),
 }
-NOT_YOURS = "Only the person who asked, or a configured approver, can answer this request."
 NOT_RECORDED = "Your answer could not be recorded just now; please tap again in a moment."
-NO_PREVIEW = "(preview not available for this tool)"
 SUMMARY_LIMIT = 1500
-DISCORD_SENDER = re.compile(r"discord:(\d{1,20})")
 
 
 def custom_id(approval_id: str, choice: str) -> str:
@@ -53,12 +50,23 @@ def sender_of(user: discord.abc.User) -> str:
     return Sender.of("discord", user.id)
 
 
+def discord_user_id(sender: str | None) -> int | None:
+    """The Discord user id of a sender's text form, None for anyone else."""
+    try:
+        parsed = Sender.parse(sender or "")
+    except ValueError:
+        return None
+    user = parsed.user_id
+    ok = parsed.channel == "discord" and user.isascii() and user.isdigit() and len(user) <= 20
+    return int(user) if ok else None
+
+
 def mention(sender: str | None) -> str:
     """A sender shown in a message: a Discord user as a (non-pinging) mention, others as text."""
     if not sender:
         return "someone"
-    match = DISCORD_SENDER.fullmatch(sender)
-    return f"<@{match.group(1)}>" if match else discord.utils.escape_markdown(sender)
+    user_id = discord_user_id(sender)
+    return f"<@{user_id}>" if user_id is not None else discord.utils.escape_markdown(sender)
 
 
 def literal_block(text: str) -> str:
@@ -101,10 +109,10 @@ def outcome_text(approval: ApprovalView | None, label: str, resolver: str | None
 
 def label_for(status: str | None, resolved_by: str | None, *, always: bool = False) -> str:
     if status == "expired":
-        return "⌛ Cancelled (a newer message arrived)" if resolved_by == SUPERSEDED else "⌛ Expired"
+        return f"⌛ {SUPERSEDED_LABEL if resolved_by == SUPERSEDED else EXPIRED_LABEL}"
     if status == "denied":
-        return "❌ Denied"
-    return "✅ Approved (always, this session)" if always else "✅ Approved"
+        return f"❌ {ANSWER_LABELS['deny']}"
+    return f"✅ {ANSWER_LABELS['always' if always else 'approve']}"
 
 
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=CUSTOM_ID_TEMPLATE):
@@ -122,9 +130,6 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=CUSTOM_
     async def from_custom_id(cls, interaction: discord.Interaction, item: discord.ui.Item[Any],
                              match: re.Match[str], /) -> ApprovalButton:
         return cls(match["id"], CHOICES[match["choice"]])
-
-    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
-        return await _desk(interaction).check_tapper(interaction, self.approval_id)
 
     async def callback(self, interaction: discord.Interaction) -> None:
         await _desk(interaction).on_tap(interaction, self.approval_id, self.choice)
@@ -148,9 +153,8 @@ def buttons_for(approval: ApprovalView) -> discord.ui.View:
 class ApprovalDesk:
     """Posts approval requests and handles taps for one Discord channel instance."""
 
-    def __init__(self, agent: AgentAPI, approvers: Iterable[str], approvals_in_dm: bool):
+    def __init__(self, agent: AgentAPI, approvals_in_dm: bool):
         self.agent = agent
-        self.approvers = frozenset(approvers)
         self.approvals_in_dm = approvals_in_dm
         self._pending: dict[str, ApprovalView] = {}   # id -> request, to know requester and chat
 
@@ -172,44 +176,36 @@ class ApprovalDesk:
             await self.agent.set_approval_message_ref(approval.id,
                                                       f"{message.channel.id}:{message.id}", "discord")
 
-    async def check_tapper(self, interaction: discord.Interaction, approval_id: str) -> bool:
-        tapper = sender_of(interaction.user)
-        known = self._pending.get(approval_id)
-        # An id we do not know (expired, forged, from before a wipe) goes to the agent, which
-        # knows the truth and explains; a known one is checked here first.
-        if known is None or tapper == known.sender or tapper in self.approvers:
-            return True
-        await interaction.response.send_message(NOT_YOURS, ephemeral=True)
-        return False
-
     async def on_tap(self, interaction: discord.Interaction, approval_id: str, choice: str) -> None:
-        await interaction.response.defer()            # acknowledge within Discord's 3 seconds
         tapper = sender_of(interaction.user)
         known = self._pending.get(approval_id)
-        sink = TurnSink(self._continuation_outlet(interaction, known), self)
-        # The agent resolves at once and continues the conversation in the background, into
-        # `sink`; nothing is emitted before this call returns, so the stored request (the
-        # truth, also after a restart) can still decide where the conversation continues.
+        # One compare-and-set in the store: milliseconds, well within Discord's 3 seconds.
         try:
-            resolution = await self.agent.resolve_approval(approval_id, tapper, choice, sink)
+            resolution = await self.agent.resolve_approval(approval_id, tapper, choice)
         except MyclawError:
             # Nothing was decided (the store refused); say so instead of leaving a silent button.
-            await interaction.followup.send(NOT_RECORDED, ephemeral=True)
+            await interaction.response.send_message(NOT_RECORDED, ephemeral=True)
             raise
         request = resolution.request
-        if resolution.ok:
+        if not resolution.ok and (request is None or resolution.status in (None, "pending")):
+            # Refused and nothing to show on the request (not yours, unknown, altered).
+            await interaction.response.send_message(
+                resolution.reason, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+            return
+        await interaction.response.defer()            # acknowledged: the request message changes
+        if resolution.ok and request is not None:
             self._pending.pop(approval_id, None)
-            if request is not None:
-                sink.outlet = self._continuation_outlet(interaction, request.view())
+            # The conversation continues in the chat the request came from.
+            sink = TurnSink(self._continuation_outlet(interaction, request.view()), self)
+            self.agent.resume_approval(resolution, sink)
             await sink.outlet.typing_pulse()
-        if resolution.ok or (request is not None and resolution.status not in (None, "pending")):
-            # Show the outcome (also when a late tap finds it decided elsewhere or expired).
-            view = request.view() if request is not None else known
-            label = label_for(resolution.status, request.resolved_by if request else None,
-                              always=resolution.ok and choice == "always")
-            resolver = request.resolved_by if request is not None else tapper
-            when = request.resolved_at if request is not None else None
-            await self._edit_request(interaction, outcome_text(view, label, resolver, when))
+        # Show the outcome (also when a late tap finds it decided elsewhere or expired).
+        view = request.view() if request is not None else known
+        label = label_for(resolution.status, request.resolved_by if request else None,
+                          always=resolution.ok and choice == "always")
+        resolver = request.resolved_by if request is not None else tapper
+        when = request.resolved_at if request is not None else None
+        await self._edit_request(interaction, outcome_text(view, label, resolver, when))
         if not resolution.ok:
             await interaction.followup.send(resolution.reason, ephemeral=True,
                                             allowed_mentions=discord.AllowedMentions.none())
@@ -226,20 +222,17 @@ class ApprovalDesk:
                         exc_info=True)
 
     def _continuation_outlet(self, interaction: discord.Interaction,
-                             known: ApprovalView | None) -> ChannelOutlet:
+                             request: ApprovalView) -> ChannelOutlet:
         """Where the conversation continues: the chat the request came from."""
         client = interaction.client
         here = interaction.channel or interaction.message.channel
         in_guild = interaction.guild_id is not None
-        requester_id = interaction.user.id
+        requester_id = discord_user_id(request.sender) or interaction.user.id
         channel: Any = here
-        if known is not None:
-            match = DISCORD_SENDER.fullmatch(known.sender)
-            requester_id = int(match.group(1)) if match else requester_id
-            if known.chat.isdigit() and int(known.chat) != here.id:
-                # The buttons were sent by DM (approvals_in_dm); the turn lives in the guild channel.
-                chat_id = int(known.chat)
-                channel = client.get_channel(chat_id) or client.get_partial_messageable(chat_id)
-                in_guild = True
+        if request.chat.isdigit() and int(request.chat) != here.id:
+            # The buttons were sent by DM (approvals_in_dm); the turn lives in the guild channel.
+            chat_id = int(request.chat)
+            channel = client.get_channel(chat_id) or client.get_partial_messageable(chat_id)
+            in_guild = True
         return ChannelOutlet(client, channel, requester_id, in_guild=in_guild,
                              approvals_in_dm=self.approvals_in_dm)

@@ -97,7 +97,7 @@ class DiscordChannel:
         self.guilds = frozenset(str(g) for g in section["guilds"])
         self.approvals_in_dm = bool(section["approvals_in_dm"])
         self.guild_ready_timeout = float(section["guild_ready_timeout"])
-        self.desk = ApprovalDesk(agent, config["approvals"]["approvers"], self.approvals_in_dm)
+        self.desk = ApprovalDesk(agent, self.approvals_in_dm)
         self.client: MyclawClient | None = None
         self._connection: asyncio.Task[None] | None = None
         self._handlers: set[asyncio.Task[Any]] = set()    # turns being handled right now

@@ -13,17 +13,17 @@ from datetime import UTC, datetime
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
+from bot.approvals import ANSWER_LABELS, ID_PATTERN
 from bot.events import ApprovalView
 from channels.telegram.rendering import Part, escape, truncate, utf16_len
 
 CALLBACK_PREFIX = "ap:"
-CALLBACK_PATTERN = re.compile(r"^ap:([A-Za-z0-9_-]{1,56}):([ads])$")
+CALLBACK_PATTERN = re.compile(rf"^ap:({ID_PATTERN}):([ads])$")
 CHOICE_BY_LETTER = {"a": "approve", "d": "deny", "s": "always"}
 MAX_CALLBACK_BYTES = 64
 MAX_SUMMARY_UNITS = 3000
 RISK_ICON = {"low": "🟢", "medium": "🟠", "high": "🔴"}
-OUTCOME = {"approve": "✅ Approved", "deny": "❌ Denied", "always": "✅ Approved, and always from now on"}
-ANSWER = {"approve": "Approved", "deny": "Denied", "always": "Approved, and always from now on"}
+ICON = {"approve": "✅", "deny": "❌", "always": "✅"}
 MAX_ALWAYS_LABEL = 60
 
 
@@ -123,5 +123,6 @@ def outcome_message(view: ApprovalView, choice: str, who: str, when: float) -> P
     if choice == "expire":
         line = f"\n\n⌛ Expired at {clock(when)} — nothing ran."
     else:
-        line = f"\n\n{OUTCOME.get(choice, choice)} by {who} at {clock(when)}."
+        label = f"{ICON[choice]} {ANSWER_LABELS[choice]}" if choice in ANSWER_LABELS else choice
+        line = f"\n\n{label} by {who} at {clock(when)}."
     return Part(body.html + escape(line), body.plain + line)

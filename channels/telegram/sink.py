@@ -88,12 +88,6 @@ class ChatSink:
         self._typing_stop = asyncio.Event()
         self._last_activity = time.monotonic()
 
-    def retarget(self, target: Target) -> None:
-        """Post into another chat from now on (set before the first event is emitted)."""
-        self.target = target
-        self._interval = self._settings.group_edit_interval if target.is_group \
-            else self._settings.edit_interval
-
     # --- the Sink protocol ------------------------------------------------------------------
 
     async def emit(self, event: Event) -> None:

@@ -15,9 +15,10 @@ import time
 from telegram import CallbackQuery, Message
 from telegram.error import TelegramError
 
+from bot.approvals import ANSWER_LABELS
 from bot.events import AgentAPI
 from bot.identity import Sender
-from channels.telegram.approvals import ANSWER, belongs_to, outcome_message, parse_callback
+from channels.telegram.approvals import belongs_to, outcome_message, parse_callback
 from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
 
@@ -49,19 +50,19 @@ class TapHandler:
         approval_id, choice = parsed
         resolver = Sender.of("telegram", query.from_user.id)
         message = query.message
-        sink = ChatSink(self._messenger, self._agent,
-                        Target(message.chat.id, None, None, message.chat.id < 0), self._settings)
-        resolution = await self._agent.resolve_approval(approval_id, resolver, choice, sink)
+        resolution = await self._agent.resolve_approval(approval_id, resolver, choice)
         if not resolution.ok or resolution.request is None:
             await self._answer(query, resolution.reason, alert=True)
             return
         request = resolution.request
-        # No await since resolve_approval returned: the resumed turn has not emitted yet, so it
-        # will post into the chat of the request, whatever message the tap came from.
-        if request.chat.lstrip("-").isdigit():
-            sink.retarget(chat_target(request.chat, request.sender))
+        # The conversation continues in the chat of the request, whatever message the tap
+        # came from (the chat it was tapped in when the request's chat is not a Telegram one).
+        target = (chat_target(request.chat, request.sender) if request.chat.lstrip("-").isdigit()
+                  else Target(message.chat.id, None, None, message.chat.id < 0))
+        sink = ChatSink(self._messenger, self._agent, target, self._settings)
+        self._agent.resume_approval(resolution, sink)
         sink.start_typing()
-        await self._answer(query, ANSWER.get(choice, "Done"), alert=False)
+        await self._answer(query, ANSWER_LABELS.get(choice, "Done"), alert=False)
         if isinstance(message, Message) and belongs_to(message.reply_markup, approval_id):
             who = request.resolved_by or resolver
             if who == resolver and query.from_user.full_name:
