@@ -1,9 +1,11 @@
-"""The one place that builds and wires everything from the configuration.
+"""The composition root: the one place that builds and wires everything from the configuration,
+and the only module of the core that names channel or tool modules.
 
-Nothing is done at import time. `build_registry` is what `myclaw tools` and the conformance
-suite use; `App.open` builds the whole process (store, registry, LLM client, safety services,
-agent); `App.serve` starts the configured channels and runs until SIGTERM/SIGINT.
-Channel modules (and so their platform libraries) are imported only when configured.
+Nothing is done at import time. `build_tools` / `build_registry` are what `myclaw doctor`,
+`myclaw tools` and the conformance suite use; `App.open` builds the whole process (store,
+registry, LLM client, safety services, agent); `App.serve` starts the configured channels and
+runs until SIGTERM/SIGINT; `App.chat_in_terminal` is the terminal conversation. Channel modules
+(and so their platform libraries) are imported only when used (`channel_module`).
 """
 
 from __future__ import annotations
