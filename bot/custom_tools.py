@@ -14,8 +14,9 @@ What the loader guarantees:
 - code the agent itself could have written (inside its workspace, or world-writable) is refused,
   so a prompt-injected `fs_write` cannot become code execution at the next start.
 
-Custom tools are normal tools afterwards (same registry, policy and conformance suite); objects
-that are not quite `Tool`s (a dict, a class without `meta`) are normalised by `normalise_tool`.
+Custom tools are normal tools afterwards (same registry, policy and conformance suite). One
+shape is accepted, the documented one (docs/extending.md): an object whose `meta` is a
+`ToolMeta`, with `async def execute`; anything else is refused naming that shape.
 """
 
 from __future__ import annotations
@@ -40,11 +41,10 @@ from bot.tool import NAME_RE, NO_PREVIEW, RISKS, CallContext, ToolMeta, ToolUnav
 log = logging.getLogger(__name__)
 
 METADATA_SUFFIXES = (".md", ".json")
-_META_FIELDS = {f.name for f in dataclasses.fields(ToolMeta)}
-_SCHEMA_ALIASES = ("schema", "parameters", "input_schema")
 _BOOL_FIELDS = ("has_side_effects", "returns_untrusted", "idempotent", "supports_dry_run", "cli_only")
-# Keys a plain-dict tool may carry besides its metadata.
-_DICT_TOOL_KEYS = {"meta", "execute", "dry_run", "revert", "risk_for", "on_session", "examples"}
+EXPECTED_SHAPE = ("a tool object with `meta = ToolMeta(name=..., description=..., schema=...)` and "
+                  "`async def execute(self, ctx, **args)` (e.g. a bot.tool.BaseTool subclass; see "
+                  "docs/extending.md)")
 
 
 class CustomToolError(ValueError):
@@ -246,55 +246,34 @@ def _describe_source(source: str) -> str:
 def normalise_tool(obj: Any, source: str) -> Any:
     """Return a registrable Tool for what build() returned, or raise CustomToolError.
 
-    Accepted: a Tool (meta is a ToolMeta), an object whose `meta` is a dict, an object with
-    `name`/`description`/`schema` attributes, or a plain dict with those keys and an `execute`
-    callable. Undeclared safety fields keep the ToolMeta defaults (side-effecting, high risk,
-    no dry_run, untrusted output); a side effect without preview is always high risk.
+    The one accepted shape: an object whose `meta` is a `ToolMeta`, with `async def execute`
+    (and `async def dry_run` when it declares supports_dry_run). Its metadata is checked (name,
+    description, closed schema, boolean flags); a tool without its own dry_run gets one that
+    runs a side-effect-free tool and shows NO_PREVIEW for the others.
     """
     if inspect.isclass(obj):
         raise CustomToolError(f"build() returned the class {obj.__name__}; return an instance")
-    meta = _meta_of(obj, source)
-    execute = obj.get("execute") if isinstance(obj, dict) else getattr(obj, "execute", None)
+    declared = None if isinstance(obj, dict) else getattr(obj, "meta", None)
+    if not isinstance(declared, ToolMeta):
+        what = ("a dict" if isinstance(obj, dict)
+                else f"a {type(obj).__name__} object whose `meta` is not a ToolMeta")
+        raise CustomToolError(f"build() returned {what}; expected {EXPECTED_SHAPE}")
+    meta = _safe_meta(dataclasses.asdict(declared), source)
+    meta = declared if meta == declared else meta
+    execute = getattr(obj, "execute", None)
     if not inspect.iscoroutinefunction(execute):
         raise CustomToolError(f"tool {meta.name!r}: execute must be an `async def` method")
-    dry_run = obj.get("dry_run") if isinstance(obj, dict) else getattr(obj, "dry_run", None)
+    dry_run = getattr(obj, "dry_run", None)
     if dry_run is not None and not inspect.iscoroutinefunction(dry_run):
         raise CustomToolError(f"tool {meta.name!r}: dry_run must be an `async def` method")
     if meta.supports_dry_run and dry_run is None:
         raise CustomToolError(f"tool {meta.name!r} declares supports_dry_run but has no dry_run")
-    if (not isinstance(obj, dict) and dry_run is not None
-            and getattr(obj, "meta", None) is meta):
+    if dry_run is not None and meta is declared:
         return obj  # already a well-formed Tool: register the author's own object
     return CustomTool(meta, obj)
 
 
-def _meta_of(obj: Any, source: str) -> ToolMeta:
-    if isinstance(obj, dict):
-        declared = obj.get("meta", obj)
-    else:
-        declared = getattr(obj, "meta", None)
-        if declared is None:  # a simple class: read the fields it has as attributes
-            declared = {key: getattr(obj, key) for key in (*_META_FIELDS, *_SCHEMA_ALIASES)
-                        if hasattr(obj, key)}
-    if isinstance(declared, ToolMeta):
-        fixed = _safe_meta(dataclasses.asdict(declared), source)
-        return declared if fixed == declared else fixed
-    if not isinstance(declared, dict):
-        raise CustomToolError(f"{type(obj).__name__}.meta must be a ToolMeta or a dict")
-    allowed = _META_FIELDS | set(_SCHEMA_ALIASES) | (_DICT_TOOL_KEYS if declared is obj else set())
-    extra = set(declared) - allowed
-    if extra:
-        raise CustomToolError(
-            f"unknown tool field(s) {', '.join(sorted(map(str, extra)))}; "
-            f"expected some of {', '.join(sorted(_META_FIELDS))}")
-    return _safe_meta({k: v for k, v in declared.items() if k not in _DICT_TOOL_KEYS}, source)
-
-
 def _safe_meta(fields: dict[str, Any], source: str) -> ToolMeta:
-    for alias in _SCHEMA_ALIASES[1:]:
-        if alias in fields:
-            value = fields.pop(alias)
-            fields.setdefault("schema", value)
     name = fields.get("name")
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise CustomToolError(f"tool name {name!r} must be lower_snake_case text")
@@ -321,7 +300,8 @@ def _safe_meta(fields: dict[str, Any], source: str) -> ToolMeta:
 
 
 class CustomTool:
-    """Adapter giving a loosely shaped custom tool the full Tool contract.
+    """Adapter for a custom tool whose checked metadata differs from what it declared, or that
+    has no dry_run of its own.
 
     Optional methods (revert, risk_for, on_session) and `examples` are looked up on the wrapped
     object, so `getattr(tool, "revert", None)` answers exactly what the author defined.
@@ -332,8 +312,6 @@ class CustomTool:
         self._target = target
 
     def _method(self, name: str) -> Any:
-        if isinstance(self._target, dict):
-            return self._target.get(name)
         return getattr(self._target, name, None)
 
     async def execute(self, ctx: CallContext, **args: Any) -> dict[str, Any]:

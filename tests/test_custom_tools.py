@@ -177,15 +177,18 @@ def test_build_may_take_the_config_and_may_declare_the_tool_unavailable(setup):
 
 
 DECLARES_NOTHING = '''
+from bot.tool import ToolMeta
+
 class Hello:
-    name = "hello"
-    description = "Greets someone."
+    def __init__(self, name):
+        self.meta = ToolMeta(name=name, description="Greets someone.",
+                             schema={"type": "object", "properties": {}})
 
     async def execute(self, ctx, **args):
         return {"greeting": "hello"}
 
 def build():
-    return [Hello(), {"name": "plain", "description": "A dict tool.", "execute": Hello().execute}]
+    return [Hello("hello"), Hello("plain")]
 '''
 
 
@@ -208,10 +211,15 @@ async def test_a_tool_that_declares_nothing_is_side_effecting_high_risk_and_with
     assert {"hello", "plain"} <= full and not {"hello", "plain"} & supervised
 
 
+def meta(name: str, **fields) -> ToolMeta:
+    return ToolMeta(name=name, description=fields.pop("description", "d"),
+                    schema=fields.pop("schema", {"type": "object", "properties": {}}), **fields)
+
+
 def test_a_side_effect_without_preview_declared_low_risk_is_raised_to_high():
     class Sneaky:
         def __init__(self):
-            self.meta = {"name": "sneaky", "description": "Deletes things.", "risk": "low"}
+            self.meta = meta("sneaky", description="Deletes things.", risk="low")
 
         async def execute(self, ctx, **args):
             return {}
@@ -228,21 +236,36 @@ class NeedsArgs:
         self.x = x
 
 
+class Shaped:
+    """The documented shape, with whatever metadata and execute a case gives it."""
+
+    def __init__(self, tool_meta: ToolMeta, execute=async_execute):
+        self.meta = tool_meta
+        self.execute = execute
+
+
+class Attributes:
+    name, description = "attrs", "Fields as attributes, no ToolMeta."
+
+    async def execute(self, ctx, **args):
+        return {}
+
+
 @pytest.mark.parametrize(("obj", "message"), [
-    ({"name": "Bad-Name", "description": "d", "execute": async_execute}, "lower_snake_case"),
-    ({"name": "fake__mcp", "description": "d", "execute": async_execute}, "reserved for MCP"),
-    ({"name": "nodesc", "description": " ", "execute": async_execute}, "non-empty description"),
-    ({"name": "typo", "description": "d", "side_effects": False, "execute": async_execute},
-     "unknown tool field(s) side_effects"),
-    ({"name": "syncy", "description": "d", "execute": lambda ctx: {}}, "async def"),
-    ({"name": "flag", "description": "d", "has_side_effects": "no", "execute": async_execute},
-     "has_side_effects must be true or false"),
-    ({"name": "shape", "description": "d", "schema": {"type": "string"},
-      "execute": async_execute}, "JSON Schema object"),
-    ({"name": "liar", "description": "d", "supports_dry_run": True, "execute": async_execute},
-     "declares supports_dry_run but has no dry_run"),
+    (Shaped(meta("Bad-Name")), "lower_snake_case"),
+    (Shaped(meta("fake__mcp")), "reserved for MCP"),
+    (Shaped(meta("nodesc", description=" ")), "non-empty description"),
+    (Shaped(meta("syncy"), lambda ctx: {}), "async def"),
+    (Shaped(meta("flag", has_side_effects="no")), "has_side_effects must be true or false"),
+    (Shaped(meta("shape", schema={"type": "string"})), "JSON Schema object"),
+    (Shaped(meta("liar", supports_dry_run=True)), "declares supports_dry_run but has no dry_run"),
     (NeedsArgs, "returned the class NeedsArgs"),
-    (NeedsArgs(1), "lower_snake_case"),
+    ({"name": "plain", "description": "d", "execute": async_execute},
+     "returned a dict; expected a tool object with `meta = ToolMeta("),
+    (Attributes(), "returned a Attributes object whose `meta` is not a ToolMeta; expected a tool"),
+    (Shaped({"name": "dict_meta", "description": "d"}),  # type: ignore[arg-type]
+     "returned a Shaped object whose `meta` is not a ToolMeta; expected"),
+    (NeedsArgs(1), "docs/extending.md"),
 ])
 def test_objects_that_cannot_be_tools_are_refused_with_a_clear_message(obj, message):
     with pytest.raises(CustomToolError) as refused:
@@ -258,7 +281,8 @@ def test_a_well_formed_tool_is_registered_as_the_authors_own_object(setup):
 
 def test_an_adapted_tool_exposes_exactly_the_optional_methods_its_author_wrote():
     class WithRevert:
-        name, description = "with_revert", "Reverts."
+        meta = ToolMeta(name="with_revert", description="Reverts.",
+                        schema={"type": "object", "properties": {}})
 
         async def execute(self, ctx, **args):
             return {}

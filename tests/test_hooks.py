@@ -90,11 +90,12 @@ async def test_an_unknown_event_is_a_bug_of_the_caller(ctx):
         await run_session_hooks(registry_of(Hooked("x")), "reboot", ctx)
 
 
-async def test_the_hook_of_a_loosely_shaped_custom_tool_is_called(ctx):
+async def test_the_hook_of_a_custom_tool_without_a_dry_run_is_called(ctx):
     seen = []
 
     class Custom:
-        name, description = "custom_hooked", "A custom tool with a hook."
+        meta = ToolMeta(name="custom_hooked", description="A custom tool with a hook.",
+                        schema={"type": "object", "properties": {}})
 
         async def execute(self, ctx, **args):
             return {}
