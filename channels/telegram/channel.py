@@ -32,7 +32,7 @@ from bot.errors import ChannelError
 from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
 from bot.identity import Sender
 from channels.telegram import buttons
-from channels.telegram.approvals import outcome_message
+from channels.telegram.approvals import outcome_message, parse_message_ref
 from channels.telegram.http import AiohttpRequest
 from channels.telegram.ordering import ChatOrderedProcessor
 from channels.telegram.sending import DeliveryError, Messenger
@@ -212,13 +212,14 @@ class TelegramChannel:
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
         """The request message (chat:message_id, stored when it was sent) shows the outcome and
         loses its buttons, as after a tap."""
-        chat, _, message_id = (outcome.message_ref or "").partition(":")
-        if self._messenger is None or not chat.lstrip("-").isdigit() or not message_id.isdigit():
+        shown = parse_message_ref(outcome.message_ref)
+        if self._messenger is None or shown is None:
             return
+        chat, message_id = shown
         part = outcome_message(outcome.approval, outcome.choice, outcome.resolver,
                                outcome.resolved_at)
         try:
-            await self._messenger.edit(int(chat), int(message_id), part, markup=None)
+            await self._messenger.edit(chat, message_id, part, markup=None)
         except DeliveryError:
             log.warning("telegram: could not mark approval %s as answered", outcome.approval.id,
                         exc_info=True)

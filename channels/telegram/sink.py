@@ -37,7 +37,7 @@ from bot.events import (
     ToolStarted,
 )
 from channels.telegram.approvals import keyboard as approval_keyboard
-from channels.telegram.approvals import preview_parts, request_fallback, request_message
+from channels.telegram.approvals import message_ref, preview_parts, request_fallback, request_message
 from channels.telegram.buttons import keyboard
 from channels.telegram.live import LiveMessage
 from channels.telegram.rendering import MESSAGE_LIMIT, Part, escape, split_message, truncate
@@ -237,7 +237,7 @@ class ChatSink:
                             view.id, exc_info=True)
         if sent is None:
             sent = await self._messenger.send(chat_id, request_fallback(view), thread_id=thread_id)
-        await self._agent.set_approval_message_ref(view.id, f"{chat_id}:{sent.message_id}",
+        await self._agent.set_approval_message_ref(view.id, message_ref(chat_id, sent.message_id),
                                                    "telegram")
 
     async def _on_notice(self, event: Notice) -> None:
