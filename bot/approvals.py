@@ -326,6 +326,21 @@ class Approvals:
 
 
 
+_MESSAGE_REF = re.compile(r"(-?\d{1,20}):(\d{1,20})")
+
+
+def message_ref(chat_id: int, message_id: int) -> str:
+    """Where a channel showed a request ("chat:message"), stored with it so the channel can
+    edit that message when the request is answered elsewhere."""
+    return f"{chat_id}:{message_id}"
+
+
+def parse_message_ref(ref: str | None) -> tuple[int, int] | None:
+    """(chat id, message id) of a stored `message_ref`, None when it is not one."""
+    match = _MESSAGE_REF.fullmatch(ref or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 def _looks_like_id(value: Any) -> bool:
     """Forged ids are refused before they reach SQL (any string, any type, is safe here)."""
     return isinstance(value, str) and ID_RE.fullmatch(value) is not None

@@ -19,6 +19,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from bot.config import Config
+from bot.identity import channel_of
 
 Severity = Literal["high", "medium", "low"]
 SEVERITY_ORDER: tuple[Severity, ...] = ("high", "medium", "low")
@@ -76,7 +77,7 @@ def _check_unknown_senders(config: Config) -> Iterator[Finding]:
 def _full_non_cli_sources(config: Config) -> list[str]:
     """The config keys through which a non-CLI sender reaches full autonomy."""
     sources = [f"senders.{s}" for s, lvl in config["senders"].items()
-               if s != "unknown" and not s.startswith("cli:") and lvl == "full"]
+               if s != "unknown" and channel_of(s) != "cli" and lvl == "full"]
     if config["senders"]["unknown"] == "full":
         sources.append("senders.unknown")
     if config["discord"]["guilds"]:
@@ -124,7 +125,7 @@ def _check_shell_without_approval(config: Config) -> Iterator[Finding]:
         return
     full = _full_non_cli_sources(config)
     supervised = [f"senders.{s}" for s, lvl in config["senders"].items()
-                  if not s.startswith("cli:") and lvl == "supervised"]
+                  if (s == "unknown" or channel_of(s) != "cli") and lvl == "supervised"]
     fix = (f'add "{SHELL_TOOL}" to {where}.always_ask (approve every command) or to '
            f"{where}.excluded_tools (terminal only)")
     if SHELL_TOOL in profile["auto_approve"] and SHELL_TOOL not in profile["always_ask"]:

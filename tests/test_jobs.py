@@ -18,7 +18,7 @@ from bot.scheduler import Scheduler
 from tests.conftest import FAKE_ENV, make_config
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.pg_support import on_both_backends
-from tests.runtime_tools import Recorder, Writer
+from tests.runtime_tools import Recorder, Writer, answer
 
 backend_name = on_both_backends()
 
@@ -127,8 +127,7 @@ async def test_a_supervised_owners_job_runs_low_risk_tools_asks_for_medium_and_r
     # The owner approves in the chat; the resumed turn keeps the job's allowlist.
     fake_anthropic.script(text("Tidied."))
     resumed = CollectingSink()
-    resolution = await app.agent.resolve_approval(needed.approval.id, "telegram:2", "approve",
-                                                  resumed)
+    resolution = await answer(app.agent, needed.approval.id, "telegram:2", "approve", resumed)
     await app.agent.queue.drain(5)
     assert resolution.ok and writer.executed == ["tidy"] and resumed.text == "Tidied."
     assert {t["name"] for t in fake_anthropic.requests[-1].json["tools"]} == {"recorder", "writer"}

@@ -20,7 +20,14 @@ from typing import Any
 
 import discord
 
-from bot.approvals import ANSWER_LABELS, EXPIRED_LABEL, ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
+from bot.approvals import (
+    ANSWER_LABELS,
+    EXPIRED_LABEL,
+    ID_PATTERN,
+    SUPERSEDED,
+    SUPERSEDED_LABEL,
+    message_ref,
+)
 from bot.errors import MyclawError
 from bot.events import AgentAPI, ApprovalView
 from bot.identity import Sender
@@ -173,8 +180,8 @@ class ApprovalDesk:
         self._remember(approval)
         message = await outlet.send_approval(request_text(approval), buttons_for(approval))
         if message is not None:
-            await self.agent.set_approval_message_ref(approval.id,
-                                                      f"{message.channel.id}:{message.id}", "discord")
+            ref = message_ref(message.channel.id, message.id)
+            await self.agent.set_approval_message_ref(approval.id, ref, "discord")
 
     async def on_tap(self, interaction: discord.Interaction, approval_id: str, choice: str) -> None:
         tapper = sender_of(interaction.user)

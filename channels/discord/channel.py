@@ -23,11 +23,18 @@ import aiohttp
 import discord
 from discord import app_commands
 
+from bot.approvals import parse_message_ref
 from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
 from bot.identity import Sender
-from channels.discord.approvals import ApprovalButton, ApprovalDesk, label_for, outcome_text
+from channels.discord.approvals import (
+    ApprovalButton,
+    ApprovalDesk,
+    discord_user_id,
+    label_for,
+    outcome_text,
+)
 from channels.discord.buttons import CommandButton
 from channels.discord.sink import ChannelOutlet, DirectOutlet, InteractionOutlet, TurnSink
 
@@ -221,7 +228,7 @@ class DiscordChannel:
         fallback = ChannelOutlet(interaction.client, channel, user.id, in_guild=in_guild,
                                  approvals_in_dm=self.approvals_in_dm)
         await self.agent.handle(IncomingMessage(
-            sender=f"discord:{user.id}", chat=str(channel.id), text=command, channel="discord",
+            sender=Sender.of("discord", user.id), chat=str(channel.id), text=command, channel="discord",
             message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
             display_name=user.display_name), TurnSink(InteractionOutlet(interaction, fallback), self.desk))
 
@@ -236,27 +243,28 @@ class DiscordChannel:
     def sink_for(self, chat: str, sender: str) -> TurnSink | None:
         """A sink posting into channel `chat` for a conversation nobody is typing in (a job)."""
         client = self.client
-        user = sender.rpartition(":")[2]
-        if client is None or not chat.isdigit() or not user.isdigit():
+        user = discord_user_id(sender)
+        if client is None or not chat.isdigit() or user is None:
             return None
         channel = client.get_channel(int(chat)) or client.get_partial_messageable(int(chat))
         in_guild = isinstance(channel, discord.abc.GuildChannel)
-        return TurnSink(ChannelOutlet(client, channel, int(user), in_guild=in_guild,
+        return TurnSink(ChannelOutlet(client, channel, user, in_guild=in_guild,
                                       approvals_in_dm=self.approvals_in_dm), self.desk)
 
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
         """An approval answered elsewhere (the web console): its request message shows the
         outcome and loses its buttons, as after a click (bot.events.ApprovalSurface)."""
         client = self.client
-        chat, _, message_id = (outcome.message_ref or "").partition(":")
-        if client is None or not chat.isdigit() or not message_id.isdigit():
+        shown = parse_message_ref(outcome.message_ref)
+        if client is None or shown is None:
             return
-        channel = client.get_channel(int(chat)) or client.get_partial_messageable(int(chat))
+        chat, message_id = shown
+        channel = client.get_channel(chat) or client.get_partial_messageable(chat)
         status = "denied" if outcome.choice == "deny" else "approved"
         label = label_for(status, outcome.resolver, always=outcome.choice == "always")
         text = outcome_text(outcome.approval, label, outcome.resolver, outcome.resolved_at)
         try:
-            await channel.get_partial_message(int(message_id)).edit(
+            await channel.get_partial_message(message_id).edit(
                 content=text[:2000], view=None, allowed_mentions=discord.AllowedMentions.none())
         except discord.HTTPException:
             log.warning("discord: could not mark approval %s as answered", outcome.approval.id,

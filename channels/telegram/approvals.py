@@ -27,20 +27,6 @@ ICON = {"approve": "✅", "deny": "❌", "always": "✅"}
 MAX_ALWAYS_LABEL = 60
 
 
-_MESSAGE_REF = re.compile(r"(-?\d{1,20}):(\d{1,20})")
-
-
-def message_ref(chat_id: int, message_id: int) -> str:
-    """Where a request was shown ("chat:message"), stored with it so it can be edited later."""
-    return f"{chat_id}:{message_id}"
-
-
-def parse_message_ref(ref: str | None) -> tuple[int, int] | None:
-    """(chat id, message id) of a stored `message_ref`, None when it is not one of ours."""
-    match = _MESSAGE_REF.fullmatch(ref or "")
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
 def callback_data(approval_id: str, letter: str) -> str:
     return f"{CALLBACK_PREFIX}{approval_id}:{letter}"
 

@@ -27,12 +27,13 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, ContextTypes, MessageHandler
 from telegram.ext import filters as tg_filters
 
+from bot.approvals import parse_message_ref
 from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
 from bot.identity import Sender
 from channels.telegram import buttons
-from channels.telegram.approvals import outcome_message, parse_message_ref
+from channels.telegram.approvals import outcome_message
 from channels.telegram.http import AiohttpRequest
 from channels.telegram.ordering import ChatOrderedProcessor
 from channels.telegram.sending import DeliveryError, Messenger
@@ -331,7 +332,7 @@ class TelegramChannel:
         is_group = chat.type in GROUP_TYPES
         if is_group and str(chat.id) not in self._groups:
             return
-        incoming = IncomingMessage(sender=f"telegram:{query.from_user.id}", chat=str(chat.id),
+        incoming = IncomingMessage(sender=Sender.of("telegram", query.from_user.id), chat=str(chat.id),
                                    text=command, channel="telegram", is_group=is_group,
                                    display_name=query.from_user.full_name)
         sink = ChatSink(self._messenger, self.agent,

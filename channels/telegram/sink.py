@@ -23,6 +23,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from bot.approvals import message_ref
 from bot.events import (
     AgentAPI,
     ApprovalNeeded,
@@ -37,7 +38,7 @@ from bot.events import (
     ToolStarted,
 )
 from channels.telegram.approvals import keyboard as approval_keyboard
-from channels.telegram.approvals import message_ref, preview_parts, request_fallback, request_message
+from channels.telegram.approvals import preview_parts, request_fallback, request_message
 from channels.telegram.buttons import keyboard
 from channels.telegram.live import LiveMessage
 from channels.telegram.rendering import MESSAGE_LIMIT, Part, escape, split_message, truncate
