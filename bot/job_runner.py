@@ -10,8 +10,8 @@ from typing import Any
 
 from bot.delivery import Delivery
 from bot.events import Done, ErrorEvent, Event, Notice, Sink
+from bot.identity import LEVELS, Level
 from bot.jobs import Claim, Job
-from bot.policy import LEVEL_ORDER
 
 SCHEDULE_TOOL = "schedule"  # a job never creates jobs
 
@@ -38,13 +38,13 @@ class AgentJobRunner:
         self.delivery = delivery
         self.senders = senders
 
-    async def level(self, job: Job) -> str | None:
+    async def level(self, job: Job) -> Level | None:
         """The lower of the owner's level now and the level the job was created with; None
         when the owner has no level any more (revoked, or a stranger again)."""
         now = await self.senders.autonomy(job.owner)
-        if now not in LEVEL_ORDER or job.level not in LEVEL_ORDER:
+        if now not in LEVELS or job.level not in LEVELS:
             return None
-        return min(now, job.level, key=LEVEL_ORDER.index)
+        return min(Level(now), Level(job.level))
 
     async def run(self, claim: Claim) -> tuple[bool, str]:
         job = claim.job

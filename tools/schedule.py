@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.identity import LEVELS
 from bot.jobs import Job, JobError
-from bot.policy import LEVEL_ORDER
 from bot.schedule import ScheduleError, local_time, parse_at, parse_cron
 from bot.tool import BaseTool, CallContext, Risk, ToolInvalidArgsError, ToolMeta, ToolPermissionError
 
@@ -97,7 +97,7 @@ async def _draft(ctx: CallContext, args: dict[str, Any]) -> Job:
     if not args.get("message") and not args.get("prompt"):
         raise ToolInvalidArgsError("create needs a `message` (reminder) or a `prompt`.", HINT)
     level = await services.senders.autonomy(ctx.sender)
-    if level not in LEVEL_ORDER:
+    if level not in LEVELS:
         raise ToolPermissionError("Only senders with an autonomy level can schedule jobs.")
     timezone = await services.jobs.timezone_of(ctx.sender, services.config["agent"]["timezone"])
     now = services.jobs.clock()

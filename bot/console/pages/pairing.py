@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.config import LEVELS
 from bot.console.auth import OPERATOR
 from bot.console.web import Action, ConsoleContext, Outcome, Page
+from bot.identity import LEVELS
 from bot.senders import PairingError
 
 
