@@ -40,12 +40,12 @@ async def console(app_factory, tg):
                             env={"TELEGRAM_BOT_TOKEN": tg.token})
     await app.start_services()
     await app.start_channels(["telegram"])
-    yield app, f"http://127.0.0.1:{app.services.extras['console'].port}"
+    yield app, f"http://127.0.0.1:{app.console.port}"
     await app.stop_channels()
 
 
 async def logged_in_page(browser, app, base: str, width: int = PHONE):
-    token = await app.services.extras["console"].context.auth.issue_login()
+    token = await app.console.context.auth.issue_login()
 
     def open_and_log_in():
         watched = new_page(browser, width)
@@ -88,7 +88,7 @@ async def seed(app) -> None:
 
 async def test_the_one_time_link_logs_in_and_a_replay_shows_how_to_log_in(browser, console):
     app, base = console
-    token = await app.services.extras["console"].context.auth.issue_login()
+    token = await app.console.context.auth.issue_login()
 
     def visit_twice():
         first = new_page(browser, PHONE)

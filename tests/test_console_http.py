@@ -313,7 +313,7 @@ async def test_health_on_postgresql_names_the_database_but_never_its_password(
 
 async def test_logout_all_also_voids_login_links_not_used_yet(app, http):
     client = await open_console(app, http)
-    auth = app.services.extras["console"].context.auth
+    auth = app.console.context.auth
     token = await auth.issue_login()
     assert await auth.revoke_all() == 0
     assert (await client.login(token)).status == 401
