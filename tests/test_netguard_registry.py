@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from bot.registry import Registry
-from bot.services import Services
+from bot.services import Network, Services
 from bot.tool import CallContext, ToolPermissionError
 from tests.conftest import make_config
 from tools._netguard import blocked_reason, fetch
@@ -197,7 +197,7 @@ def net_ctx(tmp_path: Path, answers: dict[str, list[str]], transport: Recorder,
 
     config = make_config(tmp_path, {"tools": {"net": {"allow_hosts": allow_hosts or []}}})
     services = Services(config=config, store=None, registry=Registry(),  # type: ignore[arg-type]
-                        extras={"resolver": resolver, "http_transport": transport})
+                        network=Network(resolver=resolver, http_transport=transport))
     return CallContext(workspace=config.workspace, services=services)
 
 
