@@ -329,7 +329,7 @@ async def test_always_approves_this_call_and_the_next_of_the_session_without_ask
     always = buttons(request)["Always: any writer call in this chat"]
     await discord_fake.click(message_id=int(request["id"]), custom_id=always, user_id=ALICE)
     await discord_fake.wait_for_text(ALICE_DM, "Written.")
-    assert "Approved for this session" in discord_fake.messages[int(request["id"])]["content"]
+    assert "Approved, and always from now on" in discord_fake.messages[int(request["id"])]["content"]
     fake_anthropic.script(reply(tool_use("writer", {"note": "eggs"})), text("Eggs written too."))
     await discord_fake.send_message(author_id=ALICE, content="and eggs", channel_id=ALICE_DM)
     await discord_fake.wait_for_text(ALICE_DM, "Eggs written too.")
