@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from bot.events import Sink
+from bot.identity import channel_of
 
 
 class Outlet(Protocol):
@@ -35,7 +36,7 @@ class Delivery:
 
     def private(self, sender: str) -> Sink | None:
         """A sink reaching `sender` privately on their own channel, when it is running."""
-        channel = sender.partition(":")[0]
+        channel = channel_of(sender)
         outlet = self._outlets.get(channel)
         return outlet.private_sink_for(sender) if outlet is not None else None
 

@@ -22,6 +22,7 @@ import pytest
 
 from bot.events import ApprovalNeeded, CollectingSink, IncomingMessage
 from bot.mcp.client import MCPManager
+from bot.services import Network
 from bot.tool import BaseTool, CallContext, ToolExternalError, ToolMeta
 from tests import conformance
 from tests.fakes.anthropic_server import error, text, tool_use
@@ -115,7 +116,7 @@ async def world(app_factory):
     async def resolver(host: str) -> list[str]:
         return ["93.184.216.34"]   # public, so the guard lets it through to the fake transport
 
-    app.services.extras.update(resolver=resolver, http_transport=httpx.MockTransport(web))
+    app.services.network = Network(resolver=resolver, http_transport=httpx.MockTransport(web))
     memory = app.services.registry.get("memory_store")
     await memory.execute(CallContext(sender=ME, workspace=workspace, services=app.services),
                          text=f"My favourite colour is {MARK}")

@@ -235,10 +235,10 @@ class DiscordChannel:
     def private_sink_for(self, sender: str) -> TurnSink | None:
         """A DM to the user (opened when the first message is sent)."""
         client = self.client
-        user = sender.rpartition(":")[2]
-        if client is None or not user.isdigit():
+        user = discord_user_id(sender)
+        if client is None or user is None:
             return None
-        return TurnSink(DirectOutlet(client, int(user)), self.desk)
+        return TurnSink(DirectOutlet(client, user), self.desk)
 
     def sink_for(self, chat: str, sender: str) -> TurnSink | None:
         """A sink posting into channel `chat` for a conversation nobody is typing in (a job)."""

@@ -344,7 +344,7 @@ class TelegramChannel:
 
     def private_sink_for(self, sender: str) -> ChatSink | None:
         """A user's private chat with the bot has the user's id."""
-        return self.sink_for(sender.rpartition(":")[2], sender)
+        return self.sink_for(Sender.parse(sender).user_id, sender)
 
     def sink_for(self, chat: str, sender: str) -> ChatSink | None:
         """A sink posting into `chat` for a conversation nobody is typing in (a job's run)."""
