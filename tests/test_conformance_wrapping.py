@@ -26,6 +26,7 @@ from bot.services import Network
 from bot.tool import BaseTool, CallContext, ToolExternalError, ToolMeta
 from tests import conformance
 from tests.fakes.anthropic_server import error, text, tool_use
+from tests.runtime_tools import answer
 from tests.test_mcp import echo_server
 
 MARK = "qzx-outside-4d1"
@@ -135,7 +136,7 @@ async def what_the_model_reads(app, fake_anthropic, name: str, args: dict[str, A
     sink = CollectingSink()
     await app.agent.handle(IncomingMessage(ME, "local", f"please use {name}", "cli"), sink)
     for needed in sink.of(ApprovalNeeded):
-        await app.agent.resolve_approval(needed.approval.id, ME, "approve", CollectingSink())
+        await answer(app.agent, needed.approval.id, ME, "approve", CollectingSink())
     await app.agent.queue.drain(20)
     for request in reversed(fake_anthropic.requests):
         for message in request.json.get("messages", []):

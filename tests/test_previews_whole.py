@@ -58,7 +58,7 @@ def hiding_args(padding: int = 700) -> dict[str, str]:
 
 
 def turn() -> Turn:
-    return Turn("s", "telegram:1", "1", "telegram", "supervised", sink=CollectingSink())
+    return Turn("s", "telegram:1", "1", "supervised", sink=CollectingSink())
 
 
 # --- the preview text ------------------------------------------------------------------------
