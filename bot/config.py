@@ -22,7 +22,7 @@ import jsonschema
 from bot import prices
 from bot.config_file import read_toml
 from bot.errors import ConfigError
-from bot.identity import CHANNELS, LEVELS, UNKNOWN_POLICIES, channel_of
+from bot.identity import CHANNELS, LEVELS, UNKNOWN_POLICIES, channel_prefix
 
 SECRET_ENV_VARS = (
     "ANTHROPIC_API_KEY",
@@ -381,7 +381,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
                        if not any(re.search(p, key) for p in pattern or ()))
         where = ".".join(path)
         for key in extra:
-            if pattern and where == "senders" and _channel_part(key) in CHANNELS:
+            if pattern and where == "senders" and channel_prefix(key) in CHANNELS:
                 return f"[senders] {key!r}: can never match a sender: {SENDER_HINT}"
             if pattern and where == "senders":
                 return (f"[senders] {key!r}: unknown key; expected a sender like "
@@ -446,10 +446,3 @@ def _check_timezone(config: Config, origin: str) -> None:
     except (ZoneInfoNotFoundError, ValueError) as exc:
         raise ConfigError(f"{origin}: [agent] timezone = {name!r}: unknown time zone; use an IANA "
                           "name like 'Europe/Rome' or 'UTC'") from exc
-
-
-def _channel_part(key: str) -> str:
-    try:
-        return channel_of(key)
-    except ValueError:
-        return ""

@@ -39,6 +39,12 @@ class Sender:
         return f"{self.channel}:{self.user_id}"
 
 
+def channel_prefix(text: str) -> str:
+    """What comes before the colon of something meant as a sender, even when it is not a valid
+    one (for messages about a malformed config key)."""
+    return str(text).partition(":")[0]
+
+
 def channel_of(sender: str) -> str:
     """The channel part of a sender's text form."""
     return Sender.parse(sender).channel
