@@ -32,6 +32,7 @@ SECRET_ENV_VARS = (
     "TELEGRAM_WEBHOOK_SECRET",
     "MYCLAW_RECEIPT_KEY",
     "MYCLAW_DATABASE_URL",  # a PostgreSQL URL may carry the password
+    "MYCLAW_STT_API_KEY",
 )
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
@@ -176,6 +177,22 @@ SCHEMA: dict[str, Any] = _obj({
         "additionalProperties": {"type": "object"},
     },
     "mcp": _obj({"servers": {"type": "object", "additionalProperties": _MCP_SERVER}}),
+    "media": _obj({
+        "max_image_bytes": {"type": "integer", "minimum": 1},
+        "max_image_pixels": {"type": "integer", "minimum": 1},
+        "max_document_bytes": {"type": "integer", "minimum": 1},
+        "max_pdf_pages": {"type": "integer", "minimum": 1},
+        "max_text_chars": {"type": "integer", "minimum": 1},
+        "max_audio_bytes": {"type": "integer", "minimum": 1},
+        "text_types": _STR_LIST,
+        "keep_images_turns": {"type": "integer", "minimum": 1},
+        "inbox_quota_bytes": {"type": "integer", "minimum": 0},
+        "transcription": _obj({
+            "base_url": {"type": "string"},
+            "model": {"type": "string"},
+            "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+        }),
+    }),
     "health": _obj({
         "enabled": {"type": "boolean"},
         "listen": {"type": "string"},
@@ -257,6 +274,20 @@ DEFAULTS: dict[str, Any] = {
         "supra_llm": {"daily_quota": 20},
     },
     "mcp": {"servers": {}},
+    "media": {
+        "max_image_bytes": 25_000_000,      # what arrives; larger photos are scaled down
+        "max_image_pixels": 60_000_000,     # decompression-bomb guard (checked before decoding)
+        "max_document_bytes": 10_000_000,
+        "max_pdf_pages": 100,
+        "max_text_chars": 100_000,
+        "max_audio_bytes": 25_000_000,
+        "text_types": [".txt", ".md", ".markdown", ".csv", ".tsv", ".json", ".jsonl", ".yaml",
+                       ".yml", ".toml", ".ini", ".xml", ".html", ".log", ".py", ".js", ".ts",
+                       ".java", ".c", ".h", ".cpp", ".go", ".rs", ".rb", ".sh", ".sql", ".css"],
+        "keep_images_turns": 3,              # later turns see a one-line placeholder instead
+        "inbox_quota_bytes": 500_000_000,    # per sender, in <workspace>/inbox/
+        "transcription": {"base_url": "", "model": "whisper-1", "timeout_seconds": 60},
+    },
     "health": {"enabled": False, "listen": "127.0.0.1", "port": 8080},
     # The operator's web console: off unless asked for; local only unless a proxy is put in front.
     # public_url: the address the login link names (e.g. https://bot.example.org behind a proxy);

@@ -218,7 +218,8 @@ class Dispatcher:
                            chat=turn.chat,
                            workspace=workspace_for(self.services.config, turn.sender),
                            services=self.services, progress_sink=progress,
-                           cancelled=turn.cancelled)
+                           cancelled=turn.cancelled,
+                           event_sink=turn.sink.emit if turn.sink is not None else None)
 
     async def preview(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str) -> str:
         """The approval text, whole: the dry_run summary (and diff), or — for a tool without a

@@ -14,6 +14,49 @@ from typing import Any, Literal, Protocol, runtime_checkable
 ChannelName = Literal["cli", "telegram", "discord"]
 
 
+# --- attachments a channel hands over (already downloaded: never a platform URL) -----------
+# The channel's declared type and name are hints only; the core checks the content itself
+# (bot/media). `data` stays out of repr() so a logged message never dumps megabytes.
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    data: bytes = field(repr=False)
+    media_type: str = ""
+    name: str = ""
+    width: int = 0      # as the platform reported them (0 = unknown)
+    height: int = 0
+
+
+@dataclass(frozen=True)
+class DocumentPart:
+    data: bytes = field(repr=False)
+    name: str = ""
+    media_type: str = ""
+
+
+@dataclass(frozen=True)
+class AudioPart:
+    """A voice note or audio file. `spoken_by_sender` is False for a forwarded one: its
+    transcript is someone else's words and enters the prompt as untrusted data."""
+
+    data: bytes = field(repr=False)
+    name: str = "voice.ogg"
+    media_type: str = "audio/ogg"
+    spoken_by_sender: bool = True
+
+
+@dataclass(frozen=True)
+class UnavailablePart:
+    """An attachment the channel could not fetch (too large to download, network failure)."""
+
+    name: str
+    reason: str
+
+
+Part = ImagePart | DocumentPart | AudioPart | UnavailablePart
+
+
 @dataclass(frozen=True)
 class IncomingMessage:
     sender: str                        # "telegram:123" — always the user, never the chat
@@ -24,6 +67,7 @@ class IncomingMessage:
     roles: tuple[str, ...] = ()        # Discord guild role names of the sender
     is_group: bool = False
     display_name: str = ""
+    parts: tuple[Part, ...] = ()       # photos, documents, voice notes sent with the text
 
 
 @dataclass(frozen=True)
@@ -114,7 +158,20 @@ class ErrorEvent:
     message: str
 
 
-Event = TextDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalNeeded | Notice | Done | ErrorEvent
+@dataclass(frozen=True)
+class FileOut:
+    """A workspace file the agent sends to the chat (the channel uploads it with its library).
+    `path` is workspace-relative, for channels that show where the file is instead."""
+
+    name: str
+    data: bytes = field(repr=False)
+    path: str = ""
+    caption: str = ""
+    media_type: str = "application/octet-stream"
+
+
+Event = (TextDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalNeeded | Notice | Done
+         | ErrorEvent | FileOut)
 
 
 class Sink(Protocol):

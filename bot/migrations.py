@@ -246,4 +246,23 @@ ALTER TABLE usage ADD COLUMN cost REAL;
 CREATE INDEX usage_by_sender_ts ON usage(sender, ts);
 CREATE INDEX usage_by_ts ON usage(ts);
 """),
+    (9, "attachments stored once by content hash; uploads saved to each sender's inbox", """
+CREATE TABLE attachments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    hash TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    media_type TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    created_at REAL NOT NULL
+);
+
+CREATE TABLE inbox_files (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sender TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX inbox_files_by_sender ON inbox_files(sender);
+"""),
 ]

@@ -34,6 +34,7 @@ from bot.grants import may_offer
 from bot.hooks import run_session_hooks
 from bot.identity import Level, Stranger, channel_of
 from bot.journal import Journal
+from bot.media.intake import MediaIntake
 from bot.prompt import PromptBuilder
 from bot.services import Services
 from bot.sessions import SessionQueue, ShuttingDown, Stopped
@@ -58,6 +59,7 @@ class Agent:
         self._won: dict[str, ApprovalRequest] = {}   # answers won, not resumed yet
         self.journal = Journal(services.store, receipts=services.receipts, undo=services.undo,
                                ledger=services.spend)
+        self.media = MediaIntake(services)
 
     # --- the channel-facing API (bot.events.AgentAPI) ------------------------------------
 
@@ -68,7 +70,7 @@ class Agent:
         if autonomy is Stranger.PAIRING:
             await self._pair(message, sink)
             return
-        if message.text.startswith("/"):
+        if message.text.startswith("/") and not message.parts:
             if await commands.run(self, message, autonomy, sink):
                 return
         if not await self._within_rate(message, sink):
@@ -77,7 +79,7 @@ class Agent:
             await sink.emit(Notice(f"Your message is too long ({len(message.text):,} characters; "
                                    f"the limit is {MAX_MESSAGE_CHARS:,}). Please shorten or split it."))
             return
-        if not message.text.strip():
+        if not message.text.strip() and not message.parts:
             await sink.emit(Notice("I can only read text messages."))
             return
         await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
@@ -327,6 +329,11 @@ class Agent:
     async def _user_turn(self, message: IncomingMessage, autonomy: Level | str, sink: Sink, *,
                          session_id: str | None = None,
                          run_allowlist: frozenset[str] | None = None) -> None:
+        content = [{"type": "text", "text": message.text}]
+        if message.parts:   # photos, documents, voice: checked here, inside the session's order
+            content = await self.media.user_content(message, sink)
+            if not content:
+                return      # every part was refused and there was no text: the sender was told
         session_id = session_id or await self.session_id(message)
         store, approvals = self.services.store, self.services.approvals
         turn = await self._turn(session_id, message.sender, message.chat, autonomy, sink,
@@ -337,7 +344,7 @@ class Agent:
         # (calls waiting for a tap, a user message left by a failed call): only the end is
         # checked then. A history read from the store is repaired in full.
         base = await self._prepared(turn, stored, size, repair=not cached)
-        user = {"role": "user", "content": [{"type": "text", "text": message.text}]}
+        user = {"role": "user", "content": content}
         if waiting:
             # Calls still waiting for a tap: the new message supersedes them (their tool_use gets
             # a "not completed" result from repair). Done before anything else, so a late tap
@@ -425,7 +432,7 @@ class Agent:
         return answer.text
 
     async def _call_model(self, turn: Turn, messages: list[dict[str, Any]]) -> Any:
-        params = self.prompt.params(turn, messages)
+        params = self.prompt.params(turn, await self.media.expand(messages))
 
         async def on_text(delta: str) -> None:
             await turn.sink.emit(TextDelta(delta))

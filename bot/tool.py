@@ -77,6 +77,16 @@ class CallContext:
     services: Any = None
     progress_sink: Callable[[str], Awaitable[None] | None] | None = None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    # The turn's sink: a tool hands the channel a `bot.events` event (e.g. FileOut) through
+    # `emit`, never calling a platform itself. None where no conversation is attached.
+    event_sink: Callable[[Any], Awaitable[None]] | None = None
+
+    async def emit(self, event: Any) -> bool:
+        """Give the channel an event; False when there is no conversation to show it in."""
+        if self.event_sink is None:
+            return False
+        await self.event_sink(event)
+        return True
 
     async def progress(self, text: str) -> None:
         """Report partial progress ("Scanning 120 files…"); channels show it throttled."""

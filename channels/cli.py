@@ -6,26 +6,34 @@ The first Ctrl-C stops what is in progress (the running turn; at the approval pr
 "no"; at an idle prompt it only says how to quit); a second Ctrl-C in a row, or Ctrl-D, quits.
 A request still waiting when the terminal quits is denied, never left pending. Works on a pipe
 as well as on a terminal.
+`/attach FILE [message]` sends a photo, document or voice note; a file the agent sends
+back (send_file) is already in the workspace, so its path is shown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 import signal
 import sys
 import threading
+from pathlib import Path, PurePath
 from typing import Any, TextIO
 
 from bot.events import (
     AgentAPI,
     ApprovalNeeded,
     ApprovalView,
+    AudioPart,
+    DocumentPart,
     Done,
     ErrorEvent,
     Event,
+    FileOut,
     IncomingMessage,
     Notice,
+    Part,
     TextDelta,
     ToolFinished,
     ToolProgress,
@@ -44,6 +52,10 @@ CHAT = "local"
 CHOICES = {"y": "approve", "yes": "approve", "a": "always", "always": "always",
            "n": "deny", "no": "deny", "": "deny"}
 QUIT_HINT = "(press Ctrl-C again or Ctrl-D to quit)"
+ATTACH_HELP = ("Terminal only: /attach FILE [message] — send a photo, PDF, text/code file or voice "
+               "note (quote a path with spaces).")
+AUDIO_SUFFIXES = (".ogg", ".oga", ".opus", ".mp3", ".m4a", ".wav", ".webm", ".flac", ".aac")
+MAX_ATTACH_BYTES = 50_000_000   # the core applies the [media] limits; this bounds the read
 
 
 class TerminalSink:
@@ -86,6 +98,10 @@ class TerminalSink:
             self.write(f"  · {event.tool} failed: {event.summary}\n")
         elif isinstance(event, ApprovalNeeded):
             self.approvals.append(event.approval)
+        elif isinstance(event, FileOut):
+            caption = f" — {event.caption}" if event.caption else ""
+            self.write(f"📎 {event.path or event.name} ({len(event.data):,} bytes, in the "
+                       f"workspace){caption}\n")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -128,8 +144,33 @@ class TerminalChannel:
         """Job runs created at this terminal print here."""
         return self.sink if chat == CHAT else None
 
-    def _message(self, text: str) -> IncomingMessage:
-        return IncomingMessage(sender=SENDER, chat=CHAT, text=text, channel="cli")
+    def _message(self, text: str, parts: tuple[Part, ...] = ()) -> IncomingMessage:
+        return IncomingMessage(sender=SENDER, chat=CHAT, text=text, channel="cli", parts=parts)
+
+    async def _attach(self, line: str) -> IncomingMessage | None:
+        """`/attach FILE [message]` → a message carrying the file (its type is checked by the
+        core, by content); None after telling the user what is wrong."""
+        try:
+            words = shlex.split(line)[1:]
+        except ValueError as exc:
+            self.sink.write(f"/attach: {exc}\n")
+            return None
+        if not words:
+            self.sink.write(f"{ATTACH_HELP}\n")
+            return None
+        path = words[0]
+        try:
+            data = await asyncio.to_thread(_read_limited, path)
+        except OSError as exc:
+            self.sink.write(f"/attach: cannot read {path}: {exc.strerror or exc}\n")
+            return None
+        if data is None:
+            self.sink.write(f"/attach: {path} is larger than {MAX_ATTACH_BYTES:,} bytes\n")
+            return None
+        name = PurePath(path).name
+        part: Part = AudioPart(data, name, "audio/ogg") if PurePath(name).suffix.lower() in AUDIO_SUFFIXES \
+            else DocumentPart(data, name)
+        return self._message(" ".join(words[1:]), (part,))
 
     def _on_interrupt(self, exit_event: asyncio.Event) -> None:
         self._interrupts += 1
@@ -167,7 +208,8 @@ class TerminalChannel:
         except (NotImplementedError, RuntimeError):
             pass
         reader = LineReader(self.stdin, loop)
-        self.sink.write("myclaw — type a message, /help for commands, Ctrl-D to quit.\n")
+        self.sink.write("myclaw — type a message, /help for commands, /attach FILE to send a file, "
+                        "Ctrl-D to quit.\n")
         try:
             await self._loop(reader, exit_event)
             await self._deny_waiting()
@@ -210,7 +252,14 @@ class TerminalChannel:
             if not line.strip():
                 continue
             self._interrupts = 0
-            await self._run_turn(self.agent.handle(self._message(line), self.sink))
+            message = self._message(line)
+            if line.split(maxsplit=1)[0] == "/attach":
+                message = await self._attach(line)
+                if message is None:
+                    continue
+            await self._run_turn(self.agent.handle(message, self.sink))
+            if line.strip() == "/help":
+                self.sink.write(f"{ATTACH_HELP}\n")
             while self.sink.approvals and not exit_event.is_set():
                 if not await self._ask(self.sink.approvals.pop(0), reader, exit_event):
                     return
@@ -264,6 +313,12 @@ class TerminalChannel:
             if choice is not None and (choice != "always" or always_offered):
                 return choice
             self.sink.write(f"Please answer {choices}, not {answer.strip()[:40]!r}: ")
+
+
+def _read_limited(path: str) -> bytes | None:
+    with Path(path).expanduser().open("rb") as handle:
+        data = handle.read(MAX_ATTACH_BYTES + 1)
+    return None if len(data) > MAX_ATTACH_BYTES else data
 
 
 def create(config: Any, agent: AgentAPI) -> TerminalChannel:

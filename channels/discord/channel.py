@@ -36,6 +36,7 @@ from channels.discord.approvals import (
     outcome_text,
 )
 from channels.discord.buttons import CommandButton
+from channels.discord.media import attachment_parts
 from channels.discord.sink import ChannelOutlet, DirectOutlet, InteractionOutlet, TurnSink
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ SLASH_COMMANDS = {   # name -> description when the agent offers none
     "undo": "Revert the last revertible action",
     "usage": "Your model spend today and this month",
 }
-ATTACHMENT_ONLY = "[the user sent an attachment without text; this channel can only pass text]"
+STICKER_ONLY = "[the user sent a sticker without text; this channel cannot show stickers]"
 NOT_HERE = "I don't answer in this server."
 
 
@@ -282,18 +283,20 @@ class DiscordChannel:
             if str(message.guild.id) not in self.guilds or not _addressed_to(message, me):
                 return
         text = _strip_mentions(message.content, me.id, message)
-        if not text:
-            # A bare mention asks what the bot can do; an attachment alone is described, so the
+        if not text and not message.attachments:
+            # A bare mention asks what the bot can do; a sticker alone is described, so the
             # agent still decides (pairing, silence for ignored senders) and the model can answer.
-            text = ATTACHMENT_ONLY if message.attachments or message.stickers else "/help"
+            text = STICKER_ONLY if message.stickers else "/help"
         outlet = ChannelOutlet(client, message.channel, message.author.id, in_guild=in_guild,
                                approvals_in_dm=self.approvals_in_dm,
                                reply_to=message.to_reference(fail_if_not_exists=False) if in_guild else None)
-        incoming = IncomingMessage(
-            sender=Sender.of("discord", message.author.id), chat=str(message.channel.id), text=text,
-            channel="discord", message_id=str(message.id), roles=_role_names(message.author),
-            is_group=in_guild, display_name=message.author.display_name)
         async with outlet.typing():
+            parts = await attachment_parts(message.attachments, self.config["media"])
+            incoming = IncomingMessage(
+                sender=Sender.of("discord", message.author.id), chat=str(message.channel.id),
+                text=text, channel="discord", message_id=str(message.id),
+                roles=_role_names(message.author), is_group=in_guild,
+                display_name=message.author.display_name, parts=parts)
             await self.agent.handle(incoming, TurnSink(outlet, self.desk))
 
 

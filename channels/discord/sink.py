@@ -11,6 +11,7 @@ the turn: the agent has already stored the conversation, and there is no one els
 
 from __future__ import annotations
 
+import io
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from bot.events import (
     Done,
     ErrorEvent,
     Event,
+    FileOut,
     Notice,
     TextDelta,
     ToolFinished,
@@ -51,6 +53,8 @@ class Outlet(Protocol):
     async def send_private(self, text: str) -> None: ...
 
     async def send_approval(self, text: str, view: discord.ui.View) -> discord.Message | None: ...
+
+    async def send_file(self, name: str, data: bytes, caption: str) -> None: ...
 
     def typing(self) -> Any: ...
 
@@ -131,6 +135,10 @@ class ChannelOutlet:
                             exc_info=True)
         return await self.send(text, view=view)
 
+    async def send_file(self, name: str, data: bytes, caption: str) -> None:
+        await self.channel.send(caption[:2000] or None, file=discord.File(io.BytesIO(data), filename=name),
+                                allowed_mentions=NO_MENTIONS)
+
     def typing(self) -> Any:
         return keep_typing(self.channel)
 
@@ -153,6 +161,10 @@ class DirectOutlet(ChannelOutlet):
 
     async def send_approval(self, text: str, view: discord.ui.View) -> discord.Message | None:
         return await self.send(text, view=view)
+
+    async def send_file(self, name: str, data: bytes, caption: str) -> None:
+        await (await self._dm()).send(caption[:2000] or None, allowed_mentions=NO_MENTIONS,
+                                      file=discord.File(io.BytesIO(data), filename=name))
 
     def typing(self) -> Any:
         return _no_typing()
@@ -181,6 +193,10 @@ class InteractionOutlet:
     async def send_approval(self, text: str, view: discord.ui.View) -> discord.Message | None:
         # Buttons live on a normal message: an ephemeral one cannot be edited after a restart.
         return await self.channel_outlet.send_approval(text, view)
+
+    async def send_file(self, name: str, data: bytes, caption: str) -> None:
+        await self.interaction.followup.send(caption[:2000], ephemeral=True, allowed_mentions=NO_MENTIONS,
+                                             file=discord.File(io.BytesIO(data), filename=name))
 
     def typing(self) -> Any:
         return _no_typing()
@@ -246,6 +262,9 @@ class TurnSink:
                 await self.outlet.send(event.text, view=view_for(event.buttons))
         elif isinstance(event, ErrorEvent):
             await self.outlet.send(f"⚠️ {event.message}")
+        elif isinstance(event, FileOut):
+            await self._flush_step_text()
+            await self.outlet.send_file(event.name, event.data, event.caption)
         elif isinstance(event, ApprovalNeeded):
             await self._flush_step_text()
             await self.desk.post_request(event.approval, self.outlet)

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Hashable
@@ -35,6 +36,7 @@ from bot.identity import Sender
 from channels.telegram import buttons
 from channels.telegram.approvals import outcome_message
 from channels.telegram.http import AiohttpRequest
+from channels.telegram.media import Attachments
 from channels.telegram.ordering import ChatOrderedProcessor
 from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
@@ -105,6 +107,7 @@ class TelegramChannel:
         self._groups = {str(g) for g in config["telegram"]["groups"]}
         self._app: Application | None = None
         self._messenger: Messenger | None = None
+        self._attachments: Attachments | None = None
         self._taps: TapHandler | None = None
         self._webhook: WebhookServer | None = None
         self._processor: ChatOrderedProcessor | None = None
@@ -154,6 +157,7 @@ class TelegramChannel:
         self._app = app
         self._username, self._bot_id = app.bot.username, app.bot.id
         self._messenger = Messenger(app.bot)
+        self._attachments = Attachments(app.bot, self.config["media"])
         self._taps = TapHandler(self._messenger, self.agent, self.settings)
         self._add_handlers(app)
         try:
@@ -261,6 +265,9 @@ class TelegramChannel:
         sink = ChatSink(self._messenger, self.agent, target, self.settings)
         sink.start_typing()
         try:
+            if self._attachments is not None and _has_attachments(message):
+                parts = await self._attachments.parts(message)
+                incoming = dataclasses.replace(incoming, parts=parts)
             await self.agent.handle(incoming, sink)
         finally:
             await sink.close()
@@ -272,8 +279,8 @@ class TelegramChannel:
         is_group = message.chat.type in GROUP_TYPES
         if message.chat.type not in ("private", *GROUP_TYPES):
             return None
-        # A photo or document caption is passed on as text; a sticker or voice note arrives as
-        # empty text and the agent answers it politely (after its own sender checks).
+        # A caption is the text of a photo, document or voice note (their files are fetched by
+        # _on_message); a sticker arrives as empty text and the agent answers it politely.
         text = message.text or message.caption or ""
         if is_group:
             if str(message.chat_id) not in self._groups:
@@ -367,6 +374,10 @@ class TelegramChannel:
                 await self._messenger.bot.send_message(chat.id, line)
             except TelegramError:
                 log.warning("telegram: could not tell chat %s about the failure", chat.id, exc_info=True)
+
+
+def _has_attachments(message: Message) -> bool:
+    return bool(message.photo or message.document or message.voice or message.audio)
 
 
 def create(config: Config, agent: AgentAPI) -> TelegramChannel:

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, InputFile, Message, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MAX_FLOOD_WAIT_SECONDS = 120.0
+MAX_PHOTO_BYTES = 10_000_000     # sendPhoto's limit; larger images go as documents (50 MB)
+CAPTION_LIMIT = 1024
+UPLOAD_TIMEOUT = 120.0
 NETWORK_ATTEMPTS = 3
 NETWORK_BACKOFF_SECONDS = 0.5
 
@@ -138,6 +141,26 @@ class Messenger:
                 return True
             raise DeliveryError(f"telegram edit failed: {exc.message}") from exc
         return True
+
+    async def send_file(self, chat_id: int, name: str, data: bytes, *, caption: str = "",
+                        media_type: str = "", thread_id: int | None = None) -> Message:
+        """Upload a file: as a photo when Telegram would show it as one, else as a document
+        (also when the photo upload is refused, e.g. for its proportions)."""
+        common: dict[str, Any] = {"chat_id": chat_id, "caption": caption[:CAPTION_LIMIT] or None,
+                                  "message_thread_id": thread_id, "write_timeout": UPLOAD_TIMEOUT,
+                                  "read_timeout": UPLOAD_TIMEOUT}
+        try:
+            if media_type in ("image/jpeg", "image/png") and len(data) <= MAX_PHOTO_BYTES:
+                try:
+                    return await self._retrying(lambda: self.bot.send_photo(
+                        photo=InputFile(data, filename=name), **common))
+                except BadRequest as exc:
+                    log.info("telegram refused %s as a photo (%s); sending it as a document",
+                             name, exc.message)
+            return await self._retrying(lambda: self.bot.send_document(
+                document=InputFile(data, filename=name), **common))
+        except TelegramError as exc:
+            raise DeliveryError(f"telegram file upload failed: {exc.message}") from exc
 
     async def typing(self, chat_id: int) -> None:
         """Best effort: a missed typing indicator is not worth a retry or an error."""

@@ -11,6 +11,7 @@ shared channel object. Rendering:
 - ApprovalNeeded: a request with ✅ Approve / ❌ Deny / ✅ Always buttons, or the same text with
   /approve and /deny commands when the buttons cannot be sent.
 - Notice(private=True) in a group goes to the sender's private chat, never to the group.
+- FileOut: the file uploaded (sendPhoto for a JPEG/PNG that fits, else sendDocument).
 - Done: the final answer, formatted and split; ErrorEvent: one line.
 A failed delivery is logged and never raised into the agent's turn.
 """
@@ -31,6 +32,7 @@ from bot.events import (
     Done,
     ErrorEvent,
     Event,
+    FileOut,
     Notice,
     TextDelta,
     ToolFinished,
@@ -112,6 +114,11 @@ class ChatSink:
         elif isinstance(event, Notice):
             await self._close_segment()
             await self._on_notice(event)
+        elif isinstance(event, FileOut):
+            await self._close_segment()
+            await self._messenger.send_file(self.target.chat_id, event.name, event.data,
+                                            caption=event.caption, media_type=event.media_type,
+                                            thread_id=self.target.thread_id)
         elif isinstance(event, Done):
             await self._finish_stream(event.text)
             await self._flush_status()

@@ -78,6 +78,9 @@ class FakeDiscord:
         self._interaction_messages: dict[str, int] = {}     # interaction token -> @original id
         self._interaction_channels: dict[str, int] = {}     # interaction token -> channel id
         self._dm_channels: dict[int, int] = {}              # user id -> DM channel id
+        self.cdn: dict[str, bytes] = {}          # path under /cdn/ -> attachment bytes
+        self.cdn_downloads: list[str] = []
+        self.uploads: list[dict[str, Any]] = []  # files the bot posted (multipart messages)
         self._ids = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
         self._seq = 0
@@ -91,6 +94,7 @@ class FakeDiscord:
         app = web.Application()
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        app.router.add_get("/cdn/{path:.+}", self._cdn_file)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -229,6 +233,24 @@ class FakeDiscord:
         self.messages[int(message["id"])] = message
         return message
 
+    def _attachment(self, channel_id: int, filename: str, data: bytes, content_type: str) -> dict[str, Any]:
+        attachment_id = self.snowflake()
+        path = f"attachments/{channel_id}/{attachment_id}/{filename}"
+        self.cdn[path] = data
+        url = f"http://127.0.0.1:{self.port}/cdn/{path}"
+        payload: dict[str, Any] = {"id": str(attachment_id), "filename": filename, "size": len(data),
+                                   "url": url, "proxy_url": url, "content_type": content_type}
+        if content_type.startswith("audio/"):
+            payload.update(duration_secs=3.0, waveform="AAAA", flags=1 << 13)
+        return payload
+
+    async def _cdn_file(self, request: web.Request) -> web.Response:
+        path = request.match_info["path"]
+        if path not in self.cdn:
+            return web.Response(status=404, text="Not Found")
+        self.cdn_downloads.append(path)
+        return web.Response(body=self.cdn[path], content_type="application/octet-stream")
+
     # --- what a test sends through the gateway -----------------------------------------------
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
@@ -243,12 +265,15 @@ class FakeDiscord:
     async def send_message(self, *, author_id: int, content: str, channel_id: int,
                            guild_id: int | None = None, roles: tuple[str, ...] = (),
                            mentions_bot: bool = False, reply_to: int | None = None,
-                           author_is_bot: bool = False, name: str = "") -> dict[str, Any]:
-        """A user posts `content`; `mentions_bot` also prefixes the bot's mention like a client."""
+                           author_is_bot: bool = False, name: str = "",
+                           attachments: tuple[tuple[str, bytes, str], ...] = ()) -> dict[str, Any]:
+        """A user posts `content`; `mentions_bot` also prefixes the bot's mention like a client.
+        `attachments`: (filename, bytes, content type), served from this fake's CDN."""
         author = self.user(author_id, name, bot=author_is_bot)
         if mentions_bot:
             content = f"<@{self.bot_id}> {content}"
         message = self._message(channel_id, author, {"content": content})
+        message["attachments"] = [self._attachment(channel_id, *a) for a in attachments]
         if mentions_bot:
             message["mentions"] = [self.bot_user]
         if guild_id is not None:
@@ -348,13 +373,25 @@ class FakeDiscord:
 
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["tail"]
-        body = await request.json() if request.can_read_body and request.content_type == \
-            "application/json" else None
+        if request.content_type == "multipart/form-data":
+            body = await self._multipart(request)
+        else:
+            body = await request.json() if request.can_read_body and request.content_type == \
+                "application/json" else None
         self.requests.append(Request(request.method, path, body, dict(request.query)))
         try:
             return await self._answer(request, path, body)
         finally:
             await self._notify()
+
+    async def _multipart(self, request: web.Request) -> dict[str, Any]:
+        """A message with files: `payload_json` plus `files[n]` parts (kept in `uploads`)."""
+        form = await request.post()
+        body = json.loads(str(form.get("payload_json") or "{}"))
+        files = [{"filename": v.filename, "content_type": v.content_type, "data": v.file.read()}
+                 for k, v in form.items() if k.startswith("files[") and isinstance(v, web.FileField)]
+        body["_files"] = files
+        return body
 
     async def _answer(self, request: web.Request, path: str, body: Any) -> web.StreamResponse:
         parts = path.strip("/").split("/")
@@ -394,7 +431,16 @@ class FakeDiscord:
         if method == "POST" and parts[2:] == ["messages"]:
             if any(self._dm_channels.get(user) == channel_id for user in self.refuse_dms):
                 return _json({"message": "Cannot send messages to this user", "code": 50007}, status=403)
-            return _json(self._message(channel_id, self.bot_user, body))
+            files = body.pop("_files", [])
+            if any(len(f["data"]) > 10 * 1024 * 1024 for f in files):
+                return _json({"message": "Request entity too large", "code": 40005}, status=413)
+            message = self._message(channel_id, self.bot_user, body)
+            for upload in files:
+                self.uploads.append({"channel_id": channel_id, **upload,
+                                     "content": body.get("content") or ""})
+                message["attachments"].append({"id": str(self.snowflake()), "filename": upload["filename"],
+                                               "size": len(upload["data"]), "url": "", "proxy_url": ""})
+            return _json(message)
         if method == "PATCH" and len(parts) == 4 and parts[2] == "messages":
             return self._edit(int(parts[3]), body)
         return _json({"message": "404: Not Found", "code": 0}, status=404)

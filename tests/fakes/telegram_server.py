@@ -137,6 +137,10 @@ class FakeTelegram:
         self._message_ids = itertools.count(1)
         self._callback_ids = itertools.count(1)
         self._rules: list[_FailRule] = []
+        self.files: dict[str, tuple[str, bytes]] = {}    # file_id -> (file_path, content)
+        self.downloads: list[str] = []                  # file paths fetched from /file/bot…
+        self.uploads: list[dict[str, Any]] = []         # files the bot sent (sendDocument/Photo)
+        self._file_ids = itertools.count(1)
         self._changed: asyncio.Condition | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.last_update_id = 0
@@ -150,6 +154,7 @@ class FakeTelegram:
         self._changed = asyncio.Condition()
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -233,6 +238,42 @@ class FakeTelegram:
         self.inject({"message": message})
         return message
 
+    def add_file(self, content: bytes, path: str) -> dict[str, Any]:
+        """Make `content` downloadable (getFile, then GET /file/bot<token>/<path>); returns the
+        fields a message's photo/document/voice object carries."""
+        number = next(self._file_ids)
+        file_id = f"file-{number}"
+        self.files[file_id] = (f"{path.rsplit('.', 1)[0]}_{number}.{path.rsplit('.', 1)[-1]}", content)
+        return {"file_id": file_id, "file_unique_id": f"unique-{number}", "file_size": len(content)}
+
+    def private_photo(self, user_id: int, content: bytes, caption: str | None = None,
+                      width: int = 1280, height: int = 960) -> dict[str, Any]:
+        """A photo as Telegram delivers it: a thumbnail and the full size (largest last)."""
+        small = {**self.add_file(content[:100], "photos/thumb.jpg"), "width": 90, "height": 68}
+        large = {**self.add_file(content, "photos/file.jpg"), "width": width, "height": height}
+        extra: dict[str, Any] = {"photo": [small, large]}
+        if caption is not None:
+            extra["caption"] = caption
+        return self.private_message(user_id, None, **extra)
+
+    def private_document(self, user_id: int, content: bytes, file_name: str, mime_type: str,
+                         caption: str | None = None) -> dict[str, Any]:
+        document = {**self.add_file(content, f"documents/{file_name}"), "file_name": file_name,
+                    "mime_type": mime_type}
+        extra: dict[str, Any] = {"document": document}
+        if caption is not None:
+            extra["caption"] = caption
+        return self.private_message(user_id, None, **extra)
+
+    def private_voice(self, user_id: int, content: bytes,
+                      forwarded_from: str | None = None) -> dict[str, Any]:
+        voice = {**self.add_file(content, "voice/file.oga"), "duration": 3, "mime_type": "audio/ogg"}
+        extra: dict[str, Any] = {"voice": voice}
+        if forwarded_from is not None:
+            extra["forward_origin"] = {"type": "hidden_user", "date": int(time.time()),
+                                       "sender_user_name": forwarded_from}
+        return self.private_message(user_id, None, **extra)
+
     def group_message(self, chat_id: int, user_id: int, text: str, *, mention: bool = False,
                       reply_to: dict[str, Any] | None = None) -> dict[str, Any]:
         chat = {"id": chat_id, "type": "supergroup", "title": "Team"}
@@ -290,10 +331,27 @@ class FakeTelegram:
         await self._record(call)
         return web.json_response({"ok": True, "result": call.result})
 
+    async def _download(self, request: web.Request) -> web.Response:
+        path = request.match_info["path"]
+        if request.match_info["token"] != self.token:
+            return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"},
+                                     status=401)
+        content = next((data for stored, data in self.files.values() if stored == path), None)
+        if content is None:
+            return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"},
+                                     status=404)
+        self.downloads.append(path)
+        await self._notify_async()
+        return web.Response(body=content, content_type="application/octet-stream")
+
     async def _params(self, request: web.Request) -> Params:
         form = await request.post()
         params: Params = {}
         for key, value in form.items():
+            if isinstance(value, web.FileField):
+                params[key] = {"filename": value.filename, "content_type": value.content_type,
+                               "data": value.file.read()}
+                continue
             if not isinstance(value, str) or key in _STRING_FIELDS:
                 params[key] = value
                 continue
@@ -373,6 +431,39 @@ class FakeTelegram:
         if params.get("reply_markup"):
             message["reply_markup"] = params["reply_markup"]
         self.messages[(chat_id, message["message_id"])] = message
+        return message
+
+    def _api_getFile(self, params: Params) -> dict[str, Any]:
+        file_id = str(params.get("file_id", ""))
+        if file_id not in self.files:
+            raise _ApiError("Bad Request: invalid file_id")
+        path, content = self.files[file_id]
+        return {"file_id": file_id, "file_unique_id": f"u-{file_id}", "file_size": len(content),
+                "file_path": path}
+
+    def _api_sendDocument(self, params: Params) -> dict[str, Any]:
+        return self._upload(params, "document")
+
+    def _api_sendPhoto(self, params: Params) -> dict[str, Any]:
+        return self._upload(params, "photo")
+
+    def _upload(self, params: Params, field_name: str) -> dict[str, Any]:
+        upload = params.get(field_name)
+        if not isinstance(upload, dict) or not upload.get("data"):
+            raise _ApiError(f"Bad Request: there is no {field_name} in the request")
+        if len(upload["data"]) > (10_000_000 if field_name == "photo" else 50_000_000):
+            raise _ApiError("Request Entity Too Large")
+        chat_id = int(params["chat_id"])
+        self.uploads.append({"method": field_name, "chat_id": chat_id, **upload,
+                             "caption": params.get("caption", "")})
+        message: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()),
+                                   "chat": {"id": chat_id, "type": "private", "first_name": "Ada"},
+                                   "from": self.bot_user}
+        if field_name == "photo":
+            message["photo"] = [{"file_id": "sent", "file_unique_id": "sent", "width": 1, "height": 1}]
+        else:
+            message["document"] = {"file_id": "sent", "file_unique_id": "sent",
+                                   "file_name": upload["filename"]}
         return message
 
     def _api_editMessageText(self, params: Params) -> dict[str, Any]:

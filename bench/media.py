@@ -1,0 +1,181 @@
+"""What a photo costs us: the added latency of a photo turn over a text turn (5 MB photo,
+scaling included), and the peak memory while a 20 MB photo is processed.
+
+    .venv/bin/python bench/media.py [--turns 10]
+
+Latency: whole turns through the real App against the fake Anthropic in its own process (zero
+delay), each in a fresh conversation, for a camera-like 12-megapixel photo and for a
+random-noise photo of the same weight (fewer pixels, but the costliest to decode per byte).
+"Our CPU" is this process's CPU time (all its threads, Pillow's worker thread included) — our
+own time, without the fake's. Targets: photo minus text
+under 50 ms of our own time (p50); peak memory for a 20 MB photo under +100 MiB (measured in a
+fresh process as the rise of its peak RSS while the photo goes from bytes to stored reference
+and prompt block).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ROOT, NullSink, fake_anthropic, make_config, percentile
+
+LATENCY_TARGET_MS = 50.0
+MEMORY_TARGET_MIB = 100.0
+
+
+def camera_jpeg(min_bytes: int) -> bytes:
+    """A 12-megapixel 4000×3000 JPEG like a phone's: smooth content plus sensor-like noise,
+    its quality raised until it weighs `min_bytes`."""
+    from PIL import Image
+
+    base = Image.linear_gradient("L").resize((4000, 3000)).convert("RGB")
+    image = Image.blend(base, Image.effect_noise((4000, 3000), 40).convert("RGB"), 0.35)
+    for quality in range(80, 100):
+        out = io.BytesIO()
+        image.save(out, "JPEG", quality=quality)
+        if out.tell() >= min_bytes:
+            return out.getvalue()
+    return out.getvalue()
+
+
+def noise_jpeg(min_bytes: int) -> bytes:
+    """A photo-like 4:3 JPEG (random pixels compress like a detailed photo, or worse)."""
+    from PIL import Image
+
+    width = int((min_bytes / 1.45 * 4 / 3) ** 0.5)
+    while True:
+        height = width * 3 // 4
+        out = io.BytesIO()
+        Image.frombytes("RGB", (width, height), os.urandom(width * height * 3)).save(out, "JPEG", quality=97)
+        if out.tell() >= min_bytes:
+            return out.getvalue()
+        width = int(width * 1.02)
+
+
+async def latency(turns: int) -> None:
+    from bot.app import App
+    from bot.events import ImagePart, IncomingMessage
+
+    photos = {"camera": camera_jpeg(5_000_000), "noise": noise_jpeg(5_000_000)}
+    kinds = ("text", *photos)
+    with fake_anthropic() as base_url:
+        app = await App.open(make_config(base_url))
+        walls: dict[str, list[float]] = {k: [] for k in kinds}
+        cpus: dict[str, list[float]] = {k: [] for k in kinds}
+        for i in range(turns + 2):       # the first two of each are warm-up
+            for kind in kinds:
+                parts = (ImagePart(photos[kind], "image/jpeg", "photo.jpg"),) if kind in photos else ()
+                message = IncomingMessage("cli:local", f"{kind}{i}", "what is this?", parts=parts)
+                wall, cpu = time.perf_counter(), time.process_time()
+                await app.agent.handle(message, NullSink())
+                if i >= 2:
+                    walls[kind].append((time.perf_counter() - wall) * 1000)
+                    cpus[kind].append((time.process_time() - cpu) * 1000)
+        await app.close()
+    print(f"media: photo turns vs text turns, {turns} each, each in a fresh conversation "
+          "(photos scaled to 1568 px)")
+    labels = {"text": "text turn", "camera": "photo turn: 12 MP camera-like JPEG",
+              "noise": "photo turn: 3.6 MP noise JPEG (worst case per byte)"}
+    for kind in kinds:
+        size = f", {len(photos[kind]) / 1e6:.1f} MB" if kind in photos else ""
+        print(f"  {labels[kind] + size:58} wall p50 {percentile(walls[kind], 50):7.1f} ms   "
+              f"our CPU p50 {percentile(cpus[kind], 50):7.1f} ms")
+    for kind in photos:
+        added = percentile(cpus[kind], 50) - percentile(cpus["text"], 50)
+        wall = percentile(walls[kind], 50) - percentile(walls["text"], 50)
+        print(f"  added by the {kind} photo: our CPU {added:.1f} ms (target < {LATENCY_TARGET_MS:.0f} ms) "
+              f"{'OK' if added < LATENCY_TARGET_MS else 'OVER TARGET'};   wall {wall:.1f} ms")
+    print(f"  (machine load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory. Read from /proc (VmHWM) where it exists: ru_maxrss
+    would include the parent's size inherited at fork."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # Linux: KiB
+
+
+def reset_peak() -> None:
+    """Start the peak over from the current size (Linux: "5" into clear_refs resets VmHWM)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
+def memory_probe(path: str) -> None:
+    """Run in a fresh process: the peak RSS rise while a 20 MB photo becomes a stored
+    reference and then a prompt block."""
+    from bot import config as config_mod
+
+    tmp = Path(tempfile.mkdtemp(prefix="myclaw-bench-media-"))
+    config = config_mod.from_dict({"agent": {"workspace": str(tmp / "ws")},
+                                   "store": {"path": str(tmp / "db")}}, env={"HOME": str(tmp)})
+    config.workspace.mkdir(parents=True)
+    asyncio.run(_probe(config, Path(path).read_bytes()))
+
+
+async def _probe(config: object, data: bytes) -> None:
+    import PIL.Image  # noqa: F401  (imported before the baseline: code, not processing)
+
+    from bot.events import CollectingSink, ImagePart, IncomingMessage
+    from bot.media.intake import MediaIntake
+    from bot.registry import Registry
+    from bot.services import Services
+    from bot.store import Store
+
+    async with Store(config.store_path) as store:
+        intake = MediaIntake(Services(config=config, store=store, registry=Registry()))
+        message = IncomingMessage("cli:local", "local", "", parts=(ImagePart(data, "image/jpeg"),))
+        reset_peak()
+        before = peak_rss_mib()
+        blocks = await intake.user_content(message, CollectingSink())
+        prompt = await intake.expand([{"role": "user", "content": blocks}])
+        after = peak_rss_mib()
+    image = prompt[0]["content"][1]
+    print(f"{len(data)} {after - before:.1f} {len(image['source']['data'])}")
+
+
+def memory() -> None:
+    with tempfile.NamedTemporaryFile(suffix=".jpg") as photo:
+        photo.write(noise_jpeg(20_000_000))
+        photo.flush()
+        out = subprocess.run([sys.executable, __file__, "--memory-probe", photo.name], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+    size, rise, encoded = int(out[0]), float(out[1]), int(out[2])
+    print(f"media: peak memory while processing a {size / 1e6:.1f} MB photo "
+          f"(check, scale, inbox, store, prompt block of {encoded / 1e6:.2f} MB base64)")
+    print(f"  peak RSS rise {rise:.1f} MiB (target < {MEMORY_TARGET_MIB:.0f} MiB) "
+          f"{'OK' if rise < MEMORY_TARGET_MIB else 'OVER TARGET'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--memory-probe", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_probe:
+        memory_probe(args.memory_probe)
+        return
+    asyncio.run(latency(args.turns))
+    memory()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""One incoming message's attachments → the content blocks of its user turn.
+
+Each part is checked on its own: a refused part becomes one clear notice to the sender (and a
+short note to the model, so it knows something was left out) while the caption and every other
+part still go through. CPU-bound work (Pillow, pypdf) runs in a worker thread. What the model
+gets (see attachments.py): reference blocks for photos and documents, the transcript of a voice
+note as the sender's own text — or, when someone else spoke it (a forwarded voice note), as
+untrusted data, like text taken from a document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from bot.events import AudioPart, DocumentPart, ImagePart, IncomingMessage, Notice, Part, Sink
+from bot.media.attachments import AttachmentStore, expand, is_reference, recent_hashes, reference
+from bot.media.documents import prepare_document
+from bot.media.images import prepare_image, sniff_image
+from bot.media.inbox import AUDIO_SUFFIXES, Inbox
+from bot.media.limits import MediaLimits, MediaRefused, megabytes
+from bot.media.transcribe import HOW_TO_ENABLE, Transcriber, TranscriptionError
+from bot.workspaces import workspace_for
+from bot.wrap import wrap_untrusted
+
+log = logging.getLogger(__name__)
+
+Block = dict[str, Any]
+IMAGE_KIND_SUFFIX = {"jpeg": ".jpg", "png": ".png", "gif": ".gif", "webp": ".webp"}
+
+
+class MediaIntake:
+    def __init__(self, services: Any):
+        self.config = services.config
+        self.limits = MediaLimits.from_config(self.config["media"])
+        self.attachments = AttachmentStore(services.store, self.config.data_dir / "attachments")
+        self.inbox = Inbox(services.store, self.limits.inbox_quota_bytes)
+        self.transcriber = Transcriber(self.config)
+
+    def workspace(self, sender: str) -> Path:
+        """Where `sender`'s uploads land: the workspace their file tools see."""
+        return workspace_for(self.config, sender)
+
+    # --- in: a message's parts ------------------------------------------------------------
+
+    async def user_content(self, message: IncomingMessage, sink: Sink) -> list[Block]:
+        """The user message's blocks; [] when nothing usable is left (the sender was told)."""
+        attached: list[Block] = []
+        spoken: list[Block] = []
+        notes: list[str] = []
+        for part in message.parts:
+            try:
+                blocks = await self._part(message.sender, part, sink)
+            except MediaRefused as exc:
+                await sink.emit(Notice(f"⚠️ {exc.message}"))
+                notes.append(f"[The user also sent {_name(part)}, which could not be used: "
+                             f"{exc.message}]")
+                continue
+            (attached if any(is_reference(b) for b in blocks) else spoken).extend(blocks)
+        if not attached and not spoken and not message.text.strip():
+            return []
+        text = "\n".join([*notes, message.text] if message.text.strip() else notes)
+        return [*attached, *spoken, *([{"type": "text", "text": text}] if text else [])]
+
+    async def _part(self, sender: str, part: Part, sink: Sink) -> list[Block]:
+        if isinstance(part, ImagePart):
+            return [await self._image(sender, part.data, part.name, sink)]
+        if isinstance(part, DocumentPart):
+            if sniff_image(part.data) is not None:     # a photo sent "as a file"
+                return [await self._image(sender, part.data, part.name, sink)]
+            return [await self._document(sender, part, sink)]
+        if isinstance(part, AudioPart):
+            return await self._audio(sender, part, sink)
+        raise MediaRefused(f"I could not fetch {part.name or 'an attachment'}: {part.reason}")
+
+    async def _image(self, sender: str, data: bytes, name: str, sink: Sink) -> Block:
+        prepared = await asyncio.to_thread(prepare_image, data, self.limits)
+        kind = sniff_image(data) or "jpeg"
+        saved = await self._save(sender, name, IMAGE_KIND_SUFFIX[kind], "photo", data, sink)
+        digest = await self.attachments.put("image", prepared.media_type, prepared.data)
+        return reference("image", digest, prepared.media_type, name=name, saved_as=saved,
+                         width=prepared.original_width, height=prepared.original_height)
+
+    async def _document(self, sender: str, part: DocumentPart, sink: Sink) -> Block:
+        prepared = await asyncio.to_thread(prepare_document, part.data, part.name, self.limits)
+        suffix = ".pdf" if prepared.kind == "pdf" else PurePosixPath(part.name.lower()).suffix
+        saved = await self._save(sender, part.name, suffix, "document", part.data, sink)
+        digest = await self.attachments.put(prepared.kind, prepared.media_type, prepared.data)
+        sizes = {"pages": prepared.pages} if prepared.kind == "pdf" else {"chars": prepared.chars}
+        return reference(prepared.kind, digest, prepared.media_type, name=part.name,
+                         saved_as=saved, untrusted=True, **sizes)
+
+    async def _audio(self, sender: str, part: AudioPart, sink: Sink) -> list[Block]:
+        if len(part.data) > self.limits.max_audio_bytes:
+            raise MediaRefused(f"This voice note is too large ({megabytes(len(part.data))}; the "
+                               f"limit is {megabytes(self.limits.max_audio_bytes)}).")
+        suffix = PurePosixPath(part.name.lower()).suffix
+        saved = await self._save(sender, part.name, suffix if suffix in AUDIO_SUFFIXES else ".audio",
+                                 "voice", part.data, sink)
+        if not self.transcriber.configured:
+            raise MediaRefused(HOW_TO_ENABLE)
+        try:
+            text = await self.transcriber.transcribe(part.data, part.name, part.media_type)
+        except TranscriptionError as exc:
+            kept = f" It is saved as {saved}." if saved else ""
+            raise MediaRefused(f"I couldn't transcribe your voice note: {exc.message}.{kept} "
+                               "Please try again later, or type your message.") from exc
+        if not text:
+            raise MediaRefused("I couldn't make out any words in that voice note.")
+        if part.spoken_by_sender:
+            await sink.emit(Notice(f"🎙 {text}"))
+            return [{"type": "text", "text": text}]
+        await sink.emit(Notice(f"🎙 (forwarded) {text}"))
+        # Someone else's words: data to consider, never the user's instructions.
+        return [{"type": "text", "text": "The user forwarded a voice note spoken by someone else. "
+                 "Its transcript:\n" + wrap_untrusted({"transcript": text}, "forwarded voice note")}]
+
+    async def _save(self, sender: str, name: str, suffix: str, fallback: str, data: bytes,
+                    sink: Sink) -> str:
+        """The workspace path of the saved upload, or "" when it could not be saved (the
+        attachment still reaches the model)."""
+        try:
+            return await self.inbox.save(self.workspace(sender), sender, name, suffix, fallback, data)
+        except MediaRefused as exc:
+            await sink.emit(Notice(f"⚠️ {exc.message}"))
+        except OSError as exc:
+            log.warning("upload not saved for %s: %s", sender, exc.strerror or type(exc).__name__)
+        return ""
+
+    # --- out: the history as the model reads it -------------------------------------------
+
+    async def expand(self, messages: list[Block]) -> list[Block]:
+        """References → image/document blocks (recent) or placeholders (older); see attachments.py."""
+        keep = self.limits.keep_images_turns
+        wanted = recent_hashes(messages, keep)
+        if not wanted and not any(is_reference(b) for m in messages for b in _blocks(m)):
+            return messages
+        return expand(messages, keep, await self.attachments.load(wanted))
+
+
+def _blocks(message: Block) -> list[Any]:
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
+def _name(part: Part) -> str:
+    name = getattr(part, "name", "")
+    return repr(name) if name else {"ImagePart": "a photo", "AudioPart": "a voice note"}.get(
+        type(part).__name__, "a file")

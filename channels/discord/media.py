@@ -1,0 +1,50 @@
+"""Attachments of a Discord message, fetched with discord.py's `Attachment.read()`.
+
+Images become image parts, audio (voice messages included) audio parts, anything else a
+document part; the core checks each by content. The declared size is checked against `[media]`
+before anything is downloaded; a failed download becomes an `UnavailablePart` with the reason.
+The CDN URL goes nowhere: the core gets bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import aiohttp
+import discord
+
+from bot.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
+
+log = logging.getLogger(__name__)
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB"
+
+
+async def attachment_parts(attachments: list[discord.Attachment], media: dict[str, Any]) -> tuple[Part, ...]:
+    return tuple([await _part(a, media) for a in attachments])
+
+
+async def _part(attachment: discord.Attachment, media: dict[str, Any]) -> Part:
+    kind = (attachment.content_type or "").split(";")[0].strip().lower()
+    name = attachment.filename or "attachment"
+    if kind.startswith("image/"):
+        limit = media["max_image_bytes"]
+    elif kind.startswith("audio/") or attachment.is_voice_message():
+        limit = media["max_audio_bytes"]
+    else:
+        limit = media["max_document_bytes"]
+    if attachment.size > limit:
+        return UnavailablePart(name, f"it is {_mb(attachment.size)}; the limit is {_mb(limit)}")
+    try:
+        data = await attachment.read()
+    except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+        log.warning("discord: downloading an attachment failed (%s)", type(exc).__name__)
+        return UnavailablePart(name, "the download from Discord failed; please send it again")
+    if kind.startswith("image/"):
+        return ImagePart(data, kind, name, attachment.width or 0, attachment.height or 0)
+    if kind.startswith("audio/") or attachment.is_voice_message():
+        return AudioPart(data, name, kind or "audio/ogg")
+    return DocumentPart(data, name, kind)

@@ -1,0 +1,90 @@
+"""send_file: send a workspace file (a chart, a converted document) to the chat of the conversation.
+
+Read-only and low risk: it reads one file inside the workspace sandbox (the same checks as
+fs_read: no path outside, no symlink escape, none of the bot's own files) and hands it to the
+channel as a `FileOut` event through the call context; the channel uploads it with its own
+library. The tool knows each platform's upload limit only as a number, so the model gets a clear
+error instead of a failed upload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mimetypes
+from typing import Any
+
+from bot.events import FileOut
+from bot.media.images import FORMATS, sniff_image
+from bot.tool import BaseTool, CallContext, ToolMeta, ToolUnsupportedError
+from tools._sandbox import display_path, read_regular_file, resolve_in_workspace
+
+# What each channel can upload (bytes). Telegram bots: 50 MB; Discord without boosts: 10 MiB.
+UPLOAD_LIMITS = {"telegram": 50_000_000, "discord": 10 * 1024 * 1024}
+DEFAULT_LIMIT = 50_000_000
+MAX_CAPTION = 1000
+
+
+class SendFile(BaseTool):
+    def __init__(self, workspace: str) -> None:
+        self.meta = ToolMeta(
+            name="send_file",
+            description=(
+                "Send a file from the workspace to the user, in the chat of this conversation "
+                "(e.g. a chart you made, a converted document, a photo they sent earlier from "
+                "inbox/). `path` is relative to the workspace; `caption` is an optional short "
+                "text shown with it. Size limits: Telegram 50 MB, Discord 10 MB."
+            ),
+            schema={
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "minLength": 1, "maxLength": 4096,
+                             "description": "File path relative to the workspace"},
+                    "caption": {"type": "string", "maxLength": MAX_CAPTION,
+                                "description": "Short text shown with the file"},
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+            has_side_effects=False,
+            risk="low",
+            returns_untrusted=False,
+            idempotent=False,
+            supports_dry_run=True,
+            capability_required=f"fs:read:{workspace}/*",
+        )
+
+    async def dry_run(self, ctx: CallContext, path: str, caption: str = "", **_: Any) -> dict[str, Any]:
+        real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False)
+        return {"summary": f"Send {display_path(ctx, real)} to this chat"}
+
+    async def execute(self, ctx: CallContext, path: str, caption: str = "", **_: Any) -> dict[str, Any]:
+        real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False)
+        shown = display_path(ctx, real)
+        limit = UPLOAD_LIMITS.get(ctx.channel, DEFAULT_LIMIT)
+        # Up to 50 MB: read in a worker thread, not on the event loop.
+        data, size = await asyncio.to_thread(read_regular_file, ctx, real, limit + 1)
+        if size > limit:
+            raise ToolUnsupportedError(
+                f"{shown} is {size / 1_000_000:.1f} MB; {ctx.channel} accepts files up to "
+                f"{limit / 1_000_000:.1f} MB.",
+                "Send a smaller file: compress it, split it, or reduce an image's size first.",
+                {"path": shown, "size_bytes": size})
+        event = FileOut(name=real.name, data=data, path=shown, caption=caption,
+                        media_type=_media_type(real.name, data))
+        if not await ctx.emit(event):
+            raise ToolUnsupportedError("There is no chat to send the file to.",
+                                       "Tell the user the file's path instead.")
+        return {"sent": shown, "size_bytes": size, "channel": ctx.channel}
+
+
+def _media_type(name: str, data: bytes) -> str:
+    kind = sniff_image(data)
+    if kind is not None:
+        return FORMATS[kind][1]
+    if data.startswith(b"%PDF-"):
+        return "application/pdf"
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+def build(config: Any = None) -> SendFile:
+    return SendFile(str(config.workspace) if config is not None else "<workspace>")
