@@ -394,3 +394,34 @@ async def test_a_grant_revoked_in_the_console_no_longer_covers_the_session(app, 
     assert "already revoked" in again.text
     revoked = [r for r in await audit(app, "grant") if r["outcome"] == "revoked"]
     assert [r["sender"] for r in revoked] == [OPERATOR]
+
+
+async def test_spend_is_charted_per_day_and_per_sender_once_usage_rows_carry_a_cost(app, http):
+    client = await logged_in(app, http)
+    store = app.services.store
+    columns = {row["name"] for row in await store.fetchall("PRAGMA table_info(usage)")}
+    if "cost" not in columns:  # the price table's migration adds it; until it lands, as it would
+        await store_support.execute(store, "ALTER TABLE usage ADD COLUMN cost REAL")
+    now = time.time()
+    for ts, sender, cost in ((now, "telegram:42", 1.25), (now - 86400, "telegram:42", 0.5),
+                             (now, "discord:7", 0.25), (now, "cli:local", None)):
+        await store_support.execute(
+            store, "INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
+                   " cache_read_tokens, cache_write_tokens, cost) VALUES (?, 's1', ?, 'm', 1000, 0, 0, 0, ?)",
+            (ts, sender, cost))
+    page = await client.get("/usage")
+    assert "Spend over the last 30 days: <b>2.00" in page.text
+    assert "Spend per day" in page.text and page.text.count("<svg") == 4
+    assert "telegram:42 · 1.75" in page.text and "discord:7 · 0.25" in page.text
+    assert "Model tokens (input + output) over the last 30 days: <b>4.0k</b>" in page.text
+
+
+async def test_without_any_priced_row_only_tokens_are_charted(app, http):
+    client = await logged_in(app, http)
+    await store_support.execute(
+        app.services.store, "INSERT INTO usage(ts, session_id, sender, model, input_tokens,"
+        " output_tokens, cache_read_tokens, cache_write_tokens)"
+        " VALUES (?, 's1', 'cli:local', 'm', 5, 5, 0, 0)",
+        (time.time(),))
+    page = await client.get("/usage")
+    assert "Spend" not in page.text and page.text.count("<svg") == 2

@@ -46,17 +46,17 @@ class Chart:
     empty: bool = False
 
 
-def compact(value: float, unit: str = "") -> str:
-    """12345 -> '12.3k'; money keeps two decimals."""
-    if unit == "$":
-        return f"${value:,.2f}"
+def compact(value: float, money: bool = False) -> str:
+    """12345 -> '12.3k'; money keeps two decimals (the currency is named by the page)."""
+    if money:
+        return f"{value:,.2f}"
     for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= size:
             return f"{value / size:.1f}{suffix}"
     return f"{value:g}"
 
 
-def columns(series: Sequence[tuple[str, float]], unit: str = "") -> Chart:
+def columns(series: Sequence[tuple[str, float]], money: bool = False) -> Chart:
     """One bar per (label, value), left to right; every few labels shown so they never overlap."""
     top = max((v for _, v in series), default=0.0)
     plot_w, plot_h = WIDTH - AXIS_LEFT - AXIS_RIGHT, COLUMNS_HEIGHT - AXIS_BOTTOM
@@ -65,13 +65,13 @@ def columns(series: Sequence[tuple[str, float]], unit: str = "") -> Chart:
     bars = []
     for i, (label, value) in enumerate(series):
         h = (value / top) * (plot_h - 8) if top > 0 else 0.0
-        bars.append(Bar(label[-5:], value, compact(value, unit), AXIS_LEFT + i * slot + slot * 0.15,
+        bars.append(Bar(label[-5:], value, compact(value, money), AXIS_LEFT + i * slot + slot * 0.15,
                         plot_h - h, slot * 0.7, h, show_label=(len(series) - 1 - i) % every == 0))
-    ticks = tuple(Tick(plot_h - f * (plot_h - 8), compact(top * f, unit)) for f in (0.0, 0.5, 1.0))
+    ticks = tuple(Tick(plot_h - f * (plot_h - 8), compact(top * f, money)) for f in (0.0, 0.5, 1.0))
     return Chart(WIDTH, COLUMNS_HEIGHT, tuple(bars), ticks if top > 0 else (), empty=top <= 0)
 
 
-def rows(series: Sequence[tuple[str, float]], unit: str = "") -> Chart:
+def rows(series: Sequence[tuple[str, float]], money: bool = False) -> Chart:
     """One labelled bar per (label, value), largest first."""
     ordered = sorted(series, key=lambda item: item[1], reverse=True)
     top = max((v for _, v in ordered), default=0.0)
@@ -79,5 +79,5 @@ def rows(series: Sequence[tuple[str, float]], unit: str = "") -> Chart:
     for i, (label, value) in enumerate(ordered):
         w = (value / top) * (WIDTH - 4) if top > 0 else 0.0
         shown = label if len(label) <= MAX_LABEL_CHARS else label[:MAX_LABEL_CHARS - 1] + "…"
-        bars.append(Bar(shown, value, compact(value, unit), 0.0, i * ROW_HEIGHT + 22, max(w, 1.0), 14))
+        bars.append(Bar(shown, value, compact(value, money), 0.0, i * ROW_HEIGHT + 22, max(w, 1.0), 14))
     return Chart(WIDTH, max(len(bars), 1) * ROW_HEIGHT + 4, tuple(bars), empty=top <= 0)
