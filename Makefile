@@ -86,6 +86,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/concurrency.py
 	$(BIN)/python bench/cache.py
 	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/console.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
