@@ -203,7 +203,7 @@ class ApprovalResolved:
     """An approval answered away from its channel's own buttons (e.g. in the web console)."""
 
     approval: ApprovalView
-    choice: str                        # approve | deny | always
+    choice: str                        # approve | deny | always | expire (nobody answered)
     resolver: str                      # who answered ("console:operator")
     resolved_at: float
     message_ref: str | None            # what the channel stored when it showed the request

@@ -45,3 +45,16 @@ async def test_approving_in_the_console_edits_the_discord_request_and_runs_the_t
     assert "Approved" in edited and OPERATOR in edited
     assert writer.executed == ["milk"]
     assert (await app.services.approvals.get(pending.id)).status == "executed"
+
+
+async def test_an_expired_request_shows_expired_on_discord_not_approved(running, fake_anthropic):
+    app, _, discord_fake, writer = running
+    fake_anthropic.script(reply(text("I'll write it."), tool_use("writer", {"note": "milk"})))
+    await discord_fake.send_message(author_id=ALICE, content="write milk", channel_id=ALICE_DM)
+    request = await discord_fake.wait_for_buttons(ALICE_DM)
+    (pending,) = await app.services.approvals.pending()
+    await app.agent.close_expired(pending)
+    await discord_fake.wait_for(lambda: discord_fake.messages[int(request["id"])]["components"] == [])
+    edited = discord_fake.messages[int(request["id"])]["content"]
+    assert "Expired" in edited and "Approved" not in edited and "myclaw" not in edited
+    assert writer.executed == []

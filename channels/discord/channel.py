@@ -253,17 +253,18 @@ class DiscordChannel:
                                       approvals_in_dm=self.approvals_in_dm), self.desk)
 
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
-        """An approval answered elsewhere (the web console): its request message shows the
-        outcome and loses its buttons, as after a click (bot.events.ApprovalSurface)."""
+        """An approval answered elsewhere (the web console) or expired: its request message
+        shows the outcome and loses its buttons, as after a click (bot.events.ApprovalSurface)."""
         client = self.client
         shown = parse_message_ref(outcome.message_ref)
         if client is None or shown is None:
             return
         chat, message_id = shown
         channel = client.get_channel(chat) or client.get_partial_messageable(chat)
-        status = "denied" if outcome.choice == "deny" else "approved"
-        label = label_for(status, outcome.resolver, always=outcome.choice == "always")
-        text = outcome_text(outcome.approval, label, outcome.resolver, outcome.resolved_at)
+        status = {"deny": "denied", "expire": "expired"}.get(outcome.choice, "approved")
+        resolver = None if outcome.choice == "expire" else outcome.resolver
+        label = label_for(status, resolver, always=outcome.choice == "always")
+        text = outcome_text(outcome.approval, label, resolver, outcome.resolved_at)
         try:
             await channel.get_partial_message(message_id).edit(
                 content=text[:2000], view=None, allowed_mentions=discord.AllowedMentions.none())
