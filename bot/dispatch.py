@@ -14,7 +14,7 @@ import json
 import logging
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot import history
@@ -23,7 +23,7 @@ from bot.events import Sink, ToolFinished, ToolProgress, ToolStarted
 from bot.grants import Grant, Scope, covering, scope_of
 from bot.identity import channel_of
 from bot.logs import Redactor
-from bot.policy import Caller, Decision, decide
+from bot.policy import TAINT_REASON, Caller, Decision, decide
 from bot.services import Services
 from bot.tool import (
     NO_PREVIEW,
@@ -32,6 +32,7 @@ from bot.tool import (
     ToolError,
     ToolInvalidArgsError,
     args_hash,
+    egress_of,
     model_view,
     risk_of,
     to_tool_error,
@@ -79,6 +80,9 @@ class Turn:
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     records: list[Record] = field(default_factory=list)  # written with the step's history
     log_calls: list[str] = field(default_factory=list)
+    # Untrusted content (a result of a `returns_untrusted` tool) has entered this turn: from
+    # now on the policy treats every call that can carry data out as at least medium risk.
+    tainted: bool = False
 
     def take_records(self) -> list[Record]:
         """The rows left by the calls so far; the turn keeps none of them."""
@@ -114,6 +118,21 @@ class StepCancelled(asyncio.CancelledError):
     def __init__(self, results: dict[str, dict[str, Any]]):
         super().__init__("step cancelled")
         self.results = results
+
+
+def tainted_since_user(messages: list[dict[str, Any]]) -> bool:
+    """Did untrusted content enter the current turn: is there a wrapped tool result after the
+    last plain user text? (A turn resumed after an approval starts from the stored history.)"""
+    for message in reversed(messages):
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, list):
+            continue
+        results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if not results:
+            return False  # plain user text: the turn started here
+        if any("<untrusted-" in json.dumps(b.get("content"), ensure_ascii=False) for b in results):
+            return True
+    return False
 
 
 def error_block(tool_use_id: str, error: ToolError, tool: Tool | None = None,
@@ -184,7 +203,8 @@ class Dispatcher:
         # policy still decides (deny stays deny, always_ask still asks).
         caller = Caller(turn.sender, turn.autonomy, turn.run_allowlist,
                         frozenset({name}) if grant is not None else frozenset())
-        decision = decide(tool.meta, risk, caller, registry.profile)
+        meta = tool.meta if not egress_of(tool, args) else replace(tool.meta, egress=True)
+        decision = decide(meta, risk, caller, registry.profile, tainted=turn.tainted)
         if decision.verdict != "allow":
             grant = None
         turn.log_calls.append(f"{name}:{decision.verdict}")
@@ -239,6 +259,8 @@ class Dispatcher:
                     summary = f"{summary}\n{diff}"
         if not summary:
             summary = f"{NO_PREVIEW}\n{tool.meta.name} {visible_json(args)}"
+        if turn.tainted and egress_of(tool, args):
+            summary += f"\nAsked because {TAINT_REASON}: it may be steering this call."
         if len(summary) > MAX_PREVIEW_CHARS:
             # One this long could not be read on a phone anyway.
             raise ToolInvalidArgsError(
@@ -252,6 +274,9 @@ class Dispatcher:
                       approver: str | None = None, grant: Grant | None = None,
                       summary: str | None = None) -> dict[str, Any]:
         name = tool.meta.name
+        # Set before running: a result or an error of such a tool may carry outside content,
+        # and a call cancelled midway may already have shown some to the model's next step.
+        turn.tainted = turn.tainted or tool.meta.returns_untrusted
         await turn.sink.emit(ToolStarted(call_id, name, args))
         started = time.time()
         try:

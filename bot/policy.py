@@ -12,6 +12,10 @@ admitted automatically), `excluded_tools` (removed from every non-CLI channel), 
 (ask → run), `always_ask` (run → ask). A per-run allowlist is a strict intersection (no MCP
 exception). `cli_only` tools never leave the CLI channel, and a side-effect tool without dry_run
 is never auto-approved.
+
+Taint: once a turn has read untrusted content, a call that can carry data out (`meta.egress`)
+is at least medium risk and is never auto-approved (not by the profile, not by an "Always"
+grant): read_only is refused, supervised is asked, full runs it (full means full).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from bot.identity import LEVELS, Level, channel_of
 from bot.tool import RISKS, Risk, ToolMeta
 
 Verdict = Literal["allow", "ask", "deny"]
+TAINT_REASON = "this turn has read untrusted content"
 
 MATRIX: dict[tuple[Risk, str], Verdict] = {
     ("low", "read_only"): "allow",
@@ -104,19 +109,25 @@ def access(meta: ToolMeta, caller: Caller, profile: Profile) -> Decision | None:
     return None
 
 
-def decide(meta: ToolMeta, risk: Risk, caller: Caller, profile: Profile) -> Decision:
+def decide(meta: ToolMeta, risk: Risk, caller: Caller, profile: Profile,
+           tainted: bool = False) -> Decision:
     """The decision for one call whose invocation risk is `risk`.
 
     The risk is never taken below the tool's floor (`meta.risk`, settled by ToolMeta), and an
     unknown value counts as high: the pure policy does not trust its caller to have applied
-    `risk_of` first.
+    `risk_of` first. `tainted`: the turn has read untrusted content; an egress call is then at
+    least medium and never auto-approved, since the content may be steering the model to send
+    data away.
     """
     denied = access(meta, caller, profile)
     if denied is not None:
         return denied
     risk = max_risk(risk if risk in RISKS else "high", meta.risk)
+    taint = tainted and meta.egress
+    if taint:
+        risk = max_risk(risk, "medium")
     base = MATRIX[(risk, caller.autonomy)]
-    where = f"{risk} risk at {caller.autonomy} autonomy"
+    where = f"{risk} risk at {caller.autonomy} autonomy" + (f" ({TAINT_REASON})" if taint else "")
     if base == "deny":
         return Decision("deny", f"{meta.name}: {where} is not allowed")
     previewable = not meta.has_side_effects or meta.supports_dry_run
@@ -124,7 +135,7 @@ def decide(meta: ToolMeta, risk: Risk, caller: Caller, profile: Profile) -> Deci
         return Decision("ask", f"{meta.name} is in the profile's always_ask")
     if base == "ask":
         auto = meta.name in profile.auto_approve or meta.name in caller.session_auto_approve
-        if auto and previewable:
+        if auto and previewable and not taint:
             return Decision("allow", f"{meta.name} is auto-approved ({where})")
         return Decision("ask", f"{where} needs approval")
     return Decision("allow", where)

@@ -15,7 +15,7 @@ from typing import Any
 
 from bot import commands, history
 from bot.approvals import ApprovalRequest, Resolution
-from bot.dispatch import Dispatcher, Planned, StepCancelled, Turn, error_block
+from bot.dispatch import Dispatcher, Planned, StepCancelled, Turn, error_block, tainted_since_user
 from bot.errors import ChannelError, LLMError
 from bot.events import (
     ApprovalNeeded,
@@ -384,6 +384,7 @@ class Agent:
 
     async def _loop(self, turn: Turn, messages: list[dict[str, Any]]) -> None:
         started = time.monotonic()
+        turn.tainted = turn.tainted or tainted_since_user(messages)
         usage: dict[str, int] = {}
         try:
             for _ in range(self.config["agent"]["max_steps"]):

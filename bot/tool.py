@@ -54,6 +54,9 @@ class ToolMeta:
     supports_dry_run: bool = False
     capability_required: str = ""
     cli_only: bool = False
+    # The call can carry data out of this machine (network, a remote side effect): after the
+    # turn has read untrusted content, the policy never lets such a call run unasked.
+    egress: bool = False
 
     def __post_init__(self) -> None:
         unpreviewable = self.has_side_effects and not self.supports_dry_run
@@ -126,7 +129,7 @@ def model_view(result: Any) -> Any:
 
 
 class BaseTool:
-    """Convenience base: side-effect-free tools get `dry_run = execute` for free."""
+    """Convenience base: side-effect-free tools without egress get `dry_run = execute` for free."""
 
     meta: ToolMeta
 
@@ -134,7 +137,9 @@ class BaseTool:
         raise NotImplementedError
 
     async def dry_run(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
-        if not self.meta.has_side_effects:
+        # An egress call is previewed to be asked about: running it to preview it would send
+        # the very data the approval is meant to stop. Its preview is its arguments, whole.
+        if not self.meta.has_side_effects and not self.meta.egress:
             return await self.execute(ctx, **args)
         return {"summary": NO_PREVIEW}
 
@@ -159,6 +164,15 @@ def args_hash(args: Any) -> str:
     canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                            default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def egress_of(tool: Tool, args: dict[str, Any]) -> bool:
+    """Can this call carry data out? `meta.egress`, or the tool's `egress_for(args)` (a tool
+    that reaches the network only for some arguments, like a shell command with network)."""
+    if tool.meta.egress:
+        return True
+    egress_for = getattr(tool, "egress_for", None)
+    return callable(egress_for) and egress_for(args) is True
 
 
 # --- errors ------------------------------------------------------------------------------

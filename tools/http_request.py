@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from bot.tool import BaseTool, CallContext, Risk, ToolException, ToolInvalidArgsError, ToolMeta
 from tools import _netguard
+from tools._urlrisk import carries_data
 from tools.web_fetch import decode
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -96,6 +97,7 @@ class HttpRequest(BaseTool):
         idempotent=False,
         supports_dry_run=True,
         capability_required="net:http",
+        egress=True,
     )
     examples: ClassVar[list[dict[str, Any]]] = [
         {"method": "POST", "url": "https://api.example.com/v1/notes", "json": {"text": "hello"}},
@@ -121,6 +123,8 @@ class HttpRequest(BaseTool):
             target = _netguard.parse_target(args.get("url", ""))
         except ToolException:
             return "high"
+        if carries_data(target):
+            return "medium"
         return "low" if _netguard.domain_matches(target.host, self.allow_domains) else "medium"
 
     async def dry_run(self, ctx: CallContext, method: str, url: str, headers: dict[str, str] | None = None,

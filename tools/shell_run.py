@@ -155,6 +155,9 @@ class ShellRun(BaseTool):
         shown = ", ".join(f"`{visible(p)[:40]}`" for p in programs)
         return "programs:" + " ".join(programs), shown
 
+    def egress_for(self, args: dict[str, Any]) -> bool:
+        return args.get("network") is True
+
     def risk_for(self, args: dict[str, Any]) -> Risk:
         return self.assess(str(args.get("command", "")), args.get("network") is True)[0]
 

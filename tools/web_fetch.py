@@ -8,10 +8,11 @@ from typing import Any, ClassVar
 import httpx
 
 from bot.offload import OverBudget, run_off_loop
-from bot.tool import BaseTool, CallContext, ToolMeta, ToolUnsupportedError
+from bot.tool import BaseTool, CallContext, Risk, ToolException, ToolMeta, ToolUnsupportedError
 from tools import _netguard
 from tools._html import DEFAULT_BUDGET_SECONDS as HTML_BUDGET_SECONDS
 from tools._html import Reduced, reduce_html, sniff_charset
+from tools._urlrisk import carries_data
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 TEXT_TYPES = frozenset({"application/json", "application/xml", "application/javascript",
@@ -78,10 +79,25 @@ class WebFetch(BaseTool):
         idempotent=True,
         supports_dry_run=True,
         capability_required="net:http:get",
+        egress=True,
     )
     # A loopback address: the guard refuses it before connecting, so the conformance suite
     # exercises the tool offline; even a broken guard could only reach this machine's port 9.
     examples: ClassVar[list[dict[str, Any]]] = [{"url": "http://127.0.0.1:9/"}]
+
+    def risk_for(self, args: dict[str, Any]) -> Risk:
+        try:
+            target = _netguard.parse_target(args.get("url", ""))
+        except ToolException:
+            return "medium"  # refused when run; no reason to run it unasked
+        return "medium" if carries_data(target) else "low"
+
+    async def dry_run(self, ctx: CallContext, url: str, **_: Any) -> dict[str, Any]:
+        # Never fetches: the approval shows the whole URL exactly as it would be sent.
+        target = _netguard.parse_target(url)
+        _netguard.Guard.from_context(ctx).check_literal(target)
+        return {"summary": f"GET {target.url}", "url": target.url,
+                "risk": self.risk_for({"url": url})}
 
     async def execute(self, ctx: CallContext, url: str, max_chars: int = DEFAULT_MAX_CHARS,
                       **_: Any) -> dict[str, Any]:

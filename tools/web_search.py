@@ -108,6 +108,7 @@ class WebSearch(BaseTool):
         risk="low",
         returns_untrusted=True,
         idempotent=True,
+        egress=True,
         supports_dry_run=True,
         capability_required="net:search",
     )

@@ -94,6 +94,7 @@ def tool_meta(spec: ServerSpec, remote: Any) -> ToolMeta:
         schema=strict_schema(remote.input_schema), has_side_effects=side_effects, risk=risk,
         returns_untrusted=override.get("returns_untrusted", True), idempotent=False,
         supports_dry_run=False, capability_required=f"mcp:{spec.name}",
+        egress=side_effects,  # a remote action can send whatever its arguments hold
     )
 
 
