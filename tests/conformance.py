@@ -131,7 +131,9 @@ async def check_dry_run(tool: Tool, ctx: CallContext, store: Store) -> None:
     tree_before = snapshot_tree(ctx.workspace)
     store_before = await snapshot_store(store)
     dry = await outcome(tool.dry_run(ctx, **args))
-    if tool.meta.has_side_effects:
+    # An egress tool's preview must not make the call (that would send what approval guards),
+    # so like a side-effect tool it only has to leave everything as it was.
+    if tool.meta.has_side_effects or tool.meta.egress:
         assert snapshot_tree(ctx.workspace) == tree_before, f"{tool.meta.name}: dry_run changed files"
         assert await snapshot_store(store) == store_before, f"{tool.meta.name}: dry_run wrote the store"
         if tool.meta.supports_dry_run and "result" in dry:
