@@ -146,7 +146,8 @@ async def test_an_always_grant_does_not_cover_a_tainted_egress_call(app_factory,
     (needed,) = sink.of(ApprovalNeeded)
     assert TAINT_REASON not in needed.approval.summary   # a clean turn: asked for the query
     fake_anthropic.script(text("it failed"))
-    await app.agent.resolve_approval(needed.approval.id, "telegram:7", "always", CollectingSink())
+    resolution = await app.agent.resolve_approval(needed.approval.id, "telegram:7", "always")
+    app.agent.resume_approval(resolution, CollectingSink())
     await app.agent.queue.drain(5)
     fake_anthropic.script(tool_use("http_request", query), text("granted"))
     sink = CollectingSink()
@@ -166,7 +167,8 @@ async def test_a_turn_resumed_after_an_approval_stays_tainted(app_factory, fake_
     (needed,) = sink.of(ApprovalNeeded)
     fake_anthropic.script(tool_use("web_fetch", {"url": "http://example.com/page"}), text("ok"))
     follow = CollectingSink()
-    await app.agent.resolve_approval(needed.approval.id, "telegram:7", "approve", follow)
+    resolution = await app.agent.resolve_approval(needed.approval.id, "telegram:7", "approve")
+    app.agent.resume_approval(resolution, follow)
     await app.agent.queue.drain(5)
     assert writer.executed == ["x"]
     (asked,) = follow.of(ApprovalNeeded)
