@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.delivery import Delivery
-from bot.events import Done, ErrorEvent, Event, Notice, Sink
+from bot.events import Button, Done, ErrorEvent, Event, Notice, Sink
 from bot.identity import LEVELS, Level
 from bot.jobs import Claim, Job
 
@@ -83,11 +83,11 @@ class AgentJobRunner:
         admission = await budgets.check_owner(job.owner, level)
         return "" if admission.allowed else admission.message
 
-    async def tell_owner(self, job: Job, text: str) -> None:
+    async def tell_owner(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> None:
         sink = self.delivery.sink(job.channel, job.chat, job.owner)
         if sink is not None:
             try:
-                await sink.emit(Notice(text))
+                await sink.emit(Notice(text, buttons=buttons))
             finally:
                 await _close(sink)
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from bot.events import Button
 from bot.jobs import Claim, Job, Jobs
 from bot.schedule import local_time
 
@@ -25,7 +26,7 @@ class JobRunner(Protocol):
     async def run(self, claim: Claim) -> tuple[bool, str]:
         """Run one claimed job; (succeeded, a short outcome for the job's record)."""
 
-    async def tell_owner(self, job: Job, text: str) -> None: ...
+    async def tell_owner(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> None: ...
 
 
 class Scheduler:
@@ -83,11 +84,12 @@ class Scheduler:
         job = await self.jobs.finish(claim, ok, detail)
         if job.status == "paused":
             await self._tell(job, f"⏰ {job.name} failed three times in a row and is paused. "
-                                  f"Resume it with /jobs resume {job.id}.")
+                                  f"Resume it with /jobs resume {job.id}.",
+                             (Button(f"Resume: {job.name[:24]}", f"/jobs resume {job.id}"),))
 
-    async def _tell(self, job: Job, text: str) -> None:
+    async def _tell(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> None:
         try:
-            await self.runner.tell_owner(job, text)
+            await self.runner.tell_owner(job, text, buttons)
         except Exception:  # the owner's chat may be gone; the store still has the record
             log.warning("could not tell %s about job %s", job.owner, job.id, exc_info=True)
 

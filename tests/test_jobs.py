@@ -195,7 +195,7 @@ async def test_two_stores_on_one_database_run_each_due_run_exactly_once(store_ba
                 ran.append(claim.job.id)
                 return True, "ok"
 
-            async def tell_owner(self, job: Any, words: str) -> None:
+            async def tell_owner(self, job: Any, words: str, buttons: Any = ()) -> None:
                 raise AssertionError(words)
 
         one, two = Scheduler(a, Runner(), clock), Scheduler(b, Runner(), clock)
@@ -217,7 +217,7 @@ async def test_a_run_cut_off_by_a_crash_is_reported_and_never_repeated(store_bac
         async def run(self, claim: Any) -> tuple[bool, str]:
             raise AssertionError("the interrupted run must not start again")
 
-        async def tell_owner(self, job: Any, words: str) -> None:
+        async def tell_owner(self, job: Any, words: str, buttons: Any = ()) -> None:
             told.append(words)
 
     async with store_backend.open() as store:
@@ -242,7 +242,7 @@ async def test_runs_missed_while_down_run_once_within_the_grace_period_else_are_
             ran.append(claim.scheduled_for)
             return True, "ok"
 
-        async def tell_owner(self, job: Any, words: str) -> None:
+        async def tell_owner(self, job: Any, words: str, buttons: Any = ()) -> None:
             told.append(words)
 
     async with store_backend.open() as store:
@@ -271,12 +271,15 @@ async def test_three_failures_in_a_row_pause_the_job_and_the_owner_can_resume_it
     clock = Clock()
     told: list[str] = []
 
+    pressed: list[str] = []
+
     class Failing:
         async def run(self, claim: Any) -> tuple[bool, str]:
             return False, "model down"
 
-        async def tell_owner(self, job: Any, words: str) -> None:
+        async def tell_owner(self, job: Any, words: str, buttons: Any = ()) -> None:
             told.append(words)
+            pressed.extend(b.command for b in buttons)
 
     async with store_backend.open() as store:
         jobs = Jobs(store, clock=clock)
@@ -290,6 +293,7 @@ async def test_three_failures_in_a_row_pause_the_job_and_the_owner_can_resume_it
             await scheduler.drain()
         paused = await jobs.get(job.id)
         assert paused.status == "paused" and f"/jobs resume {job.id}" in told[-1]
+        assert pressed == [f"/jobs resume {job.id}"]
         clock.now += 7200
         assert await scheduler.tick() == 0
         resumed = await jobs.resume(job.id, "telegram:1")
