@@ -196,6 +196,11 @@ class DiscordChannel:
         return run
 
     async def on_slash_command(self, interaction: discord.Interaction, name: str) -> None:
+        await self.on_command_tap(interaction, f"/{name}")
+
+    async def on_command_tap(self, interaction: discord.Interaction, command: str) -> None:
+        """A slash command or a command button: the command runs as a message from whoever
+        used it, answered to them alone."""
         if interaction.guild_id is not None and str(interaction.guild_id) not in self.guilds:
             await interaction.response.send_message(NOT_HERE, ephemeral=True)
             return
@@ -207,7 +212,7 @@ class DiscordChannel:
                                  approvals_in_dm=self.approvals_in_dm)
         sink = TurnSink(InteractionOutlet(interaction, fallback), self.desk)
         await self.agent.handle(IncomingMessage(
-            sender=Sender.of("discord", user.id), chat=str(channel.id), text=f"/{name}", channel="discord",
+            sender=Sender.of("discord", user.id), chat=str(channel.id), text=command, channel="discord",
             message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
             display_name=user.display_name), sink)
         if not sink.emitted:     # the agent stayed silent (an ignored sender): drop "thinking…"
@@ -215,23 +220,6 @@ class DiscordChannel:
                 await interaction.delete_original_response()
             except discord.HTTPException:
                 log.warning("discord: could not remove a deferred reply", exc_info=True)
-
-    async def on_command_tap(self, interaction: discord.Interaction, command: str) -> None:
-        """A command button: the command runs as a message from whoever tapped, answered to
-        them alone."""
-        if interaction.guild_id is not None and str(interaction.guild_id) not in self.guilds:
-            await interaction.response.send_message(NOT_HERE, ephemeral=True)
-            return
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        user = interaction.user
-        channel = interaction.channel or interaction.client.get_partial_messageable(interaction.channel_id)
-        in_guild = interaction.guild_id is not None
-        fallback = ChannelOutlet(interaction.client, channel, user.id, in_guild=in_guild,
-                                 approvals_in_dm=self.approvals_in_dm)
-        await self.agent.handle(IncomingMessage(
-            sender=Sender.of("discord", user.id), chat=str(channel.id), text=command, channel="discord",
-            message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
-            display_name=user.display_name), TurnSink(InteractionOutlet(interaction, fallback), self.desk))
 
     def private_sink_for(self, sender: str) -> TurnSink | None:
         """A DM to the user (opened when the first message is sent)."""
