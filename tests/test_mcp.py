@@ -180,6 +180,28 @@ async def test_broken_servers_are_reported_and_retried_while_the_good_one_serves
     assert names(registry, "flaky__") == names(registry, "off__") == set()
 
 
+async def test_stop_ends_supervision_even_when_the_transport_swallows_the_cancel(
+        start_manager, monkeypatch):
+    from bot.mcp import client as mcp_client
+
+    async def swallowing_serve_once(self):
+        # What the SDK's task groups can do to a cancel arriving mid-shutdown: turn it into an error.
+        try:
+            await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            pass
+        raise ConnectionError("closed while cancelling")
+
+    monkeypatch.setattr(mcp_client.ServerRunner, "_serve_once", swallowing_serve_once)
+    manager, _ = await start_manager({"flaky": echo_server()})
+    await manager.wait_for(lambda s: s["flaky"]["restarts"] >= 2, timeout=10)
+    supervisors = [t for t in asyncio.all_tasks() if t.get_name() == "mcp:flaky"]
+    async with asyncio.timeout(10):
+        await manager.stop()
+    assert supervisors and all(task.done() for task in supervisors)
+    assert manager.status()["flaky"]["state"] == "stopped"
+
+
 async def test_stop_ends_the_server_process_and_unregisters_its_tools(start_manager, ctx):
     manager, registry = await start_manager({"echo": echo_server()})
     pid = (await registry.get("echo__pid").execute(ctx))["structured"]["result"]

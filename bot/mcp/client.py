@@ -79,6 +79,7 @@ log = logging.getLogger(__name__)
 
 STABLE_AFTER_SECONDS = 60.0   # a connection that lived this long resets the backoff
 MAX_LIST_PAGES = 50
+STOP_ATTEMPTS, STOP_WAIT_SECONDS = 3, 5.0  # shutdown re-cancels a task that ignored cancel
 
 
 class ConnectionLost(ConnectionError):
@@ -185,6 +186,9 @@ class ServerRunner:
                             exc_info=None if repeated else exc)
             finally:
                 self.first_attempt.set()
+            if self.manager.stopping or _cancel_requested():
+                # The transport's task groups can swallow the cancel of stop(); never loop past it.
+                raise asyncio.CancelledError
             failures = 0 if time.monotonic() - started >= STABLE_AFTER_SECONDS else failures
             delay = min(self.manager.base_delay * 2 ** failures, self.manager.max_delay)
             failures += 1
@@ -312,6 +316,11 @@ async def _list_tools(client: Client) -> list[Any]:
     return tools
 
 
+def _cancel_requested() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _one_line(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -334,6 +343,7 @@ class MCPManager:
         self._tasks: list[asyncio.Task[None]] = []
         self._problems: dict[str, dict[str, Any]] = {}
         self._changed = asyncio.Event()
+        self.stopping = False
 
     async def start(self) -> None:
         """Start every enabled server; return once each has connected or failed its first try."""
@@ -363,9 +373,16 @@ class MCPManager:
 
     async def stop(self) -> None:
         """Stop every server (their processes are shut down) and unregister their tools."""
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.stopping = True
+        pending = set(self._tasks)
+        for _ in range(STOP_ATTEMPTS):  # again if a transport swallowed the first cancel
+            for task in pending:
+                task.cancel()
+            if not pending:
+                break
+            _, pending = await asyncio.wait(pending, timeout=STOP_WAIT_SECONDS)
+        for task in pending:
+            log.warning("MCP server task %s did not stop", task.get_name())
         self._tasks.clear()
         for runner in self._runners.values():
             runner.unregister_tools()
