@@ -30,7 +30,13 @@ MAX_WARNED = 100_000  # warnings remembered per period; a full set is simply cle
 
 
 class BudgetExceeded(LLMError):
-    """A spend limit is reached; `user_message` says which, when it resets, who can raise it."""
+    """A spend limit is reached; `user_message` says which, when it resets, who can raise it.
+    `approver_note` is set on the first refusal of a sender per limit and day: what the
+    approvers are told (later refusals are only audited once, never re-announced)."""
+
+    def __init__(self, sender: str, user_message: str, approver_note: str = ""):
+        super().__init__(f"budget reached for {sender}", user_message)
+        self.sender, self.approver_note = sender, approver_note
 
 
 @dataclass(frozen=True)
@@ -111,8 +117,10 @@ class Budgets:
         admission = await self.check(sender, level)
         if admission.allowed:
             return
-        await self._report_refusal(sender, admission)
-        raise BudgetExceeded(f"budget reached for {sender}", admission.message)
+        first = await self._report_refusal(sender, admission)
+        note = (f"Budget: {sender} was refused a model call. {_third_person(admission.message)}"
+                if first else "")
+        raise BudgetExceeded(sender, admission.message, note)
 
     async def warning(self, sender: str, level: str | None) -> str | None:
         """The 80% notice, once per sender, limit and period; None when there is nothing new."""
@@ -158,11 +166,12 @@ class Budgets:
                 f"{self.money(measure.limit)}). It resets "
                 f"{resets_text(measure.kind, period, self.ledger.clock())}.")
 
-    async def _report_refusal(self, sender: str, admission: Admission) -> None:
+    async def _report_refusal(self, sender: str, admission: Admission) -> bool:
+        """Audit the first refusal per sender, limit and day; True when this was the first."""
         message = admission.message
         key = (sender, admission.limit, self.ledger.period().day)
         if key in self._refusals:
-            return
+            return False
         if len(self._refusals) >= MAX_WARNED:
             self._refusals.clear()
         self._refusals.add(key)
@@ -170,6 +179,13 @@ class Budgets:
         async with self.ledger.store.transaction() as tx:
             await write_audit(tx, AuditEntry(sender=sender, decision="budget",
                                              outcome="refused", detail=message[:500]))
+        return True
+
+
+def _third_person(refusal: str) -> str:
+    """The sender's refusal text, reworded for the approvers who may raise the limit."""
+    return (refusal.replace("You have used", "They have used", 1)
+            .replace("; your message is saved.", "; their message is saved."))
 
 
 def resets_text(kind: str, period: Period, now: float) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from bot import commands, history
 from bot.approvals import ApprovalRequest, Resolution
+from bot.budgets import BudgetExceeded
 from bot.dispatch import Dispatcher, Planned, StepCancelled, Turn, error_block, tainted_since_user
 from bot.errors import ChannelError, LLMError
 from bot.events import (
@@ -151,16 +152,21 @@ class Agent:
     async def notify_approvers(self, turn: Turn, views: list[ApprovalView]) -> None:
         """Each approver gets a private copy of the requests they may answer; whichever copy is
         tapped first wins (the compare-and-set), then every copy shows the outcome."""
+        if views:
+            await self._to_approvers(turn.sender, [ApprovalNeeded(view) for view in views])
+
+    async def _to_approvers(self, about: str, events: list[Any]) -> None:
+        """Each approver but `about` gets `events` privately (when `notify_approvers` is on)."""
         delivery = self.services.delivery
-        if not views or delivery is None or not self.config["approvals"]["notify_approvers"]:
+        if delivery is None or not self.config["approvals"]["notify_approvers"]:
             return
-        for approver in sorted(self.services.approvals.approvers - {turn.sender}):
+        for approver in sorted(self.services.approvals.approvers - {about}):
             sink = delivery.private(approver)
             if sink is None:
                 continue
             try:
-                for view in views:
-                    await sink.emit(ApprovalNeeded(view))
+                for event in events:
+                    await sink.emit(event)
             finally:
                 close = getattr(sink, "close", None)
                 if close is not None:
@@ -251,6 +257,8 @@ class Agent:
         except LLMError as exc:
             log.warning("model call failed: %s", exc)
             await sink.emit(ErrorEvent(exc.user_message))
+            if isinstance(exc, BudgetExceeded) and exc.approver_note:
+                await self._to_approvers(exc.sender, [Notice(exc.approver_note)])
 
     async def _within_rate(self, message: IncomingMessage, sink: Sink) -> bool:
         limiter = self.services.rate_limits

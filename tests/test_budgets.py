@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.budgets import Budgets, until
-from bot.events import Done, ErrorEvent, Notice
+from bot.events import CollectingSink, Done, ErrorEvent, Notice
 from bot.prices import PriceTable
 from bot.spend import SpendLedger
 from bot.store import Store
@@ -203,3 +203,47 @@ async def test_slash_usage_all_lists_everyone_for_an_approver_and_no_one_else(ap
         "• telegram:1: $1.20 / $1.20 — at the daily limit",
         "• telegram:3: $0.20 / $0.20",
         "Everyone today: $1.40 of $20.00 (7%)"]
+
+
+class PrivateOutlet:
+    """Where a channel would deliver private messages: one collecting sink per recipient."""
+
+    def __init__(self) -> None:
+        self.sinks: dict[str, CollectingSink] = {}
+
+    def sink_for(self, chat: str, sender: str) -> None:
+        return None
+
+    def private_sink_for(self, sender: str) -> CollectingSink:
+        return self.sinks.setdefault(sender, CollectingSink())
+
+
+async def test_approvers_are_told_privately_once_when_a_sender_is_refused_for_budget(
+        app_factory, fake_anthropic):
+    app = await app_factory({"senders": SENDERS, "budgets": {"sender_daily": 1.0},
+                             "approvals": {"approvers": ["telegram:2", "telegram:4"]}})
+    outlet = PrivateOutlet()
+    app.services.delivery.register("telegram", outlet)
+    fake_anthropic.script(costing(1.2))
+    await say(app, "expensive", sender="telegram:1", chat="1")
+    for attempt in ("again", "and again"):
+        refused = await say(app, attempt, sender="telegram:1", chat="1")
+        assert refused.of(ErrorEvent)
+    assert set(outlet.sinks) == {"telegram:2", "telegram:4"}
+    for approver in ("telegram:2", "telegram:4"):
+        (note,) = notices(outlet.sinks[approver])  # the second refusal is not announced again
+        assert note.startswith("Budget: telegram:1 was refused a model call. They have used "
+                               "today's model budget ($1.20 of $1.00)")
+        assert "their message is saved" in note and "You have" not in note
+
+
+async def test_an_approver_refused_for_budget_is_not_told_about_themselves(app_factory,
+                                                                          fake_anthropic):
+    app = await app_factory({"senders": SENDERS, "budgets": {"sender_daily": 1.0},
+                             "approvals": {"approvers": ["telegram:2"]}})
+    outlet = PrivateOutlet()
+    app.services.delivery.register("telegram", outlet)
+    fake_anthropic.script(costing(1.2))
+    await say(app, "expensive", sender="telegram:2", chat="2")
+    assert (await say(app, "again", sender="telegram:2", chat="2")).of(ErrorEvent)
+    assert outlet.sinks == {}
