@@ -98,6 +98,28 @@ async def test_a_login_link_used_after_its_lifetime_fails(app, http):
     assert (await client.login(token)).status == 401
 
 
+async def test_a_flood_of_forged_links_adds_a_bounded_number_of_audit_rows_and_a_real_link_works(
+        app, http):
+    from bot.console.auth import REFUSED_AUDITS_PER_MINUTE
+
+    client = await open_console(app, http)
+    auth = app.console.context.auth
+    now = [1_000_000.0]
+    auth.clock = lambda: now[0]
+    forged = ["A" * 43, "not-a-token", "B" * 43] * 20
+    for token in forged:
+        assert (await client.login(token)).status == 401
+    token = await auth.issue_login()
+    assert (await client.login(token)).status == 303
+    rows = await audit(app, "console:login")
+    assert [r["outcome"] for r in rows] == ["refused"] * REFUSED_AUDITS_PER_MINUTE + ["ok"]
+    now[0] += 61  # the next minute: the first refusal audited counts the ones left out
+    assert (await client.login("C" * 43)).status == 401
+    last = (await audit(app, "console:login"))[-1]
+    left_out = len(forged) - REFUSED_AUDITS_PER_MINUTE
+    assert last["outcome"] == "refused" and f"(+{left_out} more refused, not audited)" in last["detail"]
+
+
 async def test_an_expired_session_is_refused(app, http):
     client = await logged_in(app, http)
     auth = app.console.context.auth

@@ -6,6 +6,10 @@ expires_at > now`) in the same transaction that creates the session: a replayed,
 link changes nothing. The session cookie is another random token, also stored hashed. Its CSRF
 token is an HMAC keyed by the session token, so it is bound to that one session, needs no
 storage, and a page from another site can neither read nor guess it.
+
+Refused logins are audited at most `REFUSED_AUDITS_PER_MINUTE` times a minute; the next audited
+row counts the ones left out, so a flood of guessed links cannot grow the audit log without bound
+(guessing cannot succeed: a token has 256 random bits) and a real link still works during one.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ TOKEN_BYTES = 32
 # token_urlsafe(32) gives 43 characters; anything else cannot be one of ours.
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43}")
 FORGET_AFTER_SECONDS = 7 * 86400       # used, expired and revoked rows are kept this long
+REFUSED_AUDITS_PER_MINUTE = 10
 
 
 def _hash(token: str) -> str:
@@ -51,6 +56,7 @@ class ConsoleAuth:
         self.login_ttl = float(login_ttl_seconds)
         self.session_ttl = float(session_ttl_seconds)
         self.clock = clock
+        self._refusals = _RefusalSampler(REFUSED_AUDITS_PER_MINUTE)
 
     async def issue_login(self, by: str = "cli:local") -> str:
         """A new one-time login token (returned once, stored only as its hash)."""
@@ -83,9 +89,14 @@ class ConsoleAuth:
                 await tx.execute(
                     "INSERT INTO console_sessions(token_hash, operator, created_at, expires_at)"
                     " VALUES (?, ?, ?, ?)", (_hash(session_token), OPERATOR, now, now + self.session_ttl))
-            await write_audit(tx, AuditEntry(
-                sender=OPERATOR, decision="console:login", outcome="ok" if won == 1 else "refused",
-                detail=(client[:80] if won == 1 else f"unknown, used or expired link {client[:80]}")))
+            if won == 1:
+                await write_audit(tx, AuditEntry(sender=OPERATOR, decision="console:login",
+                                                 outcome="ok", detail=client[:80]))
+            elif (left_out := self._refusals.admit(now)) is not None:
+                more = f" (+{left_out} more refused, not audited)" if left_out else ""
+                await write_audit(tx, AuditEntry(
+                    sender=OPERATOR, decision="console:login", outcome="refused",
+                    detail=f"unknown, used or expired link {client[:80]}{more}"))
         return session_token if won == 1 else None
 
     async def session(self, token: str | None) -> ConsoleSession | None:
@@ -129,3 +140,24 @@ def csrf_token(session_token: str) -> str:
 def csrf_matches(session: ConsoleSession, presented: object) -> bool:
     return isinstance(presented, str) and hmac.compare_digest(
         session.csrf.encode("ascii"), presented.encode("utf-8", "replace"))
+
+
+class _RefusalSampler:
+    """Lets `per_minute` refusals a minute through to the audit log and counts the rest."""
+
+    def __init__(self, per_minute: int):
+        self.per_minute = per_minute
+        self._window_start = float("-inf")
+        self._in_window = 0
+        self._left_out = 0
+
+    def admit(self, now: float) -> int | None:
+        """None: leave this refusal out. Else audit it, noting how many were left out before."""
+        if now - self._window_start >= 60:
+            self._window_start, self._in_window = now, 0
+        if self._in_window >= self.per_minute:
+            self._left_out += 1
+            return None
+        self._in_window += 1
+        left_out, self._left_out = self._left_out, 0
+        return left_out
