@@ -3,6 +3,11 @@
 Safety defaults, overridable per server or per tool: side effects assumed, risk high, output
 untrusted, no dry_run (the approval shows NO_PREVIEW). The input schema is closed where it declares
 properties, and results are flattened to text (binary content is described, not passed on).
+
+A server's descriptions reach the model inside the tool catalog, so they are the server's words,
+not the operator's: they are labelled as such, and characters that show nothing (zero-width,
+bidi controls, Unicode tags that can smuggle hidden text) are dropped from them and from every
+description and title in the input schema.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
+import unicodedata
 from typing import TYPE_CHECKING, Any
 
 from mcp_types import CallToolResult
@@ -87,15 +93,35 @@ def tool_meta(spec: ServerSpec, remote: Any) -> ToolMeta:
         log.warning("MCP %s/%s: side effects without preview are always high risk (risk %s ignored)",
                     spec.name, remote.name, risk)
         risk = "high"
-    description = " ".join((remote.description or remote.name).split())[:MAX_DESCRIPTION]
+    description = server_words(remote.description or remote.name)
     return ToolMeta(
         name=local_name(spec.name, remote.name),
-        description=f"[MCP server {spec.name}] {description}",
-        schema=strict_schema(remote.input_schema), has_side_effects=side_effects, risk=risk,
+        description=f"[MCP server {spec.name}; its own description, not the operator's] "
+                    f"{description}",
+        schema=_clean_texts(strict_schema(remote.input_schema)), has_side_effects=side_effects, risk=risk,
         returns_untrusted=override.get("returns_untrusted", True), idempotent=False,
         supports_dry_run=False, capability_required=f"mcp:{spec.name}",
         egress=side_effects,  # a remote action can send whatever its arguments hold
     )
+
+
+def server_words(text: str, limit: int = MAX_DESCRIPTION) -> str:
+    """A server-supplied text on one line, without invisible characters, at most `limit` long."""
+    shown = "".join(ch for ch in text if unicodedata.category(ch) not in _HIDDEN_CATEGORIES)
+    return " ".join(shown.split())[:limit]
+
+
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cn", "Cs"})
+
+
+def _clean_texts(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {key: server_words(value) if key in ("description", "title")
+                and isinstance(value, str) else _clean_texts(value)
+                for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_clean_texts(item) for item in schema]
+    return schema
 
 
 class MCPTool:
