@@ -179,18 +179,15 @@ class Receipts:
         return problems
 
     async def _stored_rows(self) -> AsyncIterator[dict[str, Any]]:
-        """Every receipt in id order, read in pages (PostgreSQL: its columns are typed, so a
-        tampered value is still text or a number) or streamed (SQLite: see _VERIFY_SQL)."""
-        if self.store.dialect == "postgresql":
-            after = 0
-            while page := await self.store.fetchall(_PAGE_SQL, (after, VERIFY_PAGE_ROWS)):
-                for row in page:
-                    yield dict(row)
-                after = page[-1]["id"]
-            return
-        async with self.store.db.execute(_VERIFY_SQL) as cursor:
-            async for raw in cursor:
-                yield _decode_row(raw)
+        """Every receipt in id order, read in pages through the store (PostgreSQL: its columns
+        are typed, so a tampered value is still text or a number; SQLite: see _VERIFY_SQL)."""
+        postgres = self.store.dialect == "postgresql"
+        sql, decode = (_PAGE_SQL, dict) if postgres else (_VERIFY_SQL, _decode_row)
+        after = 0
+        while page := await self.store.fetchall(sql, (after, VERIFY_PAGE_ROWS)):
+            for row in page:
+                yield decode(row)
+            after = page[-1]["page_key"]
 
     async def count(self) -> int:
         row = await self.store.fetchone("SELECT COUNT(*) AS n FROM receipts")
@@ -200,15 +197,15 @@ class Receipts:
 # A tampered row must be reported, not crash the check: text columns are read as hex (a byte
 # that is not UTF-8 would make sqlite3 raise while fetching), numbers as numbers when they are.
 _TEXT_FIELDS = ("session_id", "tool", "args_hash", "result_hash", "sender", "approver", "signature")
-_VERIFY_SQL = "SELECT " + ", ".join(
+_VERIFY_SQL = "SELECT rowid AS page_key, " + ", ".join(
     [f"CASE WHEN {c} IS NULL THEN NULL ELSE hex(CAST({c} AS BLOB)) END AS {c}" for c in _TEXT_FIELDS]
     + [f"CASE WHEN typeof({c}) IN ('integer', 'real') THEN {c} ELSE 'x' || hex({c}) END AS {c}"
        for c in ("id", "started_at", "finished_at")]
-) + " FROM receipts ORDER BY id"
+) + " FROM receipts WHERE rowid > ? ORDER BY rowid LIMIT ?"  # rowid: a tampered id stays orderable
 
 
 VERIFY_PAGE_ROWS = 1000
-_PAGE_SQL = (f"SELECT {', '.join(SIGNED_FIELDS)}, signature FROM receipts WHERE id > ?"
+_PAGE_SQL = (f"SELECT id AS page_key, {', '.join(SIGNED_FIELDS)}, signature FROM receipts WHERE id > ?"
              " ORDER BY id LIMIT ?")
 
 

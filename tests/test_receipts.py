@@ -144,6 +144,18 @@ async def test_a_deleted_receipt_leaves_a_reported_gap(receipts, store):
     assert await receipts.verify_all() == ["receipts 2-3 are missing (deleted?)"]
 
 
+async def test_verification_reads_in_pages_and_still_reports_each_problem_once(
+        receipts, store, monkeypatch):
+    monkeypatch.setattr("bot.receipts.VERIFY_PAGE_ROWS", 2)
+    for _ in range(7):
+        await issue(receipts)
+    await execute(store, "DELETE FROM receipts WHERE id = 3")
+    await execute(store, "UPDATE receipts SET tool = 'shell_run' WHERE id = 6")
+    problems = await receipts.verify_all()
+    assert len(problems) == 2 and problems[0] == "receipt 3 is missing (deleted?)"
+    assert problems[1].startswith("receipt 6 ") and "tampered" in problems[1]
+
+
 async def test_receipts_signed_under_another_key_do_not_verify(receipts, store):
     await issue(receipts)
     impostor = Receipts(store, b"k" * 32)
