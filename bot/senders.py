@@ -1,8 +1,9 @@
 """Who may talk to the bot, at which autonomy level, and how a stranger gets paired.
 
 A sender's level comes from, in order: an explicit `[senders]` entry, else a level granted by
-pairing (`granted_senders`), raised by Discord guild roles (`[discord] roles`) when those rank
-higher; a sender with none of these gets `[senders] unknown` ("pairing", "ignore" or a level).
+pairing (`granted_senders`), raised by the roles a channel reports with a message (e.g. Discord
+guild roles, mapped by that channel's `roles` table) when those rank higher; a sender with none
+of these gets `[senders] unknown` ("pairing", "ignore" or a level).
 
 Pairing: an unknown sender receives a short one-time code once; the operator grants a level on
 the terminal with `myclaw pair approve CODE [--level L]`. Codes expire, are rate limited per
@@ -19,7 +20,7 @@ from typing import Any
 from bot.audit import AuditEntry, write_audit
 from bot.config import Config
 from bot.errors import MyclawError
-from bot.identity import LEVELS, Access, Level, Stranger, channel_of, parse_access
+from bot.identity import CHANNELS, LEVELS, Access, Level, Stranger, channel_of, parse_access
 from bot.policy import highest_level
 from bot.store import Row, Store, Tx
 
@@ -43,7 +44,11 @@ class Senders:
         senders = config["senders"]
         self._explicit = {key: Level(level) for key, level in senders.items() if key != "unknown"}
         self._unknown = parse_access(senders.get("unknown", Stranger.PAIRING))
-        self._roles = {role: Level(level) for role, level in config["discord"]["roles"].items()}
+        # Per channel, the levels its roles map to: only channels configured with a `roles`
+        # table have role-derived levels (roles arrive with a message, never on their own).
+        self._roles = {channel: {role: Level(level) for role, level in table.items()}
+                       for channel in CHANNELS
+                       if (table := config.data.get(channel, {}).get("roles"))}
         self._code_ttl = float(config["pairing"]["code_ttl_seconds"])
         self._max_per_hour = int(config["pairing"]["max_codes_per_hour"])
 
@@ -55,7 +60,8 @@ class Senders:
         if level is None:
             level = await self.granted_level(sender)
         if roles and self._has_roles(sender):
-            role_levels = [self._roles[role] for role in roles if role in self._roles]
+            mapped = self._roles[channel_of(sender)]
+            role_levels = [mapped[role] for role in roles if role in mapped]
             level = highest_level([lvl for lvl in (level, *role_levels) if lvl]) or level
         return level or self._unknown
 
@@ -70,10 +76,9 @@ class Senders:
             return Level(at_request)
         return await self.autonomy(sender)
 
-    @staticmethod
-    def _has_roles(sender: str) -> bool:
-        """Only Discord messages carry roles (mapped by `[discord] roles`)."""
-        return channel_of(sender) == "discord"
+    def _has_roles(self, sender: str) -> bool:
+        """Does the sender's channel map roles to levels?"""
+        return channel_of(sender) in self._roles
 
     async def granted_level(self, sender: str) -> Level | None:
         row = await self.store.fetchone("SELECT level FROM granted_senders WHERE sender = ?",
