@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot import offload
 from bot.config import SECRET_ENV_VARS, Config
@@ -76,6 +76,12 @@ def approvers(config: Config) -> list[str]:
     return names
 
 
+class Stoppable(Protocol):
+    """A long-lived part the app stops at shutdown, in reverse order of starting."""
+
+    async def stop(self) -> None: ...
+
+
 class App:
     def __init__(self, config: Config, services: Services):
         from bot.runtime import Agent
@@ -85,7 +91,7 @@ class App:
         self.agent = Agent(services)
         self.expiry = ExpirySweeper(self.agent, min(15.0, config["approvals"]["timeout_seconds"] / 4))
         self.channels: dict[str, Any] = {}
-        self._extras: list[Any] = []  # other long-lived parts with async stop() (MCP, health)
+        self._extras: list[Stoppable] = []  # other long-lived parts (MCP, health, console…)
         self.console: ConsoleServer | None = None   # the web console, once started
         self._closed = False
         self._started = False

@@ -16,7 +16,10 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from bot.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ class CallContext:
     channel: str = "cli"
     chat: str = "local"
     workspace: Path = field(default_factory=Path.cwd)
-    services: Any = None
+    services: Services | None = None
     progress_sink: Callable[[str], Awaitable[None] | None] | None = None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     # The turn's sink: a tool hands the channel a `bot.events` event (e.g. FileOut) through
