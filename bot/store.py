@@ -37,6 +37,7 @@ import aiosqlite
 
 from bot.errors import StoreError
 from bot.migrations import MIGRATIONS
+from bot.store_hooks import TxHooks
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ Row = sqlite3.Row
 T = TypeVar("T")
 
 
-class Tx:
+class Tx(TxHooks):
     """One write transaction: its statements are committed together or not at all.
 
     Statements run on the inline connection directly, or (`thread` given) in one hop each to
@@ -57,8 +58,7 @@ class Tx:
     def __init__(self, conn: sqlite3.Connection, thread: aiosqlite.Connection | None = None):
         self._conn = conn
         self._thread = thread
-        self._on_commit: list[Callable[[], None]] = []
-        self._on_rollback: list[Callable[[], None]] = []
+        super().__init__()
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         if self._thread is None:
@@ -76,27 +76,6 @@ class Tx:
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         return await self._run(lambda conn: conn.execute(sql, params).fetchall())
-
-    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        # Read to the end, so a `RETURNING` statement always completes.
-        return next(iter(await self.fetchall(sql, params)), None)
-
-    def on_commit(self, callback: Callable[[], None]) -> None:
-        """Run `callback()` once the transaction has committed (never if it rolls back)."""
-        self._on_commit.append(callback)
-
-    def on_rollback(self, callback: Callable[[], None]) -> None:
-        """Run `callback()` if the transaction rolls back (or its commit fails)."""
-        self._on_rollback.append(callback)
-
-    def _finished(self, committed: bool) -> None:
-        callbacks = self._on_commit if committed else self._on_rollback
-        self._on_commit, self._on_rollback = [], []
-        for callback in callbacks:
-            try:
-                callback()
-            except Exception:  # a cache hook must not turn a committed write into a failure
-                log.exception("transaction %s callback failed", "commit" if committed else "rollback")
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:

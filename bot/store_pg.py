@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,6 +31,7 @@ import asyncpg
 from bot.errors import StoreError
 from bot.pg_dialect import numbered, pg_migrations
 from bot.store_factory import redact_url
+from bot.store_hooks import TxHooks
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +58,12 @@ def _params(params: Params | dict[str, Any]) -> Sequence[Any]:
     return params
 
 
-class PgTx:
+class PgTx(TxHooks):
     """One transaction on one pooled connection; the only way to write."""
 
     def __init__(self, conn: asyncpg.Connection):
         self._conn = conn
-        self._on_commit: list[Callable[[], None]] = []
-        self._on_rollback: list[Callable[[], None]] = []
+        super().__init__()
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; the number of rows it changed."""
@@ -77,27 +77,6 @@ class PgTx:
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         return await self._conn.fetch(numbered(sql), *_params(params))
-
-    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        # fetch, not fetchrow: a `RETURNING` statement always runs to the end.
-        return next(iter(await self.fetchall(sql, params)), None)
-
-    def on_commit(self, callback: Callable[[], None]) -> None:
-        """Run `callback()` once the transaction has committed (never if it rolls back)."""
-        self._on_commit.append(callback)
-
-    def on_rollback(self, callback: Callable[[], None]) -> None:
-        """Run `callback()` if the transaction rolls back (or its commit fails)."""
-        self._on_rollback.append(callback)
-
-    def _finished(self, committed: bool) -> None:
-        callbacks = self._on_commit if committed else self._on_rollback
-        self._on_commit, self._on_rollback = [], []
-        for callback in callbacks:
-            try:
-                callback()
-            except Exception:  # a cache hook must not turn a committed write into a failure
-                log.exception("transaction %s callback failed", "commit" if committed else "rollback")
 
 
 def _rowcount(status: str) -> int:
