@@ -26,6 +26,7 @@ from bot.tool import RISKS, Risk
 WHOLE_TOOL_KEY = "*"
 MAX_SCOPE_CHARS = 200
 CACHE_SIZE = 50_000
+TOPIC = "grants"   # invalidation topic: a session's grants changed (key: session id)
 
 
 class GrantError(MyclawError):
@@ -96,7 +97,8 @@ def _from_row(row: Any) -> Grant:
 
 class Grants:
     """Grants in the store, with each session's live grants cached (the per-call check must not
-    read the store); every write invalidates the session's entry once it commits."""
+    read the store); every write invalidates the session's entry once it commits, here and (on
+    a shared PostgreSQL store) in the other processes."""
 
     def __init__(self, store: Store, ttl_seconds: float = 86_400.0,
                  clock: Callable[[], float] = time.time):
@@ -104,18 +106,29 @@ class Grants:
         self.ttl_seconds = float(ttl_seconds)
         self.clock = clock
         self._cache: dict[str, tuple[Grant, ...]] = {}
+        self._generation = 0   # bumped when another process changes grants
+        store.subscribe(TOPIC, self._changed_elsewhere)
 
     async def for_session(self, session_id: str) -> tuple[Grant, ...]:
         cached = self._cache.get(session_id)
         if cached is None:
+            generation = self._generation
             rows = await self.store.fetchall(
                 "SELECT * FROM grants WHERE session_id = ? AND revoked_at IS NULL"
                 " AND expires_at > ? ORDER BY created_at", (session_id, self.clock()))
             cached = tuple(_from_row(r) for r in rows)
             if len(self._cache) >= CACHE_SIZE:
                 self._cache.clear()
-            self._cache[session_id] = cached
+            if generation == self._generation:  # else the rows may predate the other write
+                self._cache[session_id] = cached
         return cached
+
+    def _changed_elsewhere(self, session_id: str | None) -> None:
+        self._generation += 1
+        if session_id is None:
+            self._cache.clear()
+        else:
+            self._cache.pop(session_id, None)
 
     async def add(self, tx: Tx, *, session_id: str, sender: str, tool: str, scope: Scope,
                   risk: Risk, by: str, approval_id: str = "") -> Grant:
@@ -131,6 +144,7 @@ class Grants:
             sender=by, decision="grant", outcome="granted", session_id=session_id, tool=tool,
             detail=f"grant {grant.id} for {sender}: {grant.description}"))
         tx.on_commit(lambda: self._cache.pop(session_id, None))
+        tx.invalidate(TOPIC, session_id)
         return grant
 
     async def active_for(self, sender: str, session_id: str) -> list[Grant]:
@@ -149,6 +163,7 @@ class Grants:
                     sender=by, decision="grant", outcome="revoked", session_id=grant.session_id,
                     tool=grant.tool, detail=f"grant {grant.id}: {grant.description}"))
             tx.on_commit(lambda: self._cache.pop(grant.session_id, None))
+            tx.invalidate(TOPIC, grant.session_id)
         if not changed:
             raise GrantError(f"grant {grant.id} was already revoked")
         return grant

@@ -6,6 +6,10 @@ back), it is filled from the store on a miss. A write that leaves the history ou
 shape (two user messages in a row, tool calls followed by something other than their results)
 drops the session too: the next read loads it from the store, where it is repaired in full.
 Bounded by the total size of the cached histories, least recently used first out.
+
+Another process sharing a PostgreSQL store may write a session too: its notification `forget`s
+the session here. `generation` counts those, so a fill that read the store while one arrived
+is not kept (it may hold what was there before the other write).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ class HistoryCache:
         self.max_chars = max_chars
         self._entries: OrderedDict[str, tuple[Messages, int]] = OrderedDict()
         self._chars = 0
+        self.generation = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -33,8 +38,13 @@ class HistoryCache:
             return list(entry[0]), entry[1]
         return None
 
-    def put(self, session_id: str, messages: Messages, size: int) -> None:
+    def put(self, session_id: str, messages: Messages, size: int,
+            generation: int | None = None) -> None:
+        """Cache a history read from the store; not kept when another process wrote since
+        `generation` (the value when the read began)."""
         self.drop(session_id)
+        if generation is not None and generation != self.generation:
+            return
         self._entries[session_id] = (list(messages), size)
         self._chars += size
         self._evict()
@@ -61,6 +71,15 @@ class HistoryCache:
         self._entries.move_to_end(session_id)
         self._chars += added_chars
         self._evict()
+
+    def forget(self, session_id: str | None) -> None:
+        """Another process wrote `session_id` (None: any session may have changed)."""
+        self.generation += 1
+        if session_id is None:
+            self._entries.clear()
+            self._chars = 0
+        else:
+            self.drop(session_id)
 
     def drop(self, session_id: str) -> None:
         entry = self._entries.pop(session_id, None)

@@ -6,6 +6,8 @@ cache follows what was written: it takes the messages when the transaction commi
 the session when it rolls back, so no caller keeps it in step by hand. Each step's messages, the
 audit/receipt/undo rows of its tool calls, and its token usage and cost go to the store in one
 transaction (`write`); the spend ledger's running totals follow once it commits.
+Processes sharing a PostgreSQL store tell each other which sessions' histories they wrote
+(bot.pg_invalidation): the others forget their copy.
 """
 
 from __future__ import annotations
@@ -25,12 +27,18 @@ from bot.undo import UndoLog
 
 Messages = list[dict[str, Any]]
 
+HISTORY = "history"       # invalidation topic: a session's messages changed (key: session id)
+ACTIVE = "active_session"  # a chat's active session changed (key: `active_key(owner, chat)`)
 APPEND_SQL = "INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, ?)"
 
 
 def encode_contents(messages: Messages) -> list[str]:
     """Each message's content as stored (JSON text); its length is the cache's size unit."""
     return [json.dumps(m["content"], ensure_ascii=False) for m in messages]
+
+
+def active_key(owner: str, chat: str) -> str:
+    return f"{owner}\x1f{chat}"
 
 
 class Journal:
@@ -42,6 +50,7 @@ class Journal:
         self.undo = undo
         self.ledger = ledger or SpendLedger(store, None)  # without prices: rows carry no cost
         self.cache = cache or HistoryCache()
+        store.subscribe(HISTORY, self.cache.forget)
 
     # --- sessions ----------------------------------------------------------------------------
 
@@ -61,6 +70,7 @@ class Journal:
             await tx.execute(
                 "INSERT INTO sessions(id, sender, chat, channel, active, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, 1, ?, ?)", (session_id, owner, chat, channel, now, now))
+            tx.invalidate(ACTIVE, active_key(owner, chat))
         return session_id
 
     async def session_info(self, session_id: str) -> dict[str, Any] | None:
@@ -75,8 +85,9 @@ class Journal:
         cached = self.cache.get(session_id)
         if cached is not None:
             return *cached, True
+        generation = self.cache.generation
         stored, size = await self.stored(session_id)
-        self.cache.put(session_id, stored, size)
+        self.cache.put(session_id, stored, size, generation)
         return stored, size, False
 
     async def stored(self, session_id: str) -> tuple[Messages, int]:
@@ -99,11 +110,13 @@ class Journal:
         added = sum(map(len, texts))
         tx.on_commit(lambda: self.cache.extend(session_id, messages, added))
         tx.on_rollback(lambda: self.cache.drop(session_id))
+        tx.invalidate(HISTORY, session_id)
 
     async def replace(self, session_id: str, messages: Messages) -> None:
         """Rewrite a session's history (after repair or compaction) atomically."""
         async with self.store.transaction() as tx:
             await tx.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            tx.invalidate(HISTORY, session_id)
             await self.append(tx, session_id, messages)
             tx.on_commit(lambda: self.cache.drop(session_id))  # the next read loads it whole
 

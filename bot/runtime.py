@@ -34,7 +34,7 @@ from bot.events import (
 from bot.grants import may_offer
 from bot.hooks import run_session_hooks
 from bot.identity import Level, Stranger, channel_of
-from bot.journal import Journal
+from bot.journal import ACTIVE, Journal, active_key
 from bot.media.intake import MediaIntake
 from bot.prompt import PromptBuilder
 from bot.services import Services
@@ -55,12 +55,14 @@ class Agent:
         self.queue = SessionQueue()
         self.dispatcher = Dispatcher(services)
         self.prompt = PromptBuilder(services)
-        self._sessions: dict[tuple[str, str], str] = {}
+        self._sessions: dict[str, str] = {}   # active_key(owner, chat) -> session id
+        self._sessions_generation = 0          # bumped when another process changes one
         self._surfaces: dict[str, ApprovalSurface] = {}
         self._won: dict[str, ApprovalRequest] = {}   # answers won, not resumed yet
         self.journal = Journal(services.store, receipts=services.receipts, undo=services.undo,
                                ledger=services.spend)
         self.media = MediaIntake(services)
+        services.store.subscribe(ACTIVE, self._session_changed_elsewhere)
 
     # --- the channel-facing API (bot.events.AgentAPI) ------------------------------------
 
@@ -120,6 +122,7 @@ class Agent:
                                                     self._expired(request, sink)))
 
     async def _expired(self, request: Any, sink: Sink | None) -> None:
+        await self.services.store.catch_up()
         turn = await self._turn(request.session_id, request.sender, request.chat,
                                 request.autonomy or "read_only", sink or _NoChannel(),
                                 request.allowlist)
@@ -211,21 +214,31 @@ class Agent:
 
     async def session_id(self, message: IncomingMessage) -> str:
         """The active session of (sender, chat); remembered so a turn costs no lookup."""
-        key = (self._owner(message), message.chat)
+        owner = self._owner(message)
+        key = active_key(owner, message.chat)
         cached = self._sessions.get(key)
         if cached is None:
-            cached = await self.journal.active_session(*key, message.channel)
+            generation = self._sessions_generation
+            cached = await self.journal.active_session(owner, message.chat, message.channel)
             if len(self._sessions) >= SESSION_CACHE_SIZE:
                 self._sessions.clear()
-            self._sessions[key] = cached
+            if generation == self._sessions_generation:  # else it may be the replaced one
+                self._sessions[key] = cached
         return cached
+
+    def _session_changed_elsewhere(self, key: str | None) -> None:
+        self._sessions_generation += 1
+        if key is None:
+            self._sessions.clear()
+        else:
+            self._sessions.pop(key, None)
 
     async def new_session(self, message: IncomingMessage) -> str:
         old = await self.session_id(message)
         async with self.services.store.transaction() as tx:
             await self.services.approvals.supersede_session(tx, old)
         new = await self.journal.new_session(self._owner(message), message.chat, message.channel)
-        self._sessions[(self._owner(message), message.chat)] = new
+        self._sessions[active_key(self._owner(message), message.chat)] = new
         ctx = CallContext(sender=message.sender, session_id=new, channel=message.channel,
                           workspace=workspace_for(self.config, message.sender),
                           services=self.services)
@@ -337,6 +350,8 @@ class Agent:
     async def _user_turn(self, message: IncomingMessage, autonomy: Level | str, sink: Sink, *,
                          session_id: str | None = None,
                          run_allowlist: frozenset[str] | None = None) -> None:
+        # Whatever another process wrote before this turn's place in the order is in the caches.
+        await self.services.store.catch_up()
         content = [{"type": "text", "text": message.text}]
         if message.parts:   # photos, documents, voice: checked here, inside the session's order
             content = await self.media.user_content(message, sink)
@@ -501,6 +516,7 @@ class Agent:
 
     async def _resume(self, request: Any, resolver: str, sink: Sink) -> None:
         """Run (or refuse) the resolved call, then re-enter the loop from the stored history."""
+        await self.services.store.catch_up()
         autonomy = await self.services.senders.level_for_resume(request.sender, request.autonomy)
         turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
                                 request.allowlist)

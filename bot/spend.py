@@ -8,7 +8,10 @@ lookup, not a SUM over the table. That read happens inside a write transaction: 
 process can be committed between the SUM and the moment the total is remembered, and a row
 committed before is in the SUM (`committed` ignores totals not loaded yet), so nothing is
 counted twice or missed.
-Rows written by other processes sharing the database are seen at the next period's read.
+Rows written by other processes sharing a PostgreSQL store arrive as notifications carrying
+their id and cost (bot.pg_invalidation); a total counts one when the row's id is above the
+highest id it was read with. Write transactions run one at a time across processes, so ids are
+committed in order and that comparison neither misses nor doubles a row.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ _SENDER_SQL = ("SELECT COALESCE(SUM(cost), 0) AS month,"
                " COALESCE(SUM(CASE WHEN ts >= ? THEN cost ELSE 0 END), 0) AS day"
                " FROM usage WHERE sender = ? AND ts >= ?")
 _GLOBAL_SQL = "SELECT COALESCE(SUM(cost), 0) AS day FROM usage WHERE ts >= ?"
+_SEEN_SQL = "SELECT COALESCE(MAX(id), 0) AS seen FROM usage"
+TOPIC = "spend"
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class Totals:
 class _SenderTotals:
     day: float
     month: float
+    seen: int   # the highest usage id when these were read: rows above it are not in them
 
 
 class SpendLedger:
@@ -76,6 +82,8 @@ class SpendLedger:
         self._period = Period.at(clock())
         self._senders: dict[str, _SenderTotals] = {}
         self._global: float | None = None
+        self._global_seen = 0
+        store.subscribe(TOPIC, self._written_elsewhere)
 
     def period(self) -> Period:
         """The current period; moving into a new day (or month) forgets the old totals."""
@@ -94,11 +102,13 @@ class SpendLedger:
         commits. Returns the call's cost."""
         ts = self.clock()
         cost = self.prices.cost(model, usage) if self.prices is not None else None
-        await tx.execute(USAGE_SQL, (
+        row = await tx.fetchone(USAGE_SQL + " RETURNING id", (
             ts, session_id, sender, model, usage.get("input_tokens", 0),
             usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
             usage.get("cache_write_tokens", 0), cost))
         tx.on_commit(lambda: self.committed(sender, ts, cost))
+        if cost is not None and cost > 0 and row is not None:
+            tx.invalidate(TOPIC, f"{row['id']}\x1f{ts!r}\x1f{cost!r}\x1f{sender}")
         return cost
 
     def committed(self, sender: str, ts: float, cost: float | None) -> None:
@@ -112,6 +122,23 @@ class SpendLedger:
         if totals is not None:
             totals.day += cost
             totals.month += cost
+
+    def _written_elsewhere(self, key: str | None) -> None:
+        """Another process committed a priced row (None: rows may have been missed)."""
+        if key is None:
+            self._senders.clear()
+            self._global = None
+            return
+        row_id, ts, cost, sender = key.split("\x1f", 3)
+        period = self.period()
+        if not period.day_start <= float(ts) < period.day_end:
+            return
+        if self._global is not None and int(row_id) > self._global_seen:
+            self._global += float(cost)
+        totals = self._senders.get(sender)
+        if totals is not None and int(row_id) > totals.seen:
+            totals.day += float(cost)
+            totals.month += float(cost)
 
     async def record(self, *, session_id: str, sender: str, model: str,
                      usage: Mapping[str, int]) -> float | None:
@@ -134,14 +161,15 @@ class SpendLedger:
     async def _load(self, sender: str, period: Period) -> None:
         async with self.store.transaction() as tx:  # no row of ours commits in between
             row = await tx.fetchone(_SENDER_SQL, (period.day_start, sender, period.month_start))
+            seen = int((await tx.fetchone(_SEEN_SQL))["seen"])
             if self._global is None:
                 global_row = await tx.fetchone(_GLOBAL_SQL, (period.day_start,))
-                global_day = global_row["day"]
+                global_day, global_seen = global_row["day"], seen
             else:
-                global_day = self._global
+                global_day, global_seen = self._global, self._global_seen
             if period is self._period:  # the day did not change while we read
-                self._senders[sender] = _SenderTotals(float(row["day"]), float(row["month"]))
-                self._global = float(global_day)
+                self._senders[sender] = _SenderTotals(float(row["day"]), float(row["month"]), seen)
+                self._global, self._global_seen = float(global_day), global_seen
         if sender not in self._senders:  # the day changed under us: read the new one
             await self._load(sender, self.period())
 

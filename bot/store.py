@@ -7,7 +7,10 @@ The interface every backend implements (a PostgreSQL one translates the `?` plac
 - `Tx`, yielded by `async with store.transaction() as tx:` — the only way to write:
   `execute(sql, params) -> rowcount`, `executemany(sql, seq)`, `fetchone`/`fetchall` (reads
   and `... RETURNING` inside the transaction), `on_commit(callback)` and `on_rollback(callback)`
-  (caches keep themselves in step with what was written).
+  (caches keep themselves in step with what was written), and `invalidate(topic, key)`.
+- Caches of other processes' writes: `store.subscribe(topic, callback)`, `tx.invalidate(topic,
+  key)` and `await store.catch_up()` (bot/pg_invalidation.py). An SQLite store belongs to one
+  `myclaw run` process, so here they cost nothing and do nothing.
 
 SQL stays portable: qmark parameters, `ON CONFLICT ... DO NOTHING`, dates computed in Python.
 
@@ -76,6 +79,9 @@ class Tx(TxHooks):
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         return await self._run(lambda conn: conn.execute(sql, params).fetchall())
+
+    def invalidate(self, topic: str, key: str) -> None:
+        """Nothing to tell: no other process serves from this store."""
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -181,6 +187,14 @@ class Store:
     async def schema_version(self) -> int:
         (version,) = await (await self.db.execute("PRAGMA user_version")).fetchone()
         return int(version)
+
+    # --- caches of other processes' writes: none on SQLite -------------------------------
+
+    def subscribe(self, topic: str, callback: Callable[[str | None], None]) -> None:
+        """Nothing to subscribe to: this process is the store's only writer that serves turns."""
+
+    async def catch_up(self) -> None:
+        """Nothing to catch up with (see `subscribe`)."""
 
     # --- reads -------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -30,6 +31,7 @@ import asyncpg
 
 from bot.errors import StoreError
 from bot.pg_dialect import numbered, pg_migrations
+from bot.pg_invalidation import Callback, PgInvalidations, Subscribers, payloads
 from bot.store_factory import redact_url
 from bot.store_hooks import TxHooks
 
@@ -64,6 +66,7 @@ class PgTx(TxHooks):
     def __init__(self, conn: asyncpg.Connection):
         self._conn = conn
         super().__init__()
+        self._changes: list[tuple[str, str]] = []
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; the number of rows it changed."""
@@ -77,6 +80,14 @@ class PgTx(TxHooks):
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         return await self._conn.fetch(numbered(sql), *_params(params))
+
+    def invalidate(self, topic: str, key: str) -> None:
+        """Other processes drop their cached copy of `key` under `topic` once this commits."""
+        self._changes.append((topic, key))
+
+    async def _notify(self, channel: str, origin: str) -> None:
+        for payload in payloads(origin, self._changes):
+            await self._conn.execute("SELECT pg_notify($1, $2)", channel, payload)
 
 
 def _rowcount(status: str) -> int:
@@ -118,6 +129,9 @@ class PostgresStore:
         self._pool_max = pool_max
         self._pool: asyncpg.Pool | None = None
         self._write_lock = asyncio.Lock()
+        self._origin = secrets.token_hex(8)   # this process's notifications, to skip our own
+        self._subscribers = Subscribers()
+        self._invalidations: PgInvalidations | None = None
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r}, schema={self.schema!r})"
@@ -137,6 +151,7 @@ class PostgresStore:
                 init=_init_connection, reset=_reset_connection, server_settings=settings)
             if self._apply_migrations:
                 await self._migrate()
+            await self._listen()
         except (*CONNECTION_ERRORS, asyncpg.PostgresError, ValueError) as exc:
             await self.close()
             raise StoreError(f"cannot open the store at {self.location}: "
@@ -144,6 +159,9 @@ class PostgresStore:
         return self
 
     async def close(self) -> None:
+        if self._invalidations is not None:
+            invalidations, self._invalidations = self._invalidations, None
+            await invalidations.close()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
@@ -173,6 +191,32 @@ class PostgresStore:
                 await conn.execute(
                     "INSERT INTO migrations(number, description, applied_at) VALUES ($1, $2, $3)",
                     number, description, time.time())
+
+    async def _listen(self) -> None:
+        schema = self.schema or await self.pool.fetchval("SELECT current_schema()")
+        settings = {"search_path": self.schema} if self.schema else {}
+        self._invalidations = PgInvalidations(
+            lambda: asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_S, server_settings=settings),
+            schema, self._subscribers, self._origin)
+        await self._invalidations.start()
+
+    # --- caches of other processes' writes (bot.pg_invalidation) -------------------------
+
+    def subscribe(self, topic: str, callback: Callback) -> None:
+        """Call `callback(key)` when another process commits `tx.invalidate(topic, key)`
+        (`key` None: anything under any topic may have changed)."""
+        self._subscribers.add(topic, callback)
+
+    async def catch_up(self) -> None:
+        """Return once every other process's write committed before now has been applied to
+        this process's caches."""
+        if self._invalidations is None:
+            raise StoreError("the store is not open")
+        try:
+            await self._invalidations.catch_up()
+        except (*CONNECTION_ERRORS, asyncpg.PostgresError) as exc:
+            raise StoreError(f"the store at {self.location} is unreachable: "
+                             f"{type(exc).__name__}") from exc
 
     async def schema_version(self) -> int:
         async with self.pool.acquire() as conn:
@@ -213,6 +257,8 @@ class PostgresStore:
             await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})")
             try:
                 yield tx
+                if tx._changes and self._invalidations is not None:
+                    await tx._notify(self._invalidations.channel, self._origin)
                 await conn.execute("COMMIT")
             except BaseException:
                 await _rollback(conn)
