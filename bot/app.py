@@ -165,7 +165,11 @@ class App:
 
     async def start_channels(self, names: list[str]) -> None:
         for name in names:
-            channel = channel_module(name).create(self.config, self.agent)
+            module = channel_module(name)
+            for lock, taken in module.exclusive_locks(self.config).items():
+                if not await self.services.store.hold(lock):
+                    raise ChannelError(taken)
+            channel = module.create(self.config, self.agent)
             await channel.start()
             self.channels[name] = channel
             if isinstance(channel, ApprovalSurface):  # approvals answered in the console show there

@@ -8,6 +8,7 @@ The interface every backend implements (a PostgreSQL one translates the `?` plac
   `execute(sql, params) -> rowcount`, `executemany(sql, seq)`, `fetchone`/`fetchall` (reads
   and `... RETURNING` inside the transaction), `on_commit(callback)` and `on_rollback(callback)`
   (caches keep themselves in step with what was written), and `invalidate(topic, key)`.
+- `await store.hold(name) -> bool`: a lock held by one process at a time (one Telegram poller).
 - Caches of other processes' writes: `store.subscribe(topic, callback)`, `tx.invalidate(topic,
   key)` and `await store.catch_up()` (bot/pg_invalidation.py). An SQLite store belongs to one
   `myclaw run` process, so here they cost nothing and do nothing.
@@ -187,6 +188,13 @@ class Store:
     async def schema_version(self) -> int:
         (version,) = await (await self.db.execute("PRAGMA user_version")).fetchone()
         return int(version)
+
+    # --- one process at a time --------------------------------------------------------------
+
+    async def hold(self, name: str) -> bool:
+        """Always granted: an SQLite store serves one `myclaw run` process (a second one polling
+        the same bot is caught by Telegram's own conflict answer)."""
+        return True
 
     # --- caches of other processes' writes: none on SQLite -------------------------------
 

@@ -19,6 +19,7 @@ The connection URL may carry a password: it is never logged or put into an error
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import secrets
 import time
@@ -132,6 +133,7 @@ class PostgresStore:
         self._origin = secrets.token_hex(8)   # this process's notifications, to skip our own
         self._subscribers = Subscribers()
         self._invalidations: PgInvalidations | None = None
+        self._held: list[asyncpg.Connection] = []   # connections holding `hold` locks
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r}, schema={self.schema!r})"
@@ -159,6 +161,9 @@ class PostgresStore:
         return self
 
     async def close(self) -> None:
+        held, self._held = self._held, []
+        for conn in held:
+            await conn.close()      # ends the session: its advisory locks go with it
         if self._invalidations is not None:
             invalidations, self._invalidations = self._invalidations, None
             await invalidations.close()
@@ -199,6 +204,25 @@ class PostgresStore:
             lambda: asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_S, server_settings=settings),
             schema, self._subscribers, self._origin)
         await self._invalidations.start()
+
+    # --- one process at a time --------------------------------------------------------------
+
+    async def hold(self, name: str) -> bool:
+        """Hold the lock `name` across every process on this database until the store closes
+        (or this process dies: the server ends the session and its locks); False when another
+        process holds it. The server sees a 64-bit hash of the name, never the name."""
+        key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+        conn = await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT_S)
+        try:
+            taken = await conn.fetchval("SELECT pg_try_advisory_lock($1)", key)
+        except BaseException:
+            await conn.close()
+            raise
+        if not taken:
+            await conn.close()
+            return False
+        self._held.append(conn)
+        return True
 
     # --- caches of other processes' writes (bot.pg_invalidation) -------------------------
 

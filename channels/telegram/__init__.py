@@ -12,6 +12,6 @@
     taps       a tap on an approval button
 """
 
-from channels.telegram.channel import TelegramChannel, check_token, create
+from channels.telegram.channel import TelegramChannel, check_token, create, exclusive_locks
 
-__all__ = ["TelegramChannel", "check_token", "create"]
+__all__ = ["TelegramChannel", "check_token", "create", "exclusive_locks"]

@@ -17,14 +17,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import hashlib
 import logging
 import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 
 from telegram import Bot, BotCommand, Message, MessageEntity, Update
-from telegram.error import InvalidToken, NetworkError, TelegramError
+from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, ContextTypes, MessageHandler
 from telegram.ext import filters as tg_filters
 
@@ -48,6 +50,9 @@ log = logging.getLogger(__name__)
 TOKEN_SHAPE = re.compile(r"^\d{3,20}:[A-Za-z0-9_-]{10,100}$")
 ALLOWED_UPDATES = ["message", "callback_query"]
 GROUP_TYPES = ("group", "supergroup")
+ANOTHER_POLLER = ("another process is already polling Telegram with this bot token (Telegram "
+                  "allows one getUpdates consumer): stop it, or run every replica with "
+                  "[telegram] mode = \"webhook\" behind a load balancer")
 
 
 def _token(config: Config) -> str:
@@ -83,6 +88,16 @@ async def check_token(config: Config) -> str:
         raise _start_error(exc, config, token) from exc
 
 
+def exclusive_locks(config: Config) -> dict[str, str]:
+    """What one process at a time may do with this configuration, as {lock name: why another
+    process cannot start}: polling, keyed by a hash of the token (the token itself is never
+    stored or logged). Webhook mode needs none: any replica may receive any update."""
+    if config["telegram"]["mode"] != "polling":
+        return {}
+    digest = hashlib.sha256(_token(config).encode()).hexdigest()
+    return {f"telegram-poller:{digest}": ANOTHER_POLLER}
+
+
 @dataclass(frozen=True)
 class _Addressed:
     """Whether a group message is meant for the bot, and its text without the mention."""
@@ -114,6 +129,7 @@ class TelegramChannel:
         self._username = ""
         self._bot_id = 0
         self._connected = False
+        self._stopping: asyncio.Task[None] | None = None   # polling given up after a conflict
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -174,7 +190,7 @@ class TelegramChannel:
         if pending:
             log.info("telegram: %d approval request(s) still pending; their buttons keep working",
                      len(pending))
-        self._connected = True
+        self._connected = self._stopping is None   # a conflict may have come meanwhile
         log.info("telegram connected as @%s (%s)", self._username, tg["mode"])
 
     async def _register_commands(self, app: Application) -> None:
@@ -194,15 +210,28 @@ class TelegramChannel:
         await app.bot.set_webhook(url=tg["webhook_url"], secret_token=secret,
                                   allowed_updates=ALLOWED_UPDATES)
 
-    @staticmethod
-    def _polling_error(exc: TelegramError) -> None:
-        log.warning("telegram polling error (retrying): %s", exc)
+    def _polling_error(self, exc: TelegramError) -> None:
+        if not isinstance(exc, Conflict):
+            log.warning("telegram polling error (retrying): %s", exc)
+            return
+        # Two pollers take turns being cut off; retrying would only keep the fight going.
+        if self._stopping is None:
+            log.error("telegram: %s", ANOTHER_POLLER)
+            self._connected = False
+            self._stopping = asyncio.get_running_loop().create_task(self._stop_polling())
+
+    async def _stop_polling(self) -> None:
+        app = self._app
+        if app is not None and app.updater is not None and app.updater.running:
+            await app.updater.stop()
 
     async def stop(self) -> None:
         self._connected = False
         app, self._app = self._app, None
         if app is None:
             return
+        if self._stopping is not None:
+            await self._stopping
         if app.updater is not None and app.updater.running:
             await app.updater.stop()
         if self._webhook is not None:
@@ -381,4 +410,5 @@ def _has_attachments(message: Message) -> bool:
 
 
 def create(config: Config, agent: AgentAPI) -> TelegramChannel:
+    """The channel, not started (App holds its `exclusive_locks` first)."""
     return TelegramChannel(config, agent)
