@@ -145,6 +145,9 @@ SCHEMA: dict[str, Any] = _obj({
         "roles": {"type": "object", "additionalProperties": _LEVEL},
         "approvals_in_dm": {"type": "boolean"},
         "guild_ready_timeout": {"type": "number", "minimum": 0},
+        "shard_count": {"type": "integer", "minimum": 0, "maximum": 65535},
+        "shard_ids": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                      "uniqueItems": True},
     }),
     "tools": {
         "type": "object",
@@ -262,7 +265,7 @@ DEFAULTS: dict[str, Any] = {
                  "groups": [], "webhook_url": "", "listen": "127.0.0.1", "port": 8443,
                  "webhook_path": "/telegram"},
     "discord": {"enabled": True, "guilds": [], "roles": {}, "approvals_in_dm": False,
-                "guild_ready_timeout": 2.0},
+                "guild_ready_timeout": 2.0, "shard_count": 0, "shard_ids": []},
     "tools": {
         "custom_paths": [],
         "shell_run": {"timeout_seconds": 60, "max_output_bytes": 50_000, "cpu_seconds": 60,
@@ -464,8 +467,20 @@ def from_dict(raw: dict[str, Any], source: Path | None = None,
             raise ConfigError(f"{origin}: [{section}] {key} = {config[section][key]!r}: "
                               f"not a usable path ({exc})") from exc
     _check_timezone(config, origin)
+    _check_shards(config, origin)
     prices.parse(config["prices"], config.origin)  # every priced model has all four rates
     return config
+
+
+def _check_shards(config: Config, origin: str) -> None:
+    count, ids = config["discord"]["shard_count"], config["discord"]["shard_ids"]
+    if ids and not count:
+        raise ConfigError(f"{origin}: [discord] shard_ids needs shard_count (how many shards the "
+                          "bot has in all, across every replica)")
+    wrong = [i for i in ids if i >= count] if count else []
+    if wrong:
+        raise ConfigError(f"{origin}: [discord] shard_ids {wrong} are not below shard_count = "
+                          f"{count} (shards are numbered from 0)")
 
 
 def _check_timezone(config: Config, origin: str) -> None:

@@ -6,6 +6,6 @@
     approvals  approval buttons (persistent DynamicItems) and what a tap does
 """
 
-from channels.discord.channel import DiscordChannel, create
+from channels.discord.channel import DiscordChannel, create, exclusive_locks
 
-__all__ = ["DiscordChannel", "create"]
+__all__ = ["DiscordChannel", "create", "exclusive_locks"]

@@ -8,12 +8,19 @@ pairing, undo, stop) is the agent's: this module only translates.
 
 `create(config, agent)` returns a `DiscordChannel`; `start()` logs in, syncs the slash commands,
 connects to the gateway and returns once READY (or raises `ChannelError` with one line).
+
+Replicas split the bot by shard (`[discord] shard_count`, `shard_ids`; discord.py's
+AutoShardedClient): Discord sends each guild's events to one shard (DMs to shard 0), so each
+guild is served by the one replica holding its shard. `exclusive_locks` names one lock per shard
+served, so two replicas never serve the same shard. Approvals and sessions live in the shared
+store: a tap reaching any replica resolves the request once and continues the conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import re
 from collections.abc import Iterator
@@ -59,6 +66,26 @@ def create(config: Config, agent: AgentAPI) -> DiscordChannel:
     return DiscordChannel(config, agent)
 
 
+def shards(config: Config) -> tuple[int, tuple[int, ...]]:
+    """(shards in all, the ones this process serves); (0, ()) when the bot is not sharded."""
+    section = config["discord"]
+    count = int(section["shard_count"])
+    return count, tuple(section["shard_ids"]) or tuple(range(count))
+
+
+def exclusive_locks(config: Config) -> dict[str, str]:
+    """One lock per shard this process serves ({name: why another process cannot start}),
+    keyed by a hash of the token (never the token); unsharded counts as shard 0 of 1."""
+    token = config.secret("DISCORD_BOT_TOKEN") or ""
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    count, ids = shards(config)
+    count, ids = (count, ids) if count else (1, (0,))
+    return {f"discord-shard:{digest}:{count}:{i}":
+            f"another process already serves Discord shard {i} of {count} with this bot token: "
+            "give each replica its own [discord] shard_ids (the same shard_count everywhere)"
+            for i in ids}
+
+
 def intents() -> discord.Intents:
     """Only what is used: guild metadata (roles), guild and DM messages, and their text."""
     wanted = discord.Intents.none()
@@ -97,6 +124,10 @@ class MyclawClient(discord.Client):
             await self.myclaw.on_message(message)
 
 
+class ShardedMyclawClient(MyclawClient, discord.AutoShardedClient):
+    """The same client over several gateway connections, one per shard this process serves."""
+
+
 class DiscordChannel:
     def __init__(self, config: Config, agent: AgentAPI):
         section = config["discord"]
@@ -132,9 +163,13 @@ class DiscordChannel:
         token = self.config.secret("DISCORD_BOT_TOKEN")
         if token is None:
             raise ChannelError("Discord: DISCORD_BOT_TOKEN is not set")
-        client = MyclawClient(self, self.desk, intents=intents(), max_messages=None,
-                              allowed_mentions=discord.AllowedMentions.none(),
-                              guild_ready_timeout=self.guild_ready_timeout)
+        count, ids = shards(self.config)
+        options: dict[str, Any] = dict(intents=intents(), max_messages=None,
+                                       allowed_mentions=discord.AllowedMentions.none(),
+                                       guild_ready_timeout=self.guild_ready_timeout)
+        client = (ShardedMyclawClient(self, self.desk, shard_count=count, shard_ids=list(ids),
+                                      **options) if count
+                  else MyclawClient(self, self.desk, **options))
         self.client = client
         tree = self._command_tree(client)
         try:

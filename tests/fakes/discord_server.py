@@ -8,7 +8,9 @@ The REST side records every request (`Request(method, path, json, query)`) and a
 channel uses: login, command sync, channel messages (create/edit), typing, DM channels,
 interaction callbacks and followups. The gateway sends HELLO, answers IDENTIFY with READY plus a
 GUILD_CREATE per configured guild, ACKs heartbeats, and lets a test dispatch MESSAGE_CREATE and
-INTERACTION_CREATE events. Tests wait on `wait_for(predicate)` (an asyncio.Condition), never on
+INTERACTION_CREATE events. Shards work as on Discord: an IDENTIFY for shard i of n gets the
+guilds with (id >> 22) % n == i, and each event goes to the connection of its guild's shard
+(DMs to shard 0). Tests wait on `wait_for(predicate)` (an asyncio.Condition), never on
 sleeps.
 """
 
@@ -83,6 +85,7 @@ class FakeDiscord:
         self.uploads: list[dict[str, Any]] = []  # files the bot posted (multipart messages)
         self._ids = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
+        self._shard_of: dict[web.WebSocketResponse, tuple[int, int]] = {}   # ws -> (id, count)
         self._seq = 0
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -253,10 +256,23 @@ class FakeDiscord:
 
     # --- what a test sends through the gateway -----------------------------------------------
 
+    @staticmethod
+    def shard_of(guild_id: int | None, count: int) -> int:
+        """The shard Discord sends a guild's events to (DMs go to shard 0)."""
+        return 0 if guild_id is None else (int(guild_id) >> 22) % count
+
+    def _serves(self, ws: web.WebSocketResponse, guild_id: int | None) -> bool:
+        shard, count = self._shard_of.get(ws, (0, 1))
+        return self.shard_of(guild_id, count) == shard
+
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        """Send an event to the connection of the shard it belongs to (every connection of an
+        unsharded client gets everything)."""
         self._seq += 1
         frame = json.dumps({"op": 0, "t": event, "s": self._seq, "d": data})
-        live = [ws for ws in self._sockets if not ws.closed]
+        guild = data.get("guild_id")
+        live = [ws for ws in self._sockets
+                if not ws.closed and self._serves(ws, int(guild) if guild else None)]
         if not live:
             raise AssertionError("no discord client is connected to the fake gateway")
         for ws in live:
@@ -349,6 +365,7 @@ class FakeDiscord:
                 await self._identify(ws, payload["d"])
         if ws in self._sockets:
             self._sockets.remove(ws)
+        self._shard_of.pop(ws, None)
         return ws
 
     async def _identify(self, ws: web.WebSocketResponse, data: dict[str, Any]) -> None:
@@ -356,13 +373,17 @@ class FakeDiscord:
             await ws.close(code=4014, message=b"Disallowed intent(s).")
             return
         self._sockets.append(ws)
+        shard, count = data.get("shard") or (0, 1)
+        self._shard_of[ws] = (shard, count)
+        served = [g for g in self.guilds.values() if self.shard_of(g.id, count) == shard]
         self._seq += 1
         ready = {"v": 10, "user": self.bot_user, "session_id": f"session-{len(self.identifies)}",
                  "resume_gateway_url": str(self.gateway_url), "private_channels": [],
                  "relationships": [], "application": {"id": str(self.application_id), "flags": 0},
-                 "guilds": [{"id": str(g), "unavailable": True} for g in self.guilds]}
+                 "guilds": [{"id": str(g.id), "unavailable": True} for g in served],
+                 "shard": [shard, count]}
         await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": self._seq, "d": ready}))
-        for guild in self.guilds.values():
+        for guild in served:
             self._seq += 1
             await ws.send_str(json.dumps({"op": 0, "t": "GUILD_CREATE", "s": self._seq,
                                           "d": self._guild_create(guild)}))
