@@ -193,9 +193,9 @@ def test_the_healthcheck_probes_healthz_where_the_seeded_config_serves_it(docker
     assert re.search(r"--interval=\d+s", check) and "CMD" in check
 
 
-def test_the_install_step_is_the_makefiles_pip_install(dockerfile):
+def test_the_install_step_is_the_makefiles_pip_install_with_the_postgres_extra(dockerfile):
     runs = instructions_named(dockerfile, "RUN")
-    assert any(re.search(r"\bpip install \.(\s|$)", run) for run in runs)
+    assert any(re.search(r"\bpip install \"\.\[postgres\]\"(\s|$)", run) for run in runs)
     assert re.search(r"pip install -q -e \.", (ROOT / "Makefile").read_text(encoding="utf-8"))
 
 
@@ -263,8 +263,19 @@ def compose() -> dict[str, Any]:
     return parse_yaml_subset((DEPLOY / "compose.yaml").read_text(encoding="utf-8"))
 
 
+def default_service(compose: dict[str, Any]) -> dict[str, Any]:
+    """The one service `docker compose up` starts (the others belong to a profile)."""
+    (service,) = [s for s in compose["services"].values() if "profiles" not in s]
+    return service
+
+
+def replicas_profile(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: s for name, s in compose["services"].items()
+            if "replicas" in (s.get("profiles") or [])}
+
+
 def test_compose_restarts_the_bot_and_reads_secrets_from_an_env_file(compose):
-    (service,) = compose["services"].values()
+    service = default_service(compose)
     assert service["restart"] == "unless-stopped"
     assert service["env_file"] == ["myclaw.env"]
     assert "environment" not in service  # secrets never written into the compose file
@@ -273,17 +284,44 @@ def test_compose_restarts_the_bot_and_reads_secrets_from_an_env_file(compose):
 
 
 def test_compose_keeps_state_on_a_named_volume_at_data(compose):
-    (service,) = compose["services"].values()
+    service = default_service(compose)
     volume, _, mount = service["volumes"][0].partition(":")
     assert mount == "/data"
     assert volume in compose["volumes"]
 
 
 def test_compose_hardens_the_container(compose):
-    (service,) = compose["services"].values()
+    service = default_service(compose)
     assert service["read_only"] == "true" and service["init"] == "true"
     assert service["cap_drop"] == ["ALL"]
     assert "no-new-privileges:true" in service["security_opt"]
+
+
+def test_the_replicas_profile_is_postgres_two_replicas_and_a_proxy_in_front_of_the_webhook(compose):
+    profile = replicas_profile(compose)
+    assert set(profile) == {"postgres", "replica-1", "replica-2", "proxy"}
+    port = config_mod.DEFAULTS["telegram"]["port"]
+    command = " ".join(profile["proxy"]["command"])
+    for name in ("replica-1", "replica-2"):
+        replica = profile[name]
+        assert f"--to {name}:{port}" in command
+        assert replica["env_file"] == ["myclaw.env"] and "ports" not in replica
+        assert replica["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+        assert replica["read_only"] == "true" and replica["cap_drop"] == ["ALL"]
+        assert "no-new-privileges:true" in replica["security_opt"]
+        assert replica["volumes"] == ["myclaw-shared:/data"]
+    published = [name for name, s in compose["services"].items() if "ports" in s]
+    assert published == ["proxy"]
+    assert not [name for name, s in compose["services"].items() if "environment" in s]
+
+
+def test_the_replicas_env_templates_hold_no_secret_value():
+    for name in ("postgres.env.example", "proxy.env.example"):
+        lines = [line for line in (DEPLOY / name).read_text().splitlines()
+                 if line and not line.startswith("#")]
+        assignments = dict(line.split("=", 1) for line in lines)
+        assert all(not value for key, value in assignments.items() if SECRET_NAME.search(key))
+    assert "POSTGRES_PASSWORD" in (DEPLOY / "postgres.env.example").read_text()
 
 
 def test_the_env_file_template_names_every_secret_and_holds_no_value():
@@ -457,7 +495,7 @@ def test_the_stop_timeouts_leave_room_for_the_shutdown_grace_the_docs_state(comp
     grace = config_mod.DEFAULTS["agent"]["shutdown_grace_seconds"]
     readme = " ".join((DEPLOY / "README.md").read_text(encoding="utf-8").split())
     assert f"`[agent] shutdown_grace_seconds` ({grace} s by default)" in readme
-    (service,) = compose["services"].values()
+    service = default_service(compose)
     assert service["stop_grace_period"] == "30s" and "`stop_grace_period: 30s`" in readme
     assert unit["Service"]["TimeoutStopSec"] == ["30s"] and "`TimeoutStopSec=30s`" in readme
     assert 30 > grace
