@@ -11,6 +11,10 @@ sends something Telegram would refuse.
         ... ApplicationBuilder().token(fake.token).base_url(fake.base_url) ...
         fake.private_message(42, "hello")
         call = await fake.wait_for("sendMessage", lambda p: p["chat_id"] == 42)
+
+`fake.hold(method, when)` stops the next matching call on arrival, before it has any effect, to
+freeze the bot at a chosen point (the crash tests kill it there): `await hold.reached.wait()`,
+then `hold.release()` (the call goes on) or `hold.drop()` (it fails as if it never got through).
 """
 
 from __future__ import annotations
@@ -45,6 +49,27 @@ class Call:
     result: Any = None
     error: str | None = None
     at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Hold:
+    """One call held on arrival (see FakeTelegram.hold)."""
+
+    method: str
+    when: Predicate | None
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    params: Params | None = None
+    dropped: bool = False
+    taken: bool = False
+
+    def release(self) -> None:
+        self.gate.set()
+
+    def drop(self) -> None:
+        """Fail the held call; a hold no call reached yet is cancelled."""
+        self.dropped = True
+        self.gate.set()
 
 
 @dataclass
@@ -137,6 +162,7 @@ class FakeTelegram:
         self._message_ids = itertools.count(1)
         self._callback_ids = itertools.count(1)
         self._rules: list[_FailRule] = []
+        self._holds: list[Hold] = []
         self.files: dict[str, tuple[str, bytes]] = {}    # file_id -> (file_path, content)
         self.downloads: list[str] = []                  # file paths fetched from /file/bot…
         self.uploads: list[dict[str, Any]] = []         # files the bot sent (sendDocument/Photo)
@@ -166,6 +192,8 @@ class FakeTelegram:
         assert self._changed is not None
         async with self._changed:
             self._closing = True       # release held long polls so the server stops at once
+        for held in self._holds:
+            held.drop()
             self._changed.notify_all()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -184,6 +212,12 @@ class FakeTelegram:
              retry_after: int | None = None, times: int = 1, when: Predicate | None = None) -> None:
         """Make the next `times` calls of `method` (matching `when`) fail with this error."""
         self._rules.append(_FailRule(method, status, description, retry_after, times, when))
+
+    def hold(self, method: str, when: Predicate | None = None) -> Hold:
+        """Hold the next call of `method` (matching `when`) on arrival until released or dropped."""
+        held = Hold(method, when)
+        self._holds.append(held)
+        return held
 
     def of(self, method: str, predicate: Predicate | None = None) -> list[Call]:
         return [c for c in self.calls
@@ -314,6 +348,14 @@ class FakeTelegram:
         call = Call(method, params)
         if request.match_info["token"] != self.token:
             return await self._error(call, 401, "Unauthorized")
+        held = self._matching_hold(method, params)
+        if held is not None:
+            held.params = params
+            held.reached.set()
+            await held.gate.wait()
+            if held.dropped:   # as a request lost on the way: no effect, nothing recorded
+                return web.json_response({"ok": False, "error_code": 502,
+                                          "description": "Bad Gateway"}, status=502)
         rule = self._matching_rule(method, params)
         if rule is not None:
             return await self._error(call, rule.status, rule.description, rule.retry_after)
@@ -360,6 +402,14 @@ class FakeTelegram:
             except ValueError:
                 params[key] = value
         return params
+
+    def _matching_hold(self, method: str, params: Params) -> Hold | None:
+        for held in self._holds:
+            waiting = not held.taken and not held.gate.is_set()
+            if waiting and held.method == method and (held.when is None or held.when(params)):
+                held.taken = True
+                return held
+        return None
 
     def _matching_rule(self, method: str, params: Params) -> _FailRule | None:
         for rule in self._rules:

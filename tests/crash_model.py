@@ -1,0 +1,123 @@
+"""The model the crash tests talk to: a fake Anthropic responder that answers from the request
+alone, so a restarted bot that resends a conversation gets the same answer.
+
+A user message names what it wants with a verb and a token (`t7`):
+- "say t7"  → the answer "ok t7";
+- "do t7"   → a `shell_run` call appending "t7" to effects.log in the workspace (high risk: the
+  full sender is asked), then, given its result, the answer "done t7: ran" (or "failed");
+- "hang t7" → the same call, which then blocks reading the FIFO `t7.fifo` (a call cut off by
+  the kill, mid-tool).
+Only the last verb of the last user message counts: a message merged into a later one is never
+answered, so a test sees it as lost. Every tool result the model is shown is recorded, to check
+that what the model was told matches what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tests.fakes.anthropic_server import Reply, reply, text, tool_use
+
+EFFECTS = "effects.log"
+VERB = re.compile(r"\b(say|do|hang) (t\d+)\b")
+COMMAND_TOKEN = re.compile(r"^echo (t\d+) >> ")
+
+
+def command_for(verb: str, token: str) -> str:
+    command = f"echo {token} >> {EFFECTS}"
+    return f"{command}; cat {token}.fifo" if verb == "hang" else command
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One tool result as the model saw it."""
+
+    token: str
+    tool_use_id: str
+    is_error: bool
+    text: str
+
+
+class ScriptedModel:
+    """`fake.responder = ScriptedModel()`; `hold(token)` keeps the next model call asked about
+    that token open (mid-model-call) until `release`; `hold(token, result=True)` the next call
+    that brings its tool result."""
+
+    def __init__(self) -> None:
+        self.shown: list[Shown] = []
+        self._holds: dict[str, asyncio.Event] = {}
+        self.held: set[str] = set()       # hold keys whose call is being held right now
+
+    def hold(self, token: str, result: bool = False) -> str:
+        key = f"{token}:result" if result else token
+        self._holds[key] = asyncio.Event()
+        return key
+
+    def release(self, key: str) -> None:
+        gate = self._holds.pop(key, None)
+        if gate is not None:
+            gate.set()
+
+    def release_all(self) -> None:
+        for key in list(self._holds):
+            self.release(key)
+
+    async def __call__(self, body: dict[str, Any]) -> Reply:
+        messages = body.get("messages") or []
+        last = _blocks(messages[-1]) if messages else []
+        results = [b for b in last if b.get("type") == "tool_result"]
+        tokens = self._record(messages, results)
+        found = VERB.findall(" ".join(b.get("text", "") for b in last if b.get("type") == "text"))
+        if not found and results:   # a new request in the same message goes first
+            await self._maybe_hold(f"{tokens[-1]}:result")
+            outcome = "failed" if any(b.get("is_error") for b in results) else "ran"
+            return text(f"done {' '.join(tokens)}: {outcome}")
+        if not found:
+            return text("ok")
+        verb, token = found[-1]
+        await self._maybe_hold(token)
+        if verb == "say":
+            return text(f"ok {token}")
+        return reply(text(f"working on {token}"),
+                     tool_use("shell_run", {"command": command_for(verb, token)}))
+
+    async def _maybe_hold(self, key: str) -> None:
+        gate = self._holds.get(key)
+        if gate is None:
+            return
+        self.held.add(key)
+        try:
+            await gate.wait()
+        finally:
+            self.held.discard(key)
+        self._holds.pop(key, None)   # once: the restarted bot's call goes through
+
+    def _record(self, messages: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[str]:
+        calls = {b["id"]: b for m in messages if m.get("role") == "assistant"
+                 for b in _blocks(m) if b.get("type") == "tool_use"}
+        tokens = []
+        for result in results:
+            call = calls.get(result.get("tool_use_id", ""), {})
+            match = COMMAND_TOKEN.match(str(call.get("input", {}).get("command", "")))
+            token = match.group(1) if match else "?"
+            tokens.append(token)
+            self.shown.append(Shown(token, result.get("tool_use_id", ""),
+                                    bool(result.get("is_error")), _result_text(result)))
+        return tokens
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _result_text(result: dict[str, Any]) -> str:
+    content = result.get("content")
+    if isinstance(content, str):
+        return content
+    return " ".join(b.get("text", "") for b in content or [] if isinstance(b, dict))
