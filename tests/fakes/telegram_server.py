@@ -190,10 +190,10 @@ class FakeTelegram:
 
     async def __aexit__(self, *exc: object) -> None:
         assert self._changed is not None
-        async with self._changed:
-            self._closing = True       # release held long polls so the server stops at once
         for held in self._holds:
             held.drop()
+        async with self._changed:
+            self._closing = True       # release held long polls so the server stops at once
             self._changed.notify_all()
         if self._runner is not None:
             await self._runner.cleanup()
