@@ -16,6 +16,17 @@ def jpeg(width: int = 64, height: int = 48, color: str = "orange", quality: int 
     return out.getvalue()
 
 
+def sideways_jpeg(width: int = 640, height: int = 480) -> bytes:
+    """A phone photo taken upright: stored `width`×`height` (landscape) with an EXIF Orientation
+    of 6 (turn 90° clockwise to show it), so it is shown `height`×`width`."""
+    image = Image.new("RGB", (width, height), "orange")
+    exif = image.getexif()
+    exif[0x0112] = 6
+    out = io.BytesIO()
+    image.save(out, "JPEG", exif=exif.tobytes())
+    return out.getvalue()
+
+
 def png(width: int = 64, height: int = 48, mode: str = "RGBA") -> bytes:
     out = io.BytesIO()
     Image.new(mode, (width, height), (10, 200, 30, 128) if mode == "RGBA" else "green").save(out, "PNG")

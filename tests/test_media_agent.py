@@ -3,14 +3,17 @@ fake speech-to-text on 127.0.0.1)."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 
 import pytest
+from PIL import Image
 
 from bot.events import AudioPart, CollectingSink, DocumentPart, ImagePart, IncomingMessage, Notice
 from tests.fakes.anthropic_server import text
 from tests.fakes.stt_server import FakeSTT
-from tests.media_support import EXE, jpeg, noise_jpeg, pdf
+from tests.media_support import EXE, jpeg, noise_jpeg, pdf, sideways_jpeg
 
 SENDER = "cli:local"
 
@@ -113,6 +116,19 @@ async def test_ten_photos_stay_small_in_the_store_and_in_the_prompt(app_factory,
                     if b["type"] == "text" and b["text"].startswith("[photo 800×600 sent ")]
     assert len(images) == 3 and len(placeholders) == 7             # keep_images_turns = 3
     assert len(json.dumps(request)) < 3 * 30_000 + 20_000
+
+
+async def test_a_sideways_phone_photo_is_sent_upright_and_described_by_its_upright_size_later(
+        app_factory, fake_anthropic):
+    app = await app_factory()
+    await send(app, "portrait", ImagePart(sideways_jpeg(640, 480), "image/jpeg"))
+    label, image = last_user_blocks(fake_anthropic)[:2]
+    assert label["text"].startswith("[photo 480×640")
+    assert Image.open(io.BytesIO(base64.b64decode(image["source"]["data"]))).size == (480, 640)
+    for index in range(3):
+        await send(app, f"text {index}")
+    first = fake_anthropic.last_request.json["messages"][0]["content"]
+    assert first[0]["text"].startswith("[photo 480×640 sent ")
 
 
 async def test_a_text_turn_after_a_photo_keeps_the_earlier_bytes_for_the_prompt_cache(

@@ -11,7 +11,7 @@ from PIL import Image
 
 from bot.media.attachments import expand, placeholder, recent_hashes, reference
 from bot.media.documents import prepare_document
-from bot.media.images import prepare_image
+from bot.media.images import fitted, prepare_image
 from bot.media.inbox import Inbox, write_new_file
 from bot.media.limits import MediaLimits, MediaRefused
 from tests.media_support import EXE, bomb_png, jpeg, noise_jpeg, pdf, png
@@ -190,4 +190,5 @@ def test_a_sideways_phone_photo_is_turned_upright_when_scaled():
     prepared = prepare_image(out.getvalue(), LIMITS)
     shown = Image.open(io.BytesIO(prepared.data))
     assert shown.size == (prepared.width, prepared.height) and shown.height > shown.width
-    assert max(shown.size) == 1568
+    assert (prepared.original_width, prepared.original_height) == (2000, 3000)
+    assert shown.size == fitted(2000, 3000, 1568, LIMITS.max_model_pixels)

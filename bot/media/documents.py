@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import io
 import logging
-from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 
 from bot.media.limits import MediaLimits, MediaRefused, megabytes
 
@@ -39,6 +39,8 @@ def supported_sentence(limits: MediaLimits) -> str:
 
 def prepare_document(data: bytes, name: str, limits: MediaLimits) -> PreparedDocument:
     shown = name or "this file"
+    if not data:
+        raise MediaRefused(f"{shown} is empty (0 bytes).")
     if len(data) > limits.max_document_bytes:
         raise MediaRefused(f"{shown} is too large ({megabytes(len(data))}; the limit for "
                            f"documents is {megabytes(limits.max_document_bytes)}).")
@@ -52,6 +54,14 @@ def prepare_document(data: bytes, name: str, limits: MediaLimits) -> PreparedDoc
         raise MediaRefused(f"{shown} is too long ({len(text):,} characters; the limit is "
                            f"{limits.max_text_chars:,}). Send a shorter part of it.")
     return PreparedDocument("text", text.encode("utf-8"), media_type="text/plain", chars=len(text))
+
+
+def prepare_document_file(path: str, name: str, limits: MediaLimits) -> PreparedDocument:
+    """`prepare_document` in a worker process: the upload comes in as a private file, and a PDF
+    (kept as it is) comes back without its bytes: the caller has them."""
+    data = Path(path).read_bytes()
+    prepared = prepare_document(data, name, limits)
+    return replace(prepared, data=b"") if prepared.data is data else prepared
 
 
 def _text(data: bytes, shown: str) -> str:

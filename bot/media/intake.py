@@ -2,7 +2,9 @@
 
 Each part is checked on its own: a refused part becomes one clear notice to the sender (and a
 short note to the model, so it knows something was left out) while the caption and every other
-part still go through. CPU-bound work (Pillow, pypdf) runs in a worker thread. What the model
+part still go through. CPU-bound work (Pillow, pypdf) runs in the worker processes of
+`bot.offload`, each job within a time budget: pypdf is pure Python and would hold the GIL in a
+thread, and a hostile file then costs a worker, not the bot. What the model
 gets (see attachments.py): reference blocks for photos and documents, the transcript of a voice
 note as the sender's own text — or, when someone else spoke it (a forwarded voice note), as
 untrusted data, like text taken from a document.
@@ -11,17 +13,21 @@ untrusted data, like text taken from a document.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import os
+import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bot.events import AudioPart, DocumentPart, ImagePart, IncomingMessage, Notice, Part, Sink
 from bot.media.attachments import AttachmentStore, expand, is_reference, recent_hashes, reference
-from bot.media.documents import prepare_document
-from bot.media.images import prepare_image, sniff_image
+from bot.media.documents import prepare_document_file
+from bot.media.images import prepare_image_file, sniff_image
 from bot.media.inbox import AUDIO_SUFFIXES, Inbox
 from bot.media.limits import MediaLimits, MediaRefused, megabytes
 from bot.media.transcribe import HOW_TO_ENABLE, Transcriber, TranscriptionError
+from bot.offload import OverBudget, run_off_loop
 from bot.workspaces import workspace_for
 from bot.wrap import wrap_untrusted
 
@@ -29,6 +35,10 @@ log = logging.getLogger(__name__)
 
 Block = dict[str, Any]
 IMAGE_KIND_SUFFIX = {"jpeg": ".jpg", "png": ".png", "gif": ".gif", "webp": ".webp"}
+# A 25 MB, 60-megapixel image takes well under a second here; a hostile PDF can take pypdf
+# much longer than any real one.
+IMAGE_BUDGET_SECONDS = 15.0
+DOCUMENT_BUDGET_SECONDS = 15.0
 
 
 class MediaIntake:
@@ -76,7 +86,8 @@ class MediaIntake:
         raise MediaRefused(f"I could not fetch {part.name or 'an attachment'}: {part.reason}")
 
     async def _image(self, sender: str, data: bytes, name: str, sink: Sink) -> Block:
-        prepared = await asyncio.to_thread(prepare_image, data, self.limits)
+        prepared = await _in_worker(prepare_image_file, data, self.limits,
+                                    budget=IMAGE_BUDGET_SECONDS)
         kind = sniff_image(data) or "jpeg"
         saved = await self._save(sender, name, IMAGE_KIND_SUFFIX[kind], "photo", data, sink)
         digest = await self.attachments.put("image", prepared.media_type, prepared.data)
@@ -84,7 +95,8 @@ class MediaIntake:
                          width=prepared.original_width, height=prepared.original_height)
 
     async def _document(self, sender: str, part: DocumentPart, sink: Sink) -> Block:
-        prepared = await asyncio.to_thread(prepare_document, part.data, part.name, self.limits)
+        prepared = await _in_worker(prepare_document_file, part.data, part.name, self.limits,
+                                    budget=DOCUMENT_BUDGET_SECONDS)
         suffix = ".pdf" if prepared.kind == "pdf" else PurePosixPath(part.name.lower()).suffix
         saved = await self._save(sender, part.name, suffix, "document", part.data, sink)
         digest = await self.attachments.put(prepared.kind, prepared.media_type, prepared.data)
@@ -138,6 +150,27 @@ class MediaIntake:
         if not wanted and not any(is_reference(b) for m in messages for b in _blocks(m)):
             return messages
         return expand(messages, keep, await self.attachments.load(wanted))
+
+
+async def _in_worker(fn: Any, data: bytes, *args: Any, budget: float) -> Any:
+    """`fn(path, *args)` in a worker process, `path` a private copy of `data`; a result that
+    came back without its bytes (unchanged, see images.py) gets `data` again."""
+    path = await asyncio.to_thread(_spill, data)
+    try:
+        prepared = await run_off_loop(fn, path, *args, budget=budget)
+    except OverBudget as exc:
+        raise MediaRefused("This file took too long to process (it may be damaged or built to "
+                           "be slow); it was left out.") from exc
+    finally:
+        os.unlink(path)
+    return prepared if prepared.data else dataclasses.replace(prepared, data=data)
+
+
+def _spill(data: bytes) -> str:
+    fd, path = tempfile.mkstemp(prefix="myclaw-upload-")     # 0600, a name nobody chose
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return path
 
 
 def _blocks(message: Block) -> list[Any]:

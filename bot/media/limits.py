@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# What the Messages API accepts for an image: long edge up to 1568 px is used as is (larger is
-# downscaled by the API anyway, costing upload time for nothing), and at most 5 MB of base64,
-# i.e. 3.75 MB of raw bytes.
+# What the Messages API uses of an image: a long edge up to 1568 px and about 1.19 megapixels
+# (1,600 tokens at 750 pixels a token, e.g. 1092×1092 or 1268×951) are used as they are; larger
+# is downscaled by the API anyway, after costing us the scaling, the upload and the storage of
+# pixels nobody looks at. At most 5 MB of base64 per image, i.e. 3.75 MB of raw bytes.
 MAX_EDGE_PX = 1568
+MAX_MODEL_PIXELS = 1_192_464
 MAX_ENCODED_IMAGE_BYTES = 3_750_000
 
 
@@ -32,6 +34,7 @@ class MediaLimits:
     keep_images_turns: int = 3
     inbox_quota_bytes: int = 500_000_000
     max_edge_px: int = MAX_EDGE_PX
+    max_model_pixels: int = MAX_MODEL_PIXELS
     max_encoded_image_bytes: int = MAX_ENCODED_IMAGE_BYTES
 
     @classmethod
