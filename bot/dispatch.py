@@ -80,8 +80,9 @@ class Turn:
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     records: list[Record] = field(default_factory=list)  # written with the step's history
     log_calls: list[str] = field(default_factory=list)
-    # Untrusted content (a result of a `returns_untrusted` tool) has entered this turn: from
-    # now on the policy treats every call that can carry data out as at least medium risk.
+    # Untrusted content (a result of a `returns_untrusted` tool, a document, someone else's
+    # words) has entered this turn: from now on the policy treats every call that can carry
+    # data out as at least medium risk.
     tainted: bool = False
 
     def take_records(self) -> list[Record]:
@@ -121,18 +122,30 @@ class StepCancelled(asyncio.CancelledError):
 
 
 def tainted_since_user(messages: list[dict[str, Any]]) -> bool:
-    """Did untrusted content enter the current turn: is there a wrapped tool result after the
-    last plain user text? (A turn resumed after an approval starts from the stored history.)"""
+    """Did untrusted content enter the current turn: did the user message that started it
+    carry a document or someone else's words (a forwarded voice note's transcript), or is there
+    a wrapped tool result after it? (A turn resumed after an approval starts from the stored
+    history.)"""
     for message in reversed(messages):
         content = message.get("content")
         if message.get("role") != "user" or not isinstance(content, list):
             continue
         results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
-        if not results:
-            return False  # plain user text: the turn started here
+        if not results:  # the user's message: the turn started here
+            return any(_carries_untrusted(b) for b in content)
         if any("<untrusted-" in json.dumps(b.get("content"), ensure_ascii=False) for b in results):
             return True
     return False
+
+
+def _carries_untrusted(block: Any) -> bool:
+    """A document's reference (bot.media.attachments: its text or pages are someone else's),
+    or text holding wrapped data (a transcript of someone else's voice)."""
+    if not isinstance(block, dict):
+        return False
+    if block.get("type") == "attachment":
+        return block.get("untrusted") is True
+    return block.get("type") == "text" and "<untrusted-" in str(block.get("text", ""))
 
 
 def error_block(tool_use_id: str, error: ToolError, tool: Tool | None = None,

@@ -8,13 +8,14 @@ and channels know nothing of the agent's internals.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 ChannelName = Literal["cli", "telegram", "discord"]
 
 
-# --- attachments a channel hands over (already downloaded: never a platform URL) -----------
+# --- attachments a channel hands over (downloaded bytes: never a platform URL) --------------
 # The channel's declared type and name are hints only; the core checks the content itself
 # (bot/media). `data` stays out of repr() so a logged message never dumps megabytes.
 
@@ -55,6 +56,10 @@ class UnavailablePart:
 
 
 Part = ImagePart | DocumentPart | AudioPart | UnavailablePart
+# Fetches a message's attachments through the channel's library. The agent calls it only for a
+# sender it admits (paired, not ignored, within the rate limit): a stranger's file is never
+# downloaded, let alone opened or transcribed.
+Download = Callable[[], Awaitable[tuple[Part, ...]]]
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,11 @@ class IncomingMessage:
     is_group: bool = False
     display_name: str = ""
     parts: tuple[Part, ...] = ()       # photos, documents, voice notes sent with the text
+    download: Download | None = field(default=None, repr=False, compare=False)  # more, not yet fetched
+
+    @property
+    def has_attachments(self) -> bool:
+        return bool(self.parts) or self.download is not None
 
 
 @dataclass(frozen=True)

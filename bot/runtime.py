@@ -9,6 +9,7 @@ added. It emits events into the channel's sink and never calls a platform API it
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -73,7 +74,7 @@ class Agent:
         if autonomy is Stranger.PAIRING:
             await self._pair(message, sink)
             return
-        if message.text.startswith("/") and not message.parts:
+        if message.text.startswith("/") and not message.has_attachments:
             if await commands.run(self, message, autonomy, sink):
                 return
         if not await self._within_rate(message, sink):
@@ -82,6 +83,9 @@ class Agent:
             await sink.emit(Notice(f"Your message is too long ({len(message.text):,} characters; "
                                    f"the limit is {MAX_MESSAGE_CHARS:,}). Please shorten or split it."))
             return
+        if message.download is not None:   # only now: the sender is admitted
+            fetched = await message.download()
+            message = dataclasses.replace(message, parts=(*message.parts, *fetched), download=None)
         if not message.text.strip() and not message.parts:
             await sink.emit(Notice("I can only read text messages."))
             return

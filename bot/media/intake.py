@@ -6,8 +6,8 @@ part still go through. CPU-bound work (Pillow, pypdf) runs in the worker process
 `bot.offload`, each job within a time budget: pypdf is pure Python and would hold the GIL in a
 thread, and a hostile file then costs a worker, not the bot. What the model
 gets (see attachments.py): reference blocks for photos and documents, the transcript of a voice
-note as the sender's own text — or, when someone else spoke it (a forwarded voice note), as
-untrusted data, like text taken from a document.
+note as the sender's own text — or, when someone else spoke it (a forwarded voice note, an audio
+file), as untrusted data, like text taken from a document.
 """
 
 from __future__ import annotations
@@ -124,10 +124,11 @@ class MediaIntake:
         if part.spoken_by_sender:
             await sink.emit(Notice(f"🎙 {text}"))
             return [{"type": "text", "text": text}]
-        await sink.emit(Notice(f"🎙 (forwarded) {text}"))
+        await sink.emit(Notice(f"🎙 (someone else's recording) {text}"))
         # Someone else's words: data to consider, never the user's instructions.
-        return [{"type": "text", "text": "The user forwarded a voice note spoken by someone else. "
-                 "Its transcript:\n" + wrap_untrusted({"transcript": text}, "forwarded voice note")}]
+        return [{"type": "text", "text": "The user sent a recording of someone else (a forwarded "
+                 "voice note or an audio file). Its transcript:\n"
+                 + wrap_untrusted({"transcript": text}, "someone else's recording")}]
 
     async def _save(self, sender: str, name: str, suffix: str, fallback: str, data: bytes,
                     sink: Sink) -> str:

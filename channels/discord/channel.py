@@ -314,13 +314,16 @@ class DiscordChannel:
         outlet = ChannelOutlet(client, message.channel, message.author.id, in_guild=in_guild,
                                approvals_in_dm=self.approvals_in_dm,
                                reply_to=message.to_reference(fail_if_not_exists=False) if in_guild else None)
+        media = self.config["media"]
         async with outlet.typing():
-            parts = await attachment_parts(message.attachments, self.config["media"])
             incoming = IncomingMessage(
                 sender=Sender.of("discord", message.author.id), chat=str(message.channel.id),
                 text=text, channel="discord", message_id=str(message.id),
                 roles=_role_names(message.author), is_group=in_guild,
-                display_name=message.author.display_name, parts=parts)
+                display_name=message.author.display_name,
+                # Fetched by the agent once it admits the sender: a stranger's file is never read.
+                download=(lambda: attachment_parts(message.attachments, media))
+                if message.attachments else None)
             await self.agent.handle(incoming, TurnSink(outlet, self.desk))
 
 

@@ -45,6 +45,8 @@ async def _part(attachment: discord.Attachment, media: dict[str, Any]) -> Part:
         return UnavailablePart(name, "the download from Discord failed; please send it again")
     if kind.startswith("image/"):
         return ImagePart(data, kind, name, attachment.width or 0, attachment.height or 0)
-    if kind.startswith("audio/") or attachment.is_voice_message():
+    if attachment.is_voice_message():       # recorded by the sender: their own words
         return AudioPart(data, name, kind or "audio/ogg")
+    if kind.startswith("audio/"):            # an audio file: a recording of anyone
+        return AudioPart(data, name, kind, spoken_by_sender=False)
     return DocumentPart(data, name, kind)

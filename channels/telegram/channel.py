@@ -295,8 +295,8 @@ class TelegramChannel:
         sink.start_typing()
         try:
             if self._attachments is not None and _has_attachments(message):
-                parts = await self._attachments.parts(message)
-                incoming = dataclasses.replace(incoming, parts=parts)
+                attachments = self._attachments     # fetched by the agent once it admits the sender
+                incoming = dataclasses.replace(incoming, download=lambda: attachments.parts(message))
             await self.agent.handle(incoming, sink)
         finally:
             await sink.close()

@@ -36,7 +36,6 @@ class Attachments:
         self.media = media
 
     async def parts(self, message: Message) -> tuple[Part, ...]:
-        spoken = message.forward_origin is None     # a forwarded voice note is someone else's
         found: list[Part] = []
         if message.photo:
             largest = message.photo[-1]
@@ -51,20 +50,26 @@ class Attachments:
                 continue
             name = getattr(audio, "file_name", None) or name
             data = await self._fetch(audio.file_id, audio.file_size, name, self.media["max_audio_bytes"])
+            # Only a voice note the sender recorded is their own words; a forwarded one or an
+            # audio file (a recording of anyone) is someone else's, i.e. untrusted data.
+            own = audio is message.voice and message.forward_origin is None
             found.append(data if isinstance(data, UnavailablePart) else
-                         AudioPart(data, name, audio.mime_type or "audio/ogg", spoken_by_sender=spoken))
+                         AudioPart(data, name, audio.mime_type or "audio/ogg", spoken_by_sender=own))
         return tuple(found)
 
     async def _document(self, message: Message) -> Part:
         document = message.document
         assert document is not None
         name = document.file_name or "document"
-        mime = document.mime_type or ""
-        image = mime.startswith("image/")
-        limit = self.media["max_image_bytes"] if image else self.media["max_document_bytes"]
+        mime = (document.mime_type or "").lower()
+        image, audio = mime.startswith("image/"), mime.startswith("audio/")
+        limit = self.media["max_image_bytes"] if image else \
+            self.media["max_audio_bytes"] if audio else self.media["max_document_bytes"]
         data = await self._fetch(document.file_id, document.file_size, name, limit)
         if isinstance(data, UnavailablePart):
             return data
+        if audio:       # an audio file sent as a document: a recording, someone else's words
+            return AudioPart(data, name, mime, spoken_by_sender=False)
         return ImagePart(data, mime, name) if image else DocumentPart(data, name, mime)
 
     async def _fetch(self, file_id: str, size: int | None, name: str, limit: int) -> bytes | UnavailablePart:

@@ -243,7 +243,8 @@ class FakeDiscord:
         url = f"http://127.0.0.1:{self.port}/cdn/{path}"
         payload: dict[str, Any] = {"id": str(attachment_id), "filename": filename, "size": len(data),
                                    "url": url, "proxy_url": url, "content_type": content_type}
-        if content_type.startswith("audio/"):
+        if content_type.startswith("audio/") and filename.startswith("voice-message"):
+            # What the client records with the microphone button (any other audio is a file).
             payload.update(duration_secs=3.0, waveform="AAAA", flags=1 << 13)
         return payload
 
