@@ -66,3 +66,10 @@ async def test_the_preview_sends_nothing(ctx, config, sent):
     (config.workspace / "a.txt").write_text("a")
     preview = await build(config).dry_run(ctx, path="a.txt")
     assert preview == {"summary": "Send a.txt to this chat"} and sent == []
+
+
+async def test_a_file_whose_name_hides_its_extension_is_sent_under_a_plain_name(ctx, config, sent):
+    (config.workspace / "invoice\u202egpj.exe").write_bytes(b"MZ")
+    await build(config).execute(ctx, path="invoice\u202egpj.exe")
+    (event,) = sent
+    assert event.name == "invoice gpj.exe"

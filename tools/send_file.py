@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.events import FileOut
 from bot.media.images import FORMATS, sniff_image
+from bot.media.inbox import shown_name
 from bot.tool import BaseTool, CallContext, ToolMeta, ToolUnsupportedError
 from tools._sandbox import display_path, read_regular_file, resolve_in_workspace
 
@@ -69,7 +70,9 @@ class SendFile(BaseTool):
                 f"{limit / 1_000_000:.1f} MB.",
                 "Send a smaller file: compress it, split it, or reduce an image's size first.",
                 {"path": shown, "size_bytes": size})
-        event = FileOut(name=real.name, data=data, path=shown, caption=caption,
+        # The chat shows this name: no control or format characters (a right-to-left override
+        # would let "invoice<U+202E>gpj.exe" pass for "invoiceexe.jpg").
+        event = FileOut(name=shown_name(real.name, "file"), data=data, path=shown, caption=caption,
                         media_type=_media_type(real.name, data))
         if not await ctx.emit(event):
             raise ToolUnsupportedError("There is no chat to send the file to.",

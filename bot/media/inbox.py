@@ -13,6 +13,7 @@ import asyncio
 import os
 import re
 import time
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -24,6 +25,23 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 AUDIO_SUFFIXES = (".ogg", ".oga", ".opus", ".mp3", ".m4a", ".wav", ".webm", ".flac", ".aac")
+MAX_SHOWN_NAME = 80
+_BRACKETS = str.maketrans("[]<>", "()()")
+
+
+def shown_name(original: str, fallback: str = "") -> str:
+    """A file name as the model and the chat show it: the last path component, with control
+    and format characters turned into spaces (a newline could fake a line of our own next to an
+    attachment, a right-to-left override could make "gpj.exe" read as "exe.jpg"), no brackets
+    (a name cannot close our "[photo …]" label and go on as if we said it), at most 80
+    characters, the extension kept."""
+    base = PurePosixPath(original.replace("\\", "/")).name
+    visible = "".join(" " if unicodedata.category(c)[0] in "CZ" else c for c in base)
+    name = " ".join(visible.translate(_BRACKETS).split())
+    if len(name) > MAX_SHOWN_NAME:
+        suffix = PurePosixPath(name).suffix[:16]
+        name = name[:MAX_SHOWN_NAME - len(suffix) - 1].rstrip() + "…" + suffix
+    return name or fallback
 
 
 def safe_stem(original: str, fallback: str) -> str:

@@ -24,7 +24,7 @@ from bot.events import AudioPart, DocumentPart, ImagePart, IncomingMessage, Noti
 from bot.media.attachments import AttachmentStore, expand, is_reference, recent_hashes, reference
 from bot.media.documents import prepare_document_file
 from bot.media.images import prepare_image_file, sniff_image
-from bot.media.inbox import AUDIO_SUFFIXES, Inbox
+from bot.media.inbox import AUDIO_SUFFIXES, Inbox, shown_name
 from bot.media.limits import MediaLimits, MediaRefused, megabytes
 from bot.media.transcribe import HOW_TO_ENABLE, Transcriber, TranscriptionError
 from bot.offload import OverBudget, run_off_loop
@@ -75,6 +75,8 @@ class MediaIntake:
         return [*attached, *spoken, *([{"type": "text", "text": text}] if text else [])]
 
     async def _part(self, sender: str, part: Part, sink: Sink) -> list[Block]:
+        # The name is the sender's (or whoever made the file): from here on only its shown form.
+        part = dataclasses.replace(part, name=shown_name(part.name))
         if isinstance(part, ImagePart):
             return [await self._image(sender, part.data, part.name, sink)]
         if isinstance(part, DocumentPart):
@@ -105,6 +107,8 @@ class MediaIntake:
                          saved_as=saved, untrusted=True, **sizes)
 
     async def _audio(self, sender: str, part: AudioPart, sink: Sink) -> list[Block]:
+        if not part.data:
+            raise MediaRefused("This voice note is empty (0 bytes).")
         if len(part.data) > self.limits.max_audio_bytes:
             raise MediaRefused(f"This voice note is too large ({megabytes(len(part.data))}; the "
                                f"limit is {megabytes(self.limits.max_audio_bytes)}).")
