@@ -86,9 +86,19 @@ class PgTx(TxHooks):
         """Other processes drop their cached copy of `key` under `topic` once this commits."""
         self._changes.append((topic, key))
 
-    async def _notify(self, channel: str, origin: str) -> None:
-        for payload in payloads(origin, self._changes):
-            await self._conn.execute("SELECT pg_notify($1, $2)", channel, payload)
+    def _commit_sql(self, channel: str, origin: str) -> str:
+        """COMMIT, preceded by this transaction's notifications in the same round trip."""
+        return "".join(f"SELECT pg_notify({dollar_quoted(channel)}, {dollar_quoted(p)}); "
+                       for p in payloads(origin, self._changes)) + "COMMIT"
+
+
+def dollar_quoted(text: str) -> str:
+    """`text` as a dollar-quoted literal (read the same whatever standard_conforming_strings
+    says), under a tag it does not contain."""
+    tag = "$n$"
+    while (text + tag).find(tag) != len(text):   # the literal ends at the tag's first match
+        tag = f"$n{secrets.token_hex(4)}$"
+    return f"{tag}{text}{tag}"
 
 
 def _rowcount(status: str) -> int:
@@ -281,9 +291,8 @@ class PostgresStore:
             await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})")
             try:
                 yield tx
-                if tx._changes and self._invalidations is not None:
-                    await tx._notify(self._invalidations.channel, self._origin)
-                await conn.execute("COMMIT")
+                channel = self._invalidations.channel if self._invalidations else ""
+                await conn.execute(tx._commit_sql(channel, self._origin) if channel else "COMMIT")
             except BaseException:
                 await _rollback(conn)
                 tx._finished(committed=False)

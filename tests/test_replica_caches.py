@@ -17,6 +17,7 @@ from bot.pg_invalidation import MAX_PAYLOAD, Subscribers, payloads
 from bot.prices import Price, PriceTable
 from bot.spend import SpendLedger
 from bot.store import Store
+from bot.store_pg import dollar_quoted
 from tests.fakes.anthropic_server import reply, text
 from tests.test_runtime import message, say
 
@@ -185,3 +186,9 @@ async def test_on_sqlite_invalidation_is_free_and_catching_up_returns_at_once(tm
         async with store.transaction() as tx:
             tx.invalidate("history", "s1")
         await store.catch_up()
+
+
+@pytest.mark.parametrize("payload", ["plain", "it's $n$ here", "ends with $n", "$", "\\' \" ;"])
+async def test_a_notification_payload_reaches_the_server_unchanged(two, payload):
+    a, _ = two
+    assert await a.pool.fetchval(f"SELECT {dollar_quoted(payload)}") == payload
