@@ -27,9 +27,10 @@ import json
 import logging
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import asyncpg
+if TYPE_CHECKING:
+    import asyncpg
 
 log = logging.getLogger(__name__)
 

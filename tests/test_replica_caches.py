@@ -17,7 +17,6 @@ from bot.pg_invalidation import MAX_PAYLOAD, Subscribers, payloads
 from bot.prices import Price, PriceTable
 from bot.spend import SpendLedger
 from bot.store import Store
-from bot.store_pg import dollar_quoted
 from tests.fakes.anthropic_server import reply, text
 from tests.test_runtime import message, say
 
@@ -190,5 +189,7 @@ async def test_on_sqlite_invalidation_is_free_and_catching_up_returns_at_once(tm
 
 @pytest.mark.parametrize("payload", ["plain", "it's $n$ here", "ends with $n", "$", "\\' \" ;"])
 async def test_a_notification_payload_reaches_the_server_unchanged(two, payload):
+    from bot.store_pg import dollar_quoted  # asyncpg: only where PostgreSQL runs
+
     a, _ = two
     assert await a.pool.fetchval(f"SELECT {dollar_quoted(payload)}") == payload
