@@ -130,7 +130,7 @@ async def latency(turns: int) -> None:
                     in_workers[kind].append(workers * 1000)
         await app.close()
     print(f"media: photo turns vs text turns, {turns} each, each in a fresh conversation "
-          "(photos scaled to at most 1568 px and 1.19 megapixels)")
+          "(photos scaled to at most 1568 px and 1.23 megapixels)")
     labels = {"text": "text turn", "camera": "photo turn: 12 MP camera-like JPEG",
               "noise": "photo turn: 3.6 MP noise JPEG (worst case per byte)"}
     for kind in kinds:

@@ -259,3 +259,11 @@ async def test_a_pdf_too_slow_to_read_is_refused_without_stalling_the_bot(app_fa
     sink = await send(app, "summarise", DocumentPart(pdf(50), "big.pdf"))
     assert any("took too long" in n for n in notices(sink))
     assert last_user_blocks(fake_anthropic)[-1]["text"].endswith("summarise")
+
+
+async def test_a_pdf_declared_as_an_image_is_read_as_a_document(app_factory, fake_anthropic):
+    app = await app_factory()
+    await send(app, "what is this?", ImagePart(pdf(2), "image/png", "scan.png"))
+    blocks = last_user_blocks(fake_anthropic)
+    assert kinds(blocks) == ["text", "document", "text"]
+    assert blocks[0]["text"].startswith("[PDF scan.png, 2 page(s)")

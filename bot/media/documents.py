@@ -27,6 +27,7 @@ class PreparedDocument:
 
 
 COMMON_TEXT_TYPES = (".txt", ".md", ".py", ".csv", ".json")
+PDF_MAGIC = b"%PDF-"
 
 
 def supported_sentence(limits: MediaLimits) -> str:
@@ -44,7 +45,7 @@ def prepare_document(data: bytes, name: str, limits: MediaLimits) -> PreparedDoc
     if len(data) > limits.max_document_bytes:
         raise MediaRefused(f"{shown} is too large ({megabytes(len(data))}; the limit for "
                            f"documents is {megabytes(limits.max_document_bytes)}).")
-    if data.startswith(b"%PDF-"):
+    if data.startswith(PDF_MAGIC):
         return PreparedDocument("pdf", data, pages=_pdf_pages(data, shown, limits))
     suffix = PurePosixPath(name.lower()).suffix
     if suffix not in limits.text_types:

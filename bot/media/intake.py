@@ -22,7 +22,7 @@ from typing import Any
 
 from bot.events import AudioPart, DocumentPart, ImagePart, IncomingMessage, Notice, Part, Sink
 from bot.media.attachments import AttachmentStore, expand, is_reference, recent_hashes, reference
-from bot.media.documents import prepare_document_file
+from bot.media.documents import PDF_MAGIC, prepare_document_file
 from bot.media.images import prepare_image_file, sniff_image
 from bot.media.inbox import AUDIO_SUFFIXES, Inbox, shown_name
 from bot.media.limits import MediaLimits, MediaRefused, megabytes
@@ -77,12 +77,15 @@ class MediaIntake:
     async def _part(self, sender: str, part: Part, sink: Sink) -> list[Block]:
         # The name is the sender's (or whoever made the file): from here on only its shown form.
         part = dataclasses.replace(part, name=shown_name(part.name))
-        if isinstance(part, ImagePart):
-            return [await self._image(sender, part.data, part.name, sink)]
-        if isinstance(part, DocumentPart):
-            if sniff_image(part.data) is not None:     # a photo sent "as a file"
+        if isinstance(part, ImagePart | DocumentPart):
+            # By content, whatever the platform declared: a photo sent "as a file" is a photo, a
+            # PDF declared as an image is a document (anything else declared as an image is
+            # refused as one).
+            if sniff_image(part.data) is not None or (
+                    isinstance(part, ImagePart) and not part.data.startswith(PDF_MAGIC)):
                 return [await self._image(sender, part.data, part.name, sink)]
-            return [await self._document(sender, part, sink)]
+            return [await self._document(sender, DocumentPart(part.data, part.name,
+                                                              part.media_type), sink)]
         if isinstance(part, AudioPart):
             return await self._audio(sender, part, sink)
         raise MediaRefused(f"I could not fetch {part.name or 'an attachment'}: {part.reason}")

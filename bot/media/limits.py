@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# What the Messages API uses of an image: a long edge up to 1568 px and about 1.19 megapixels
-# (1,600 tokens at 750 pixels a token, e.g. 1092×1092 or 1268×951) are used as they are; larger
-# is downscaled by the API anyway, after costing us the scaling, the upload and the storage of
-# pixels nobody looks at. At most 5 MB of base64 per image, i.e. 3.75 MB of raw bytes.
+# What the Messages API uses of an image: a long edge up to 1568 px and about 1,600 tokens at
+# 750 pixels a token; the sizes it documents as used unscaled go from 1092×1092 to 784×1568
+# (1.23 megapixels). Larger is downscaled by the API anyway, after costing us the scaling, the
+# upload and the storage of pixels nobody looks at. At most 5 MB of base64 per image, i.e.
+# 3.75 MB of raw bytes.
 MAX_EDGE_PX = 1568
-MAX_MODEL_PIXELS = 1_192_464
+MAX_MODEL_PIXELS = 1_230_000
 MAX_ENCODED_IMAGE_BYTES = 3_750_000
 
 
