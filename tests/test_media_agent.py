@@ -267,3 +267,13 @@ async def test_a_pdf_declared_as_an_image_is_read_as_a_document(app_factory, fak
     blocks = last_user_blocks(fake_anthropic)
     assert kinds(blocks) == ["text", "document", "text"]
     assert blocks[0]["text"].startswith("[PDF scan.png, 2 page(s)")
+
+
+async def test_a_pdf_longer_than_a_conversation_can_hold_is_refused_with_what_fits(
+        app_factory, fake_anthropic):
+    app = await app_factory({"agent": {"context_budget_tokens": 20_000}})
+    sink = await send(app, "summarise", DocumentPart(pdf(4), "long.pdf"))
+    assert any("long.pdf has 4 pages; about 3 fit" in n for n in notices(sink))
+    assert last_user_blocks(fake_anthropic)[-1]["text"].endswith("summarise")
+    await send(app, "and this one", DocumentPart(pdf(3), "short.pdf"))
+    assert "document" in kinds(last_user_blocks(fake_anthropic))

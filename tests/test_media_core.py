@@ -212,3 +212,19 @@ def test_a_pdf_whose_page_count_lies_is_counted_by_its_pages():
     lying = pdf(5).replace(b"/Count 5", b"/Count 1")
     with pytest.raises(MediaRefused, match="5 pages; the limit is 2"):
         prepare_document(lying, "short.pdf", MediaLimits(max_pdf_pages=2))
+
+
+def test_long_documents_in_a_row_give_way_to_the_newest_within_the_attachment_allowance():
+    pdfs = [reference("pdf", f"h{i}", "application/pdf", name=f"{i}.pdf", sent_at=0, pages=10)
+            for i in range(3)]
+    history = []
+    for ref in pdfs:
+        history += [_turn(ref, {"type": "text", "text": "read it"}), _answer()]
+    # Three turns are recent, but 75 000 tokens hold only the two newest 10-page PDFs.
+    assert recent_hashes(history, 3, max_tokens=75_000) == {"h1", "h2"}
+    shown = expand(history, 3, {"h1": "QUJD", "h2": "QUJD"})
+    assert shown[0]["content"][0]["text"].startswith("[PDF 0.pdf, 10 page(s) sent ")
+    assert [b["type"] for b in shown[4]["content"]] == ["text", "document", "text"]
+    # One more long PDF: the allowance moves on, and nothing older comes back.
+    history += [_turn(reference("pdf", "h3", "application/pdf", sent_at=0, pages=20)), _answer()]
+    assert recent_hashes(history, 3, max_tokens=75_000) == {"h3"}

@@ -14,7 +14,8 @@ writing a 10 MB PDF into SQLite takes a good part of a second on the connection 
 event loop, while a file is written and read in a worker thread. `expand()` turns the
 references into what the Messages API reads just before a model call: the image/document block
 (with a label naming the saved file) while the attachment is recent, a one-line placeholder
-once `keep_turns` newer user turns followed it.
+once `keep_turns` newer user turns followed it — or earlier, when newer attachments already
+take the share of the context window that attachments may have (see `recent_hashes`).
 
 Prompt caching. The cached prefix of a request is only reused when its bytes are identical, so
 the expansion is a pure function of (history, keep_turns, stored bytes): no clock, no counters,
@@ -43,6 +44,9 @@ from typing import Any
 from bot.wrap import wrap_untrusted
 
 ATTACHMENT = "attachment"
+IMAGE_TOKENS = 1_600
+PDF_PAGE_TOKENS = 3_000
+TEXT_CHARS_PER_TOKEN = 3
 INSERT_SQL = ("INSERT INTO attachments(hash, kind, media_type, size, created_at)"
               " VALUES (?, ?, ?, ?, ?) ON CONFLICT(hash) DO NOTHING")
 Message = dict[str, Any]
@@ -100,13 +104,33 @@ def _turn_starts(message: Message) -> bool:
         isinstance(b, dict) and b.get("type") != "tool_result" for b in message.get("content", []))
 
 
-def recent_hashes(messages: list[Message], keep_turns: int) -> set[str]:
-    """The attachments still shown in full: fewer than `keep_turns` user turns came after them."""
+def tokens_of(ref: dict[str, Any]) -> int:
+    """About what an attachment costs in a prompt when shown in full (Anthropic's guidance: an
+    image at the size we send, up to ~1,600 tokens; a PDF page, 1,500-3,000 tokens of text plus
+    its picture; text, about 3 characters a token at worst)."""
+    if ref["kind"] == "image":
+        return IMAGE_TOKENS
+    if ref["kind"] == "pdf":
+        return PDF_PAGE_TOKENS * max(1, int(ref.get("pages", 1)))
+    return int(ref.get("chars", 0)) // TEXT_CHARS_PER_TOKEN + 1
+
+
+def recent_hashes(messages: list[Message], keep_turns: int, max_tokens: int | None = None) -> set[str]:
+    """The attachments still shown in full: fewer than `keep_turns` user turns came after them
+    and, counted newest first, they fit in `max_tokens` together (the first that does not fit
+    and all older ones get their placeholder: a few long PDFs in a row cannot overflow the
+    model's context). Both rules only ever turn an attachment into its placeholder, never back."""
     wanted: set[str] = set()
-    later = 0
+    later = spent = 0
     for message in reversed(messages):
         if later < keep_turns:
-            wanted.update(b["hash"] for b in message.get("content", []) if is_reference(b))
+            for block in reversed([b for b in message.get("content", []) if is_reference(b)]):
+                if block["hash"] in wanted:
+                    continue
+                spent += tokens_of(block)
+                if max_tokens is not None and spent > max_tokens:
+                    return wanted
+                wanted.add(block["hash"])
         if _turn_starts(message):
             later += 1
         if later >= keep_turns:
@@ -115,7 +139,8 @@ def recent_hashes(messages: list[Message], keep_turns: int) -> set[str]:
 
 
 def expand(messages: list[Message], keep_turns: int, loaded: dict[str, str]) -> list[Message]:
-    """The history as the API reads it. `loaded`: hash -> base64 (image, PDF) or text."""
+    """The history as the API reads it. `loaded`: hash -> base64 (image, PDF) or text, for the
+    attachments to show in full (`recent_hashes`); every other reference becomes its placeholder."""
     out: list[Message] = []
     later = sum(1 for m in messages if _turn_starts(m))
     for message in messages:

@@ -21,7 +21,16 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bot.events import AudioPart, DocumentPart, ImagePart, IncomingMessage, Notice, Part, Sink
-from bot.media.attachments import AttachmentStore, expand, is_reference, recent_hashes, reference
+from bot.media.attachments import (
+    PDF_PAGE_TOKENS,
+    TEXT_CHARS_PER_TOKEN,
+    AttachmentStore,
+    expand,
+    is_reference,
+    recent_hashes,
+    reference,
+    tokens_of,
+)
 from bot.media.documents import PDF_MAGIC, prepare_document_file
 from bot.media.images import prepare_image_file, sniff_image
 from bot.media.inbox import AUDIO_SUFFIXES, Inbox, shown_name
@@ -48,6 +57,9 @@ class MediaIntake:
         self.attachments = AttachmentStore(services.store, self.config.data_dir / "attachments")
         self.inbox = Inbox(services.store, self.limits.inbox_quota_bytes)
         self.transcriber = Transcriber(self.config)
+        # What the attachments shown in full may take of a prompt, all together: half the
+        # history's budget (the rest is the conversation, compacted to fit its own budget).
+        self.max_attachment_tokens = self.config["agent"]["context_budget_tokens"] // 2
 
     def workspace(self, sender: str) -> Path:
         """Where `sender`'s uploads land: the workspace their file tools see."""
@@ -102,12 +114,24 @@ class MediaIntake:
     async def _document(self, sender: str, part: DocumentPart, sink: Sink) -> Block:
         prepared = await _in_worker(prepare_document_file, part.data, part.name, self.limits,
                                     budget=DOCUMENT_BUDGET_SECONDS)
+        sizes = {"pages": prepared.pages} if prepared.kind == "pdf" else {"chars": prepared.chars}
+        if tokens_of({"kind": prepared.kind, **sizes}) > self.max_attachment_tokens:
+            raise self._too_long(part.name or "This document", prepared.pages, prepared.chars)
         suffix = ".pdf" if prepared.kind == "pdf" else PurePosixPath(part.name.lower()).suffix
         saved = await self._save(sender, part.name, suffix, "document", part.data, sink)
         digest = await self.attachments.put(prepared.kind, prepared.media_type, prepared.data)
-        sizes = {"pages": prepared.pages} if prepared.kind == "pdf" else {"chars": prepared.chars}
         return reference(prepared.kind, digest, prepared.media_type, name=part.name,
                          saved_as=saved, untrusted=True, **sizes)
+
+    def _too_long(self, name: str, pages: int, chars: int) -> MediaRefused:
+        """More than the model's context can hold next to the conversation (see expand)."""
+        if pages:
+            fit = self.max_attachment_tokens // PDF_PAGE_TOKENS
+            return MediaRefused(f"{name} has {pages} pages; about {fit} fit in a conversation "
+                                "here. Send the pages that matter as a smaller PDF.")
+        fit = self.max_attachment_tokens * TEXT_CHARS_PER_TOKEN
+        return MediaRefused(f"{name} is too long for a conversation here ({chars:,} characters; "
+                            f"about {fit:,} fit). Send a shorter part of it.")
 
     async def _audio(self, sender: str, part: AudioPart, sink: Sink) -> list[Block]:
         if not part.data:
@@ -154,7 +178,7 @@ class MediaIntake:
     async def expand(self, messages: list[Block]) -> list[Block]:
         """References → image/document blocks (recent) or placeholders (older); see attachments.py."""
         keep = self.limits.keep_images_turns
-        wanted = recent_hashes(messages, keep)
+        wanted = recent_hashes(messages, keep, self.max_attachment_tokens)
         if not wanted and not any(is_reference(b) for m in messages for b in _blocks(m)):
             return messages
         return expand(messages, keep, await self.attachments.load(wanted))
