@@ -18,12 +18,13 @@ once `keep_turns` newer user turns followed it — or earlier, when newer attach
 take the share of the context window that attachments may have (see `recent_hashes`).
 
 Prompt caching. The cached prefix of a request is only reused when its bytes are identical, so
-the expansion is a pure function of (history, keep_turns, stored bytes): no clock, no counters,
-no randomness (the untrusted wrapper of a text document takes its nonce from the hash). Whether
-an attachment is shown depends only on how many user turns came *after* its message, which
-changes only when a new user message is appended — never during the tool steps of one turn — so
-every step of a turn reuses the previous step's prefix. When a turn begins, at most the
-attachments that just crossed the `keep_turns` line switch to their placeholder; the prefix up
+the expansion is a pure function of (history, keep_turns, allowance, stored bytes): no clock,
+no counters, no randomness (the untrusted wrapper of a text document takes its nonce from the
+hash). Whether an attachment is shown depends only on the user turns that came *after* its
+message (how many, and what they attached), which change only when a new user message is
+appended — never during the tool steps of one turn — so every step of a turn reuses the previous
+step's prefix. When a turn begins, at most the attachments that just crossed the `keep_turns`
+line (or the allowance) switch to their placeholder; the prefix up
 to the first of them still matches the cache, and the switch is one-way (an attachment never
 comes back), so each crossing costs one cache write, once. A new photo is appended at the end of
 the history and changes none of the bytes before it.
