@@ -102,6 +102,7 @@ class App:
         from bot.budgets import Budgets
         from bot.delivery import Delivery
         from bot.grants import Grants
+        from bot.inbox import Inbox, InboxSettings, replica_name
         from bot.jobs import JobLimits, Jobs
         from bot.llm import LLMClient
         from bot.prices import PriceTable
@@ -130,6 +131,9 @@ class App:
             senders=Senders(config, store),
             jobs=Jobs(store, JobLimits.from_config(config["jobs"]), clock),
             delivery=Delivery(),
+            inbox=Inbox(store, replica_name(config["inbox"]["replica"], store.dialect,
+                                                config.env),
+                        InboxSettings.from_config(config["inbox"]), clock),
         )
         return cls(config, services)
 

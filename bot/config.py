@@ -111,6 +111,11 @@ SCHEMA: dict[str, Any] = _obj({
     # (MYCLAW_DATABASE_URL overrides it; a password belongs there, never in the file).
     "store": _obj({"path": {"type": "string"},
                    "url": {"type": "string", "pattern": r"^(postgres(ql)?://.*)?$"}}),
+    # replica: who claims inbox rows ("" = "local" on SQLite, host:pid on PostgreSQL; processes
+    # sharing one database need distinct names). MYCLAW_REPLICA overrides it.
+    "inbox": _obj({"lease_seconds": {"type": "number", "minimum": 3},
+                   "keep_done_hours": {"type": "number", "minimum": 25},
+                   "replica": {"type": "string", "pattern": r"^[A-Za-z0-9_.:-]{0,100}$"}}),
     "senders": {
         "type": "object",
         "properties": {"unknown": {"enum": list(UNKNOWN_POLICIES)}},
@@ -254,6 +259,9 @@ DEFAULTS: dict[str, Any] = {
     "jobs": {"enabled": True, "max_per_sender": 20, "min_interval_seconds": 300,
              "grace_seconds": 3600, "run_lease_seconds": 3600, "tick_seconds": 30},
     "store": {"path": "", "url": ""},
+    # keep_done_hours: how long handled updates are remembered; above Telegram's 24 h of
+    # re-delivery, so an update delivered again after a restart is still recognised.
+    "inbox": {"lease_seconds": 30, "keep_done_hours": 48, "replica": ""},
     "senders": {"cli:local": "full", "unknown": "pairing"},
     "pairing": {"code_ttl_seconds": 3600, "max_codes_per_hour": 3},
     "approvals": {"timeout_seconds": 300, "approvers": [], "grant_ttl_seconds": 86_400,

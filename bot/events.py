@@ -74,6 +74,7 @@ class IncomingMessage:
     display_name: str = ""
     parts: tuple[Part, ...] = ()       # photos, documents, voice notes sent with the text
     download: Download | None = field(default=None, repr=False, compare=False)  # more, not yet fetched
+    inbox_id: int | None = None        # the stored update this message came from (bot/inbox.py)
 
     @property
     def has_attachments(self) -> bool:
@@ -251,3 +252,6 @@ class AgentAPI(Protocol):
     async def pending_approvals(self, channel: str) -> list[ApprovalView]: ...
 
     def command_descriptions(self) -> list[tuple[str, str]]: ...
+
+    @property
+    def inbox(self) -> Any: ...   # bot.inbox.Inbox: where updates are stored before they are acknowledged

@@ -265,4 +265,23 @@ CREATE TABLE inbox_files (
 );
 CREATE INDEX inbox_files_by_sender ON inbox_files(sender);
 """),
+    (10, "the durable inbox: every update stored before it is acknowledged, claimed to run once", """
+CREATE TABLE inbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel TEXT NOT NULL,
+    update_key TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL,
+    claimed_by TEXT,
+    lease_until REAL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    received_at REAL NOT NULL,
+    done_at REAL,
+    UNIQUE (channel, update_key)
+);
+CREATE INDEX inbox_by_conversation ON inbox(conversation, state, id);
+CREATE INDEX inbox_by_state ON inbox(state, channel, id);
+CREATE INDEX inbox_done ON inbox(done_at);
+"""),
 ]

@@ -67,6 +67,11 @@ class Agent:
 
     # --- the channel-facing API (bot.events.AgentAPI) ------------------------------------
 
+    @property
+    def inbox(self) -> Any:
+        """Where channels store each update before acknowledging it (bot.inbox.Inbox)."""
+        return self.services.inbox
+
     async def handle(self, message: IncomingMessage, sink: Sink) -> None:
         autonomy = await self.services.senders.autonomy(message.sender, message.roles)
         if autonomy is Stranger.IGNORE:

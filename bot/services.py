@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from bot.budgets import Budgets
     from bot.config import Config
     from bot.delivery import Delivery
+    from bot.inbox import Inbox
     from bot.jobs import Jobs
     from bot.llm import LLMClient
     from bot.ratelimit import MessageRateLimiter
@@ -52,3 +53,4 @@ class Services:
     budgets: Budgets | None = None          # spend limits checked before a model call
     rate_limits: MessageRateLimiter | None = None  # messages per minute per sender
     network: Network = field(default_factory=Network)
+    inbox: Inbox | None = None              # incoming updates, stored before they are acknowledged

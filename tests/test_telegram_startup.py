@@ -9,6 +9,7 @@ import aiohttp
 import pytest
 
 from bot.errors import ChannelError
+from bot.inbox import Inbox
 from channels.telegram import TelegramChannel, check_token
 from channels.telegram.sink import SinkSettings
 from tests.conftest import make_config
@@ -33,6 +34,9 @@ def telegram_config(tmp_path, tg: FakeTelegram, token: str | None = None, **tele
 
 class NoAgent:
     """Start-up failures must happen before the agent is ever asked anything."""
+
+    def __init__(self, inbox=None):
+        self.inbox = inbox
 
     async def handle(self, message, sink):
         raise AssertionError("no message should reach the agent")
@@ -87,8 +91,8 @@ async def test_check_token_names_the_bot_or_says_what_is_wrong(tmp_path, tg):
         await check_token(telegram_config(tmp_path, tg, token="123456:WRONG-token-value"))
 
 
-async def test_the_channel_reports_connected_only_while_running(tmp_path, tg):
-    channel = TelegramChannel(telegram_config(tmp_path, tg), NoAgent())
+async def test_the_channel_reports_connected_only_while_running(tmp_path, tg, store):
+    channel = TelegramChannel(telegram_config(tmp_path, tg), NoAgent(Inbox(store)))
     assert not channel.connected
     await channel.start()
     assert channel.connected

@@ -10,23 +10,26 @@
   for ignored senders and every command are the agent's business: the channel only forwards text.
 - In groups listed in `[telegram] groups` the bot answers when mentioned (@name), replied to, or
   sent a command (bare or /cmd@thisbot); in any other group it stays silent.
-- Each chat's updates are handled in order, different chats concurrently (ordering.py).
+- Every update is stored in the durable inbox before Telegram is told it arrived (intake.py;
+  polling.py advances the getUpdates offset only past stored updates; the webhook answers 200
+  only after the insert). Each chat's updates are handled in order, different chats
+  concurrently (ordering.py); updates stored but never finished run again after a restart.
 - Bot API requests go through aiohttp (http.py), not PTB's default httpx pool, whose cost
   per request grows with the number of open connections (bench/telegram.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import logging
 import re
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
 
 from telegram import Bot, BotCommand, Message, MessageEntity, Update
-from telegram.error import Conflict, InvalidToken, NetworkError, TelegramError
+from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, ContextTypes, MessageHandler
 from telegram.ext import filters as tg_filters
 
@@ -38,8 +41,10 @@ from bot.identity import Sender
 from channels.telegram import buttons
 from channels.telegram.approvals import outcome_message
 from channels.telegram.http import AiohttpRequest
+from channels.telegram.intake import TelegramIntake
 from channels.telegram.media import Attachments
 from channels.telegram.ordering import ChatOrderedProcessor
+from channels.telegram.polling import Poller
 from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
 from channels.telegram.taps import INVALID_BUTTON, TapHandler, chat_target
@@ -126,16 +131,18 @@ class TelegramChannel:
         self._taps: TapHandler | None = None
         self._webhook: WebhookServer | None = None
         self._processor: ChatOrderedProcessor | None = None
+        self._intake: TelegramIntake | None = None
+        self._poller: Poller | None = None
         self._username = ""
         self._bot_id = 0
         self._connected = False
-        self._stopping: asyncio.Task[None] | None = None   # polling given up after a conflict
 
     # --- lifecycle --------------------------------------------------------------------------
 
     @property
     def connected(self) -> bool:
-        return self._connected and self._app is not None and self._app.running
+        return self._connected and self._app is not None and self._app.running and (
+            self._poller is None or self._poller.running)
 
     @property
     def application(self) -> Application | None:
@@ -157,14 +164,13 @@ class TelegramChannel:
             if tg["mode"] == "webhook" else ""
         if tg["mode"] == "webhook" and not tg["webhook_url"]:
             raise ChannelError("[telegram] mode = \"webhook\" needs webhook_url (the public https URL)")
-        self._processor = ChatOrderedProcessor(self._order_key)
-        builder = (ApplicationBuilder().token(token).base_url(tg["base_url"])
-                   .base_file_url(tg["base_file_url"]).concurrent_updates(self._processor)
-                   .request(AiohttpRequest())
-                   .get_updates_request(AiohttpRequest(connection_pool_size=1)))
-        if tg["mode"] == "webhook":
-            builder = builder.updater(None)
-        app = builder.build()
+        self._processor = ChatOrderedProcessor(self._order_key, through=self._through)
+        # No PTB Updater: it confirms fetched updates before they are stored (polling.py).
+        app = (ApplicationBuilder().token(token).base_url(tg["base_url"])
+               .base_file_url(tg["base_file_url"]).concurrent_updates(self._processor)
+               .request(AiohttpRequest())
+               .get_updates_request(AiohttpRequest(connection_pool_size=1))
+               .updater(None).build())
         try:
             await app.initialize()   # getMe: proves the token and the API address
         except TelegramError as exc:
@@ -175,11 +181,15 @@ class TelegramChannel:
         self._messenger = Messenger(app.bot)
         self._attachments = Attachments(app.bot, self.config["media"])
         self._taps = TapHandler(self._messenger, self.agent, self.settings)
+        self._intake = TelegramIntake(self.agent.inbox, app, self._order_key)
         self._add_handlers(app)
         try:
             await self._register_commands(app)
-            await self._start_receiving(app, secret)
             await app.start()
+            resumed = await self._intake.resume()   # queued ahead of anything new
+            if resumed:
+                log.info("telegram: %d stored update(s) from before the restart queued", resumed)
+            await self._start_receiving(app, secret)
         except ChannelError:
             await self.stop()
             raise
@@ -190,7 +200,7 @@ class TelegramChannel:
         if pending:
             log.info("telegram: %d approval request(s) still pending; their buttons keep working",
                      len(pending))
-        self._connected = self._stopping is None   # a conflict may have come meanwhile
+        self._connected = self._poller is None or self._poller.running   # a conflict may have come
         log.info("telegram connected as @%s (%s)", self._username, tg["mode"])
 
     async def _register_commands(self, app: Application) -> None:
@@ -199,41 +209,32 @@ class TelegramChannel:
 
     async def _start_receiving(self, app: Application, secret: str) -> None:
         tg = self.config["telegram"]
+        assert self._intake is not None
         if tg["mode"] == "polling":
-            assert app.updater is not None
-            await app.updater.start_polling(allowed_updates=ALLOWED_UPDATES,
-                                            error_callback=self._polling_error)
+            self._poller = Poller(app.bot, self._intake.receive, allowed_updates=ALLOWED_UPDATES,
+                                  on_conflict=self._another_poller)
+            await self._poller.start()
             return
-        self._webhook = WebhookServer(app.bot, app.update_queue, secret=secret,
+        self._webhook = WebhookServer(app.bot, self._intake.receive, secret=secret,
                                       path=tg["webhook_path"], listen=tg["listen"], port=tg["port"])
         await self._webhook.start()
         await app.bot.set_webhook(url=tg["webhook_url"], secret_token=secret,
                                   allowed_updates=ALLOWED_UPDATES)
 
-    def _polling_error(self, exc: TelegramError) -> None:
-        if not isinstance(exc, Conflict):
-            log.warning("telegram polling error (retrying): %s", exc)
-            return
-        # Two pollers take turns being cut off; retrying would only keep the fight going.
-        if self._stopping is None:
-            log.error("telegram: %s", ANOTHER_POLLER)
-            self._connected = False
-            self._stopping = asyncio.get_running_loop().create_task(self._stop_polling())
-
-    async def _stop_polling(self) -> None:
-        app = self._app
-        if app is not None and app.updater is not None and app.updater.running:
-            await app.updater.stop()
+    def _another_poller(self) -> None:
+        """Telegram cut this poller off for another one (the poller has stopped itself): two
+        pollers take turns being cut off, and retrying would only keep the fight going."""
+        log.error("telegram: %s", ANOTHER_POLLER)
+        self._connected = False
 
     async def stop(self) -> None:
         self._connected = False
         app, self._app = self._app, None
         if app is None:
             return
-        if self._stopping is not None:
-            await self._stopping
-        if app.updater is not None and app.updater.running:
-            await app.updater.stop()
+        if self._poller is not None:
+            await self._poller.stop()
+            self._poller = None
         if self._webhook is not None:
             await self._webhook.stop()
             self._webhook = None
@@ -267,6 +268,10 @@ class TelegramChannel:
         app.add_handler(CallbackQueryHandler(self._on_unknown_button))
         app.add_error_handler(self._on_error)
 
+    async def _through(self, update: object, coroutine: Any) -> None:
+        assert self._intake is not None
+        await self._intake.through(update, coroutine)
+
     def _order_key(self, update: object) -> Hashable | None:
         """Per-chat ordering key; None for taps and /stop, which must not wait for the turn."""
         if not isinstance(update, Update) or update.callback_query is not None:
@@ -286,7 +291,8 @@ class TelegramChannel:
         incoming = self._incoming(message)
         if incoming is None:
             return
-        assert self._messenger is not None
+        assert self._messenger is not None and self._intake is not None
+        incoming = dataclasses.replace(incoming, inbox_id=self._intake.row_id(update))
         target = Target(chat_id=message.chat_id, user_id=message.from_user.id,
                         reply_to=message.message_id if incoming.is_group else None,
                         is_group=incoming.is_group,
@@ -368,9 +374,11 @@ class TelegramChannel:
         is_group = chat.type in GROUP_TYPES
         if is_group and str(chat.id) not in self._groups:
             return
+        assert self._intake is not None
         incoming = IncomingMessage(sender=Sender.of("telegram", query.from_user.id), chat=str(chat.id),
                                    text=command, channel="telegram", is_group=is_group,
-                                   display_name=query.from_user.full_name)
+                                   display_name=query.from_user.full_name,
+                                   inbox_id=self._intake.row_id(update))
         sink = ChatSink(self._messenger, self.agent,
                         Target(chat.id, query.from_user.id, None, is_group), self.settings)
         try:

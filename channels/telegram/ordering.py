@@ -14,6 +14,10 @@ The concurrency limit counts running updates only. PTB's own semaphore is taken 
 messages in a row (each a model turn) filled every slot, and every other chat, every button tap
 and every /stop waited behind that backlog. PTB's limit is therefore lifted and ours is taken
 once the chat's lock is held; keyless updates (taps, /stop) are short and never wait for it.
+
+`through(update, coroutine)` is what running an update means (default: awaiting it); the
+channel passes the inbox's claim there, so the chat's in-process order comes first and the claim
+across processes second.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 from telegram.ext import BaseUpdateProcessor
 
 KeyFunction = Callable[[object], Hashable | None]
+Through = Callable[[object, Awaitable[Any]], Awaitable[Any]]
 
 DEFAULT_MAX_CONCURRENT = 256
 _PTB_LIMIT = 1 << 30   # PTB's semaphore, lifted: waiting updates must not hold running slots
@@ -40,9 +45,11 @@ class _ChatSlot:
 class ChatOrderedProcessor(BaseUpdateProcessor):
     """Runs updates of the same chat key in arrival order, different keys concurrently."""
 
-    def __init__(self, key_for: KeyFunction, max_concurrent_updates: int = DEFAULT_MAX_CONCURRENT):
+    def __init__(self, key_for: KeyFunction, max_concurrent_updates: int = DEFAULT_MAX_CONCURRENT,
+                 through: Through | None = None):
         super().__init__(_PTB_LIMIT)
         self._key_for = key_for
+        self._through = through or _awaited
         self._slots: dict[Hashable, _ChatSlot] = {}
         self._running = asyncio.BoundedSemaphore(max_concurrent_updates)
 
@@ -54,7 +61,7 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
     async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
         key = self._key_for(update)
         if key is None:
-            await coroutine
+            await self._through(update, coroutine)
             return
         slot = self._slots.get(key)
         if slot is None:
@@ -64,7 +71,7 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
             # asyncio.Lock wakes waiters in FIFO order, and PTB starts one task per update in
             # the order the updates arrived, so a chat's updates run in arrival order.
             async with slot.lock, self._running:
-                await coroutine
+                await self._through(update, coroutine)
         finally:
             slot.users -= 1
             if slot.users == 0:
@@ -75,3 +82,7 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
 
     async def shutdown(self) -> None:
         """Nothing to free: every lock is dropped when its chat goes idle."""
+
+
+async def _awaited(update: object, coroutine: Awaitable[Any]) -> Any:
+    return await coroutine

@@ -3,17 +3,19 @@
 Telegram (or the reverse proxy in front of us) POSTs each update as JSON with the header
 `X-Telegram-Bot-Api-Secret-Token` set to the secret given to setWebhook. A request without the
 right secret is refused with 403 before its body is even read, so nothing it carries is
-processed. A good update is parsed and put on the application's update queue, and Telegram gets
-its 200 at once; the answer to the user is sent later through the Bot API.
+processed. A good update is parsed and handed to `receive`, which stores it: Telegram gets its
+200 only after that, and a 503 when storing failed, so it delivers the update again later (a
+re-delivered update is recognised by its id and runs once). The answer to the user is sent
+later through the Bot API.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 import logging
 import re
+from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 from telegram import Bot, Update
@@ -27,6 +29,8 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 _SECRET_SHAPE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 MAX_UPDATE_BYTES = 1 << 20
 
+Receive = Callable[[Sequence[Update]], Awaitable[None]]
+
 
 def check_secret_shape(secret: str | None) -> str:
     """The webhook secret, or a one-line ChannelError when it is missing or malformed."""
@@ -38,12 +42,12 @@ def check_secret_shape(secret: str | None) -> str:
 
 
 class WebhookServer:
-    """Receives updates on `path` and feeds them to `queue` (the application's update queue)."""
+    """Receives updates on `path` and hands each to `receive` (which stores it) before answering."""
 
-    def __init__(self, bot: Bot, queue: asyncio.Queue, *, secret: str, path: str,
+    def __init__(self, bot: Bot, receive: Receive, *, secret: str, path: str,
                  listen: str, port: int):
         self._bot = bot
-        self._queue = queue
+        self._store = receive
         self._secret = secret.encode()
         self._path = path if path.startswith("/") else f"/{path}"
         self._listen = listen
@@ -90,5 +94,10 @@ class WebhookServer:
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("telegram webhook: malformed update %s: %s", data.get("update_id"), exc)
             return web.Response(status=400, text="malformed update")
-        await self._queue.put(update)
+        try:
+            await self._store([update])
+        except Exception:
+            log.exception("telegram webhook: could not store update %s; Telegram will send it "
+                          "again", update.update_id)
+            return web.Response(status=503, text="not stored, send again")
         return web.Response(text="ok")

@@ -1,0 +1,286 @@
+"""The durable inbox: every incoming update is stored before the platform is told it arrived,
+and turns are taken from here, in order per conversation, by whichever process claims them.
+
+    rows = await inbox.put("telegram", [Entry(update_key, conversation, payload)])  # then ack
+    ran = await inbox.run(row, work)       # claim, keep the lease, run, mark done
+
+- `put` writes the updates in one transaction and returns only the rows it created: an update
+  the platform delivers twice (the unique `(channel, update_key)`) is stored and run once. When
+  it raises, nothing was stored and the caller must not acknowledge the update.
+- A row is `pending`, then `claimed` by one process (`claimed_by`, `lease_until`), then `done`.
+  A claim is a compare-and-set in one write transaction: it succeeds only for a row that is
+  pending (or whose lease lapsed: its process died) and that is the oldest unfinished row of its
+  conversation. So a conversation runs one turn at a time, in arrival order, across processes.
+  Rows with an empty conversation (button taps, /stop) skip that order.
+- Within one process, rows of a conversation also queue in FIFO order before they try their
+  claim, so a long backlog costs one claim per row rather than one per waiter per turn.
+- The lease is renewed while the work runs. A process killed with SIGKILL leaves its rows
+  claimed; `recover` gives them back (at once for this replica's earlier runs, after the lease
+  for other processes), oldest first, for the channel to run again.
+- A done row drops its payload and is deleted after `keep_done_seconds` (longer than the day
+  Telegram keeps re-delivering an unconfirmed update, so a re-delivery is still recognised).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PRUNE_EVERY = 500   # finished rows between two deletions of expired done rows
+
+_COLUMNS = "id, channel, update_key, conversation, payload, attempts"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An update as received: its platform id, its conversation ("" = runs out of order) and
+    what is needed to run it again after a restart (text, usually the update's JSON)."""
+
+    update_key: str
+    conversation: str
+    payload: str
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    id: int
+    channel: str
+    update_key: str
+    conversation: str
+    payload: str
+    attempts: int = 0    # claims so far: more than one means an earlier run was cut off
+
+
+@dataclass(frozen=True)
+class InboxSettings:
+    lease_seconds: float = 30.0
+    keep_done_seconds: float = 48 * 3600.0
+    retry_seconds: float = 0.5   # how soon a claim blocked by another process is tried again
+
+    @classmethod
+    def from_config(cls, table: dict[str, Any]) -> InboxSettings:
+        return cls(lease_seconds=float(table["lease_seconds"]),
+                   keep_done_seconds=float(table["keep_done_hours"]) * 3600.0)
+
+
+class Claim(Enum):
+    CLAIMED = "claimed"
+    DONE = "done"      # already run (by this process or another): nothing to do
+    BUSY = "busy"      # an older row of the conversation, or another process, holds it
+
+
+def replica_name(configured: str, dialect: str, env: dict[str, str] | None = None) -> str:
+    """Who claims rows. SQLite serves one process, so every claim found at start-up is an
+    earlier run's; on PostgreSQL several processes may share one host, so the default names
+    this process only (its claims are taken over once their lease lapses)."""
+    named = (env if env is not None else os.environ).get("MYCLAW_REPLICA") or configured
+    if named:
+        return named
+    return "local" if dialect == "sqlite" else f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class _Slot:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
+class Inbox:
+    def __init__(self, store: Any, replica: str = "local",
+                 settings: InboxSettings | None = None,
+                 clock: Callable[[], float] = time.time):
+        self.store = store
+        self.replica = replica
+        # This run of the replica: a restarted process tells its earlier run's claims apart.
+        self.owner = f"{replica}/{secrets.token_hex(6)}"
+        self.settings = settings or InboxSettings()
+        self.clock = clock
+        self._slots: dict[str, _Slot] = {}
+        self._taken: set[int] = set()   # rows queued or running in this process
+        self._finished = 0
+
+    # --- storing --------------------------------------------------------------------------
+
+    async def put(self, channel: str, entries: list[Entry]) -> list[InboxRow]:
+        """Store `entries` (all or none); the rows created, in arrival order. Duplicates of
+        stored updates are left out. Raises StoreError (or the driver's error) on failure."""
+        now = self.clock()
+        created = []
+        async with self.store.transaction() as tx:
+            for entry in entries:
+                conversation = f"{channel}:{entry.conversation}" if entry.conversation else ""
+                row = await tx.fetchone(
+                    "INSERT INTO inbox(channel, update_key, conversation, payload, state, "
+                    "received_at) VALUES (?, ?, ?, ?, 'pending', ?) "
+                    "ON CONFLICT (channel, update_key) DO NOTHING RETURNING id",
+                    (channel, entry.update_key, conversation, entry.payload, now))
+                if row is not None:
+                    created.append(InboxRow(int(row["id"]), channel, entry.update_key,
+                                            conversation, entry.payload))
+        return created
+
+    # --- claiming --------------------------------------------------------------------------
+
+    async def claim(self, row: InboxRow) -> Claim:
+        """Compare-and-set `row` to claimed by this process (see the module docstring)."""
+        now = self.clock()
+        async with self.store.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE inbox SET state = 'claimed', claimed_by = ?, lease_until = ?, "
+                "attempts = attempts + 1 WHERE id = ? AND (state = 'pending' "
+                "OR (state = 'claimed' AND lease_until < ?)) AND (conversation = '' OR NOT EXISTS "
+                "(SELECT 1 FROM inbox AS older WHERE older.conversation = ? AND older.id < ? "
+                "AND older.state <> 'done'))",
+                (self.owner, now + self.settings.lease_seconds, row.id, now, row.conversation,
+                 row.id))
+            if changed:
+                return Claim.CLAIMED
+            state = await tx.fetchone("SELECT state FROM inbox WHERE id = ?", (row.id,))
+        return Claim.DONE if state is None or state["state"] == "done" else Claim.BUSY
+
+    async def renew(self, row: InboxRow) -> bool:
+        """Extend this process's lease on `row`; False when the claim was lost meanwhile."""
+        async with self.store.transaction() as tx:
+            return bool(await tx.execute(
+                "UPDATE inbox SET lease_until = ? WHERE id = ? AND claimed_by = ? "
+                "AND state = 'claimed'",
+                (self.clock() + self.settings.lease_seconds, row.id, self.owner)))
+
+    async def finish(self, row: InboxRow) -> None:
+        """The row's turn ended: done, payload dropped; now and then expired rows deleted."""
+        now = self.clock()
+        self._finished += 1
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE inbox SET state = 'done', done_at = ?, payload = '', "
+                             "lease_until = NULL WHERE id = ? AND claimed_by = ?",
+                             (now, row.id, self.owner))
+            if self._finished % PRUNE_EVERY == 0:
+                await self._prune(tx, now)
+
+    async def prune(self) -> int:
+        """Delete done rows older than the retention; how many went."""
+        async with self.store.transaction() as tx:
+            return await self._prune(tx, self.clock())
+
+    async def _prune(self, tx: Any, now: float) -> int:
+        return await tx.execute("DELETE FROM inbox WHERE state = 'done' AND done_at < ?",
+                                (now - self.settings.keep_done_seconds,))
+
+    # --- running ---------------------------------------------------------------------------
+
+    async def run(self, row: InboxRow, work: Callable[[], Awaitable[object]],
+                  limit: asyncio.Semaphore | None = None) -> bool:
+        """Claim `row` (waiting for earlier rows of its conversation), run `work()` holding the
+        lease, then mark the row done. False, without running `work`, when the row was already
+        done. `limit` is taken once the claim is held, so a queued row never holds a slot.
+
+        A failed `work` still finishes its row: the channel has told the user, and a message
+        that fails every time must not be run forever. A cancelled one (shutdown) stays claimed
+        for `recover`."""
+        self._taken.add(row.id)
+        try:
+            async with AsyncExitStack() as held:
+                if not await self._claimed_in_order(row, held):
+                    return False
+                if limit is not None:
+                    await held.enter_async_context(limit)
+                renewal = asyncio.ensure_future(self._keep_lease(row))
+                try:
+                    await work()
+                except Exception:
+                    await self.finish(row)
+                    raise
+                finally:
+                    renewal.cancel()
+                await self.finish(row)
+            return True
+        finally:
+            self._taken.discard(row.id)
+
+    async def _claimed_in_order(self, row: InboxRow, held: AsyncExitStack) -> bool:
+        """Take the conversation's in-process turn, then the claim; until the claim succeeds
+        (another process is ahead), give the turn back and try again shortly."""
+        while True:
+            async with AsyncExitStack() as attempt:
+                if row.conversation:
+                    await attempt.enter_async_context(self._slot(row.conversation))
+                outcome = await self.claim(row)
+                if outcome is Claim.CLAIMED:
+                    held.push_async_exit(attempt.pop_all())
+                    return True
+            if outcome is Claim.DONE:
+                return False
+            await asyncio.sleep(self.settings.retry_seconds)
+
+    def _slot(self, conversation: str) -> _SlotHold:
+        return _SlotHold(self._slots, conversation)
+
+    async def _keep_lease(self, row: InboxRow) -> None:
+        while True:
+            await asyncio.sleep(self.settings.lease_seconds / 3)
+            if not await self.renew(row):
+                log.warning("inbox: the claim on row %s lapsed while its turn ran", row.id)
+                return
+
+    # --- start-up ----------------------------------------------------------------------------
+
+    async def recover(self, channel: str) -> list[InboxRow]:
+        """Unfinished rows of `channel` this process may run now, oldest first: pending ones,
+        those an earlier run of this replica had claimed (given back at once), and those whose
+        lease lapsed. Rows already queued or running here are left out, so this may be called again."""
+        now = self.clock()
+        async with self.store.transaction() as tx:
+            await tx.execute(
+                "UPDATE inbox SET state = 'pending', claimed_by = NULL, lease_until = NULL "
+                "WHERE channel = ? AND state = 'claimed' AND substr(claimed_by, 1, ?) = ? "
+                "AND claimed_by <> ?",
+                (channel, len(self.replica) + 1, self.replica + "/", self.owner))
+            rows = await tx.fetchall(
+                f"SELECT {_COLUMNS} FROM inbox WHERE channel = ? AND (state = 'pending' "
+                "OR (state = 'claimed' AND lease_until < ?)) ORDER BY id", (channel, now))
+        return [_row(r) for r in rows if int(r["id"]) not in self._taken]
+
+
+class _SlotHold:
+    """The FIFO per-conversation lock of one process; the map holds only busy conversations."""
+
+    def __init__(self, slots: dict[str, _Slot], key: str):
+        self._slots = slots
+        self._key = key
+
+    async def __aenter__(self) -> None:
+        slot = self._slots.get(self._key)
+        if slot is None:
+            slot = self._slots[self._key] = _Slot()
+        slot.users += 1
+        try:
+            await slot.lock.acquire()
+        except BaseException:
+            self._leave(slot)
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        slot = self._slots[self._key]
+        slot.lock.release()
+        self._leave(slot)
+
+    def _leave(self, slot: _Slot) -> None:
+        slot.users -= 1
+        if slot.users == 0:
+            del self._slots[self._key]
+
+
+def _row(record: Any) -> InboxRow:
+    return InboxRow(int(record["id"]), record["channel"], record["update_key"],
+                    record["conversation"], record["payload"], int(record["attempts"]))

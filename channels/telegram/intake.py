@@ -1,0 +1,79 @@
+"""Updates into the durable inbox, and from there into python-telegram-bot's handlers.
+
+Whichever way an update arrives (polling or webhook), `receive` stores it first (the caller
+acknowledges it to Telegram only afterwards) and then queues it on the application, which runs
+it through the chat-ordered processor. There `through` claims the update's inbox row (in order
+per chat, across processes), runs the handlers holding the lease and marks the row done. After a
+restart, `resume` queues the rows stored but never finished, oldest first, before new updates.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import Any
+
+from telegram import Update
+from telegram.ext import Application
+
+from bot.inbox import Entry, Inbox, InboxRow
+
+CHANNEL = "telegram"
+
+
+class TelegramIntake:
+    def __init__(self, inbox: Inbox, app: Application,
+                 order_key: Callable[[object], Hashable | None]):
+        self._inbox = inbox
+        self._app = app
+        self._order_key = order_key
+        self._rows: dict[int, InboxRow] = {}   # update_id -> its row, while queued or running
+
+    async def receive(self, updates: Sequence[Update]) -> None:
+        """Store `updates` (raises when that fails: do not acknowledge them), then queue the
+        ones never seen before."""
+        entries = [Entry(str(update.update_id), _conversation(self._order_key(update)),
+                         json.dumps(update.to_dict(), separators=(",", ":")))
+                   for update in updates]
+        rows = await self._inbox.put(CHANNEL, entries)
+        by_key = {str(update.update_id): update for update in updates}
+        for row in rows:
+            await self._queue(by_key[row.update_key], row)
+
+    async def resume(self) -> int:
+        """Queue the rows an earlier run stored but did not finish; how many."""
+        rows = await self._inbox.recover(CHANNEL)
+        for row in rows:
+            if int(row.update_key) not in self._rows:
+                await self._queue(Update.de_json(json.loads(row.payload), self._app.bot), row)
+        return len(rows)
+
+    async def _queue(self, update: Update | None, row: InboxRow) -> None:
+        if update is None:
+            return
+        self._rows[update.update_id] = row
+        await self._app.update_queue.put(update)
+
+    async def through(self, update: object, coroutine: Awaitable[Any]) -> None:
+        """Run one queued update under its inbox claim (the processor's `through`)."""
+        row = self._rows.get(update.update_id) if isinstance(update, Update) else None
+        if row is None:
+            await coroutine
+            return
+        ran = False
+        try:
+            ran = await self._inbox.run(row, lambda: coroutine)
+        finally:
+            self._rows.pop(update.update_id, None)
+            if not ran and inspect.iscoroutine(coroutine):
+                coroutine.close()   # not run (done elsewhere, or the claim failed)
+
+    def row_id(self, update: Update) -> int | None:
+        """The inbox row an update being handled came from."""
+        row = self._rows.get(update.update_id)
+        return row.id if row is not None else None
+
+
+def _conversation(key: Hashable | None) -> str:
+    return "" if key is None else str(key)
