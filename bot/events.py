@@ -237,6 +237,9 @@ class AgentAPI(Protocol):
     concurrently. An approval answer goes one way: `resolve_approval` decides it (and who may
     answer); the channel, knowing the resolution, builds the sink where the conversation
     continues and hands it to `resume_approval`.
+
+    A message stored in the inbox (`inbox_id` set) that the agent does not start because it is
+    shutting down raises `bot.sessions.ShuttingDown`: the channel leaves its row for the restart.
     """
 
     async def handle(self, message: IncomingMessage, sink: Sink) -> None: ...

@@ -108,6 +108,7 @@ class Inbox:
         self.clock = clock
         self._slots: dict[str, _Slot] = {}
         self._taken: set[int] = set()   # rows queued or running in this process
+        self._closing = False
         self._finished = 0
 
     # --- storing --------------------------------------------------------------------------
@@ -157,6 +158,13 @@ class Inbox:
                 "AND state = 'claimed'",
                 (self.clock() + self.settings.lease_seconds, row.id, self.owner)))
 
+    async def release(self, row: InboxRow) -> None:
+        """Give a claimed row back unrun (the process is shutting down): pending again."""
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE inbox SET state = 'pending', claimed_by = NULL, "
+                             "lease_until = NULL WHERE id = ? AND claimed_by = ?",
+                             (row.id, self.owner))
+
     async def finish(self, row: InboxRow) -> None:
         """The row's turn ended: done, payload dropped; now and then expired rows deleted."""
         now = self.clock()
@@ -179,11 +187,18 @@ class Inbox:
 
     # --- running ---------------------------------------------------------------------------
 
-    async def run(self, row: InboxRow, work: Callable[[], Awaitable[object]],
+    def stop_claiming(self) -> None:
+        """Shutting down: rows not claimed yet stay pending for the next start (`run` returns
+        False for them without running anything)."""
+        self._closing = True
+
+    async def run(self, row: InboxRow, work: Callable[[], Awaitable[bool | None]],
                   limit: asyncio.Semaphore | None = None) -> bool:
         """Claim `row` (waiting for earlier rows of its conversation), run `work()` holding the
-        lease, then mark the row done. False, without running `work`, when the row was already
-        done. `limit` is taken once the claim is held, so a queued row never holds a slot.
+        lease, then mark the row done, or pending again when `work()` returns False (it was
+        not started: shutting down). False, without running `work`, when the row was already
+        done or the inbox stopped claiming. `limit` is taken once the claim is held, so a queued
+        row never holds a slot.
 
         A failed `work` still finishes its row: the channel has told the user, and a message
         that fails every time must not be run forever. A cancelled one (shutdown) stays claimed
@@ -197,13 +212,13 @@ class Inbox:
                     await held.enter_async_context(limit)
                 renewal = asyncio.ensure_future(self._keep_lease(row))
                 try:
-                    await work()
+                    handled = await work()
                 except Exception:
                     await self.finish(row)
                     raise
                 finally:
                     renewal.cancel()
-                await self.finish(row)
+                await (self.release(row) if handled is False else self.finish(row))
             return True
         finally:
             self._taken.discard(row.id)
@@ -211,10 +226,12 @@ class Inbox:
     async def _claimed_in_order(self, row: InboxRow, held: AsyncExitStack) -> bool:
         """Take the conversation's in-process turn, then the claim; until the claim succeeds
         (another process is ahead), give the turn back and try again shortly."""
-        while True:
+        while not self._closing:
             async with AsyncExitStack() as attempt:
                 if row.conversation:
                     await attempt.enter_async_context(self._slot(row.conversation))
+                if self._closing:
+                    return False
                 outcome = await self.claim(row)
                 if outcome is Claim.CLAIMED:
                     held.push_async_exit(attempt.pop_all())
@@ -222,6 +239,7 @@ class Inbox:
             if outcome is Claim.DONE:
                 return False
             await asyncio.sleep(self.settings.retry_seconds)
+        return False
 
     def _slot(self, conversation: str) -> _SlotHold:
         return _SlotHold(self._slots, conversation)

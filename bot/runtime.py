@@ -264,10 +264,15 @@ class Agent:
         except Stopped:
             await sink.emit(Notice("Stopped."))
         except ShuttingDown:
+            if message.inbox_id is not None:
+                raise   # stored in the inbox: it runs after the restart, nobody needs to resend
             await sink.emit(Notice("I'm restarting right now; please send that again in a minute."))
 
     async def shutdown(self, grace: float = 10.0) -> bool:
-        """Finish or cancel the turns in flight; see SessionQueue.shutdown."""
+        """Finish or cancel the turns in flight; see SessionQueue.shutdown. Stored updates not
+        started yet stay in the inbox for the next start."""
+        if self.services.inbox is not None:
+            self.services.inbox.stop_claiming()
         finished = await self.queue.shutdown(grace)
         await self.queue.drain(timeout=grace)
         return finished

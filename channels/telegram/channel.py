@@ -292,7 +292,6 @@ class TelegramChannel:
         if incoming is None:
             return
         assert self._messenger is not None and self._intake is not None
-        incoming = dataclasses.replace(incoming, inbox_id=self._intake.row_id(update))
         target = Target(chat_id=message.chat_id, user_id=message.from_user.id,
                         reply_to=message.message_id if incoming.is_group else None,
                         is_group=incoming.is_group,
@@ -303,7 +302,7 @@ class TelegramChannel:
             if self._attachments is not None and _has_attachments(message):
                 attachments = self._attachments     # fetched by the agent once it admits the sender
                 incoming = dataclasses.replace(incoming, download=lambda: attachments.parts(message))
-            await self.agent.handle(incoming, sink)
+            await self._intake.hand_over(self.agent, update, incoming, sink)
         finally:
             await sink.close()
 
@@ -377,12 +376,11 @@ class TelegramChannel:
         assert self._intake is not None
         incoming = IncomingMessage(sender=Sender.of("telegram", query.from_user.id), chat=str(chat.id),
                                    text=command, channel="telegram", is_group=is_group,
-                                   display_name=query.from_user.full_name,
-                                   inbox_id=self._intake.row_id(update))
+                                   display_name=query.from_user.full_name)
         sink = ChatSink(self._messenger, self.agent,
                         Target(chat.id, query.from_user.id, None, is_group), self.settings)
         try:
-            await self.agent.handle(incoming, sink)
+            await self._intake.hand_over(self.agent, update, incoming, sink)
         finally:
             await sink.close()
 

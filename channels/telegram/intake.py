@@ -9,6 +9,7 @@ restart, `resume` queues the rows stored but never finished, oldest first, befor
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -17,7 +18,9 @@ from typing import Any
 from telegram import Update
 from telegram.ext import Application
 
+from bot.events import AgentAPI, IncomingMessage, Sink
 from bot.inbox import Entry, Inbox, InboxRow
+from bot.sessions import ShuttingDown
 
 CHANNEL = "telegram"
 
@@ -29,6 +32,7 @@ class TelegramIntake:
         self._app = app
         self._order_key = order_key
         self._rows: dict[int, InboxRow] = {}   # update_id -> its row, while queued or running
+        self._left: set[int] = set()            # rows not started because of a shutdown
 
     async def receive(self, updates: Sequence[Update]) -> None:
         """Store `updates` (raises when that fails: do not acknowledge them), then queue the
@@ -61,13 +65,29 @@ class TelegramIntake:
         if row is None:
             await coroutine
             return
+        async def handled() -> bool:
+            await coroutine
+            return row.id not in self._left
+
         ran = False
         try:
-            ran = await self._inbox.run(row, lambda: coroutine)
+            ran = await self._inbox.run(row, handled)
         finally:
             self._rows.pop(update.update_id, None)
+            self._left.discard(row.id)
             if not ran and inspect.iscoroutine(coroutine):
                 coroutine.close()   # not run (done elsewhere, or the claim failed)
+
+    async def hand_over(self, agent: AgentAPI, update: Update, message: IncomingMessage,
+                        sink: Sink) -> None:
+        """`agent.handle`, except that a message the agent did not start because it is shutting
+        down keeps its row for the restart (nobody has to send it again)."""
+        try:
+            await agent.handle(dataclasses.replace(message, inbox_id=self.row_id(update)), sink)
+        except ShuttingDown:
+            row = self._rows.get(update.update_id)
+            if row is not None:
+                self._left.add(row.id)
 
     def row_id(self, update: Update) -> int | None:
         """The inbox row an update being handled came from."""
