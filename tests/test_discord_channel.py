@@ -40,6 +40,8 @@ USER_DM = 6_100_000_000_000_001
 class ScriptedAgent:
     """Implements bot.events.AgentAPI: records what arrives and plays `events` into the sink."""
 
+    inbox = None   # no store here: the channel answers without recording
+
     def __init__(self, *events):
         self.events = list(events) or [Done("ok")]
         self.received: list[IncomingMessage] = []

@@ -43,6 +43,7 @@ from channels.discord.approvals import (
     outcome_text,
 )
 from channels.discord.buttons import CommandButton
+from channels.discord.intake import DiscordIntake
 from channels.discord.media import attachment_parts
 from channels.discord.sink import ChannelOutlet, DirectOutlet, InteractionOutlet, TurnSink
 
@@ -137,6 +138,7 @@ class DiscordChannel:
         self.approvals_in_dm = bool(section["approvals_in_dm"])
         self.guild_ready_timeout = float(section["guild_ready_timeout"])
         self.desk = ApprovalDesk(agent, self.approvals_in_dm)
+        self.intake = DiscordIntake(agent.inbox)
         self.client: MyclawClient | None = None
         self._connection: asyncio.Task[None] | None = None
         self._handlers: set[asyncio.Task[Any]] = set()    # turns being handled right now
@@ -183,6 +185,29 @@ class DiscordChannel:
             raise
         self._connection.add_done_callback(_log_connection_end)
         log.info("discord: connected as %s (%s)", client.user, client.user.id if client.user else "?")
+        await self._resume(client)
+
+    async def _resume(self, client: discord.Client) -> None:
+        """Answer, oldest first, the messages an earlier run stored but did not finish."""
+        messages, expired = await self.intake.pending()
+        for row in expired:
+            await self.intake.drop(row)
+        for stored in messages:
+            channel = client.get_channel(stored.channel_id) \
+                or client.get_partial_messageable(stored.channel_id)
+            try:
+                message = await channel.fetch_message(stored.message_id)   # type: ignore[union-attr]
+            except discord.HTTPException:
+                log.warning("discord: stored message %s is gone; not answered", stored.message_id)
+                await self.intake.drop(stored.row)
+                continue
+            text = self._text_for(message)
+            task = asyncio.create_task(self.intake.run(
+                stored.row, lambda inbox_id, m=message, t=text: self._answer(m, t or "", inbox_id)))
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
+        if messages:
+            log.info("discord: %d stored message(s) from before the restart queued", len(messages))
 
     async def _wait_until_ready(self, client: discord.Client, connection: asyncio.Task[None]) -> None:
         ready = asyncio.create_task(client.wait_until_ready())
@@ -239,6 +264,12 @@ class DiscordChannel:
         if interaction.guild_id is not None and str(interaction.guild_id) not in self.guilds:
             await interaction.response.send_message(NOT_HERE, ephemeral=True)
             return
+        await self.intake.interaction(
+            interaction.id, lambda _: self._run_command(interaction, command))
+
+    async def _run_command(self, interaction: discord.Interaction, command: str) -> None:
+        # Not linked to its inbox row: an interaction is never run again after a restart, so
+        # the agent's "send that again" on shutdown is the right answer for it.
         await interaction.response.defer(ephemeral=True, thinking=True)
         user = interaction.user
         channel = interaction.channel or interaction.client.get_partial_messageable(interaction.channel_id)
@@ -298,19 +329,31 @@ class DiscordChannel:
     # --- messages -----------------------------------------------------------------------------
 
     async def on_message(self, message: discord.Message) -> None:
+        text = self._text_for(message)
+        if text is not None:
+            await self.intake.message(message.channel.id, message.id,
+                                      lambda inbox_id: self._answer(message, text, inbox_id))
+
+    def _text_for(self, message: discord.Message) -> str | None:
+        """What the agent is to read, or None when the bot must stay silent."""
         client = self.client
         if client is None or client.user is None or message.author.bot:
-            return
+            return None
         me = client.user
-        in_guild = message.guild is not None
-        if in_guild:
+        if message.guild is not None:
             if str(message.guild.id) not in self.guilds or not _addressed_to(message, me):
-                return
+                return None
         text = _strip_mentions(message.content, me.id, message)
         if not text and not message.attachments:
             # A bare mention asks what the bot can do; a sticker alone is described, so the
             # agent still decides (pairing, silence for ignored senders) and the model can answer.
             text = STICKER_ONLY if message.stickers else "/help"
+        return text
+
+    async def _answer(self, message: discord.Message, text: str, inbox_id: int | None) -> None:
+        client = self.client
+        assert client is not None
+        in_guild = message.guild is not None
         outlet = ChannelOutlet(client, message.channel, message.author.id, in_guild=in_guild,
                                approvals_in_dm=self.approvals_in_dm,
                                reply_to=message.to_reference(fail_if_not_exists=False) if in_guild else None)
@@ -320,7 +363,7 @@ class DiscordChannel:
                 sender=Sender.of("discord", message.author.id), chat=str(message.channel.id),
                 text=text, channel="discord", message_id=str(message.id),
                 roles=_role_names(message.author), is_group=in_guild,
-                display_name=message.author.display_name,
+                display_name=message.author.display_name, inbox_id=inbox_id,
                 # Fetched by the agent once it admits the sender: a stranger's file is never read.
                 download=(lambda: attachment_parts(message.attachments, media))
                 if message.attachments else None)

@@ -465,6 +465,11 @@ class FakeDiscord:
             return _json(message)
         if method == "PATCH" and len(parts) == 4 and parts[2] == "messages":
             return self._edit(int(parts[3]), body)
+        if method == "GET" and len(parts) == 4 and parts[2] == "messages":
+            found = self.messages.get(int(parts[3]))
+            if found is None:
+                return _json({"message": "Unknown Message", "code": 10008}, status=404)
+            return _json(found)
         return _json({"message": "404: Not Found", "code": 0}, status=404)
 
     def _edit(self, message_id: int, body: dict[str, Any]) -> web.Response:
