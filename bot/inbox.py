@@ -13,7 +13,9 @@ and turns are taken from here, in order per conversation, by whichever process c
   conversation. So a conversation runs one turn at a time, in arrival order, across processes.
   Rows with an empty conversation (button taps, /stop) skip that order.
 - Within one process, rows of a conversation also queue in FIFO order before they try their
-  claim, so a long backlog costs one claim per row rather than one per waiter per turn.
+  claim, so a long backlog costs one claim per row rather than one per waiter per turn. A row
+  whose claim is refused gives its place back before it tries again, so an older row adopted
+  from a dead process (`adoptable`) can go first.
 - The lease is renewed while the work runs. A process killed with SIGKILL leaves its rows
   claimed; `recover` gives them back (at once for this replica's earlier runs, after the lease
   for other processes), oldest first, for the channel to run again.
@@ -187,6 +189,11 @@ class Inbox:
 
     # --- running ---------------------------------------------------------------------------
 
+    @property
+    def active_conversations(self) -> int:
+        """Conversations with a row queued or running here (0 when idle: the map is bounded)."""
+        return len(self._slots)
+
     def stop_claiming(self) -> None:
         """Shutting down: rows not claimed yet stay pending for the next start (`run` returns
         False for them without running anything)."""
@@ -256,7 +263,7 @@ class Inbox:
     async def recover(self, channel: str) -> list[InboxRow]:
         """Unfinished rows of `channel` this process may run now, oldest first: pending ones,
         those an earlier run of this replica had claimed (given back at once), and those whose
-        lease lapsed. Rows already queued or running here are left out, so this may be called again."""
+        lease lapsed. Rows already queued or running here are left out."""
         now = self.clock()
         async with self.store.transaction() as tx:
             await tx.execute(
@@ -267,6 +274,19 @@ class Inbox:
             rows = await tx.fetchall(
                 f"SELECT {_COLUMNS} FROM inbox WHERE channel = ? AND (state = 'pending' "
                 "OR (state = 'claimed' AND lease_until < ?)) ORDER BY id", (channel, now))
+        return [_row(r) for r in rows if int(r["id"]) not in self._taken]
+
+
+    async def adoptable(self, channel: str) -> list[InboxRow]:
+        """Rows of `channel` that nobody will run unless this process does, oldest first:
+        claims whose lease lapsed (their process died mid-turn) and rows pending for longer
+        than a lease (their process died before claiming them). Meant to be polled now and
+        then while running; rows queued or running here are left out."""
+        now = self.clock()
+        rows = await self.store.fetchall(
+            f"SELECT {_COLUMNS} FROM inbox WHERE channel = ? AND ((state = 'pending' "
+            "AND received_at < ?) OR (state = 'claimed' AND lease_until < ?)) ORDER BY id",
+            (channel, now - self.settings.lease_seconds, now))
         return [_row(r) for r in rows if int(r["id"]) not in self._taken]
 
 

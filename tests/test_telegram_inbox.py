@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from bot.inbox import Entry, Inbox
+from bot.inbox import Claim, Entry, Inbox, InboxSettings
 from channels.telegram import TelegramChannel
 from tests.fakes.anthropic_server import last_user_text, text
 from tests.fakes.telegram_server import FakeTelegram, channel_overrides
@@ -194,3 +194,17 @@ async def test_each_chat_is_answered_in_order_while_chats_run_side_by_side(start
                         timeout=10)
     assert answers(tg, ADA) == [f"ok: ada {i}" for i in range(4)]
     assert answers(tg, BOB) == [f"ok: bob {i}" for i in range(4)]
+
+
+async def test_an_update_a_dead_process_left_is_taken_over_once_its_lease_lapses(
+        app_factory, start, tg, fake_anthropic):
+    app = await app_factory({"senders": SENDERS, "inbox": {"lease_seconds": 3},
+                             **channel_overrides(tg)}, env={"TELEGRAM_BOT_TOKEN": tg.token})
+    await start(app)
+    # Another replica stored and claimed this update, then was killed with SIGKILL.
+    dead = Inbox(app.services.store, "dead-replica", InboxSettings(lease_seconds=3))
+    update = {"update_id": 90, **message(tg, ADA, "left behind")}
+    (row,) = await dead.put("telegram", [Entry("90", str(ADA), json.dumps(update))])
+    assert await dead.claim(row) is Claim.CLAIMED
+    await tg.wait_until(lambda: answers(tg, ADA) == ["ok: left behind"], timeout=15)
+    assert [last_user_text(r.json) for r in fake_anthropic.requests] == ["left behind"]

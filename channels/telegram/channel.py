@@ -13,7 +13,8 @@
 - Every update is stored in the durable inbox before Telegram is told it arrived (intake.py;
   polling.py advances the getUpdates offset only past stored updates; the webhook answers 200
   only after the insert). Each chat's updates are handled in order, different chats
-  concurrently (ordering.py); updates stored but never finished run again after a restart.
+  concurrently (the inbox's claim, ordering.py); updates stored but never finished run again
+  after a restart.
 - Bot API requests go through aiohttp (http.py), not PTB's default httpx pool, whose cost
   per request grows with the number of open connections (bench/telegram.py).
 """
@@ -43,7 +44,7 @@ from channels.telegram.approvals import outcome_message
 from channels.telegram.http import AiohttpRequest
 from channels.telegram.intake import TelegramIntake
 from channels.telegram.media import Attachments
-from channels.telegram.ordering import ChatOrderedProcessor
+from channels.telegram.ordering import InboxProcessor
 from channels.telegram.polling import Poller
 from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
@@ -130,7 +131,6 @@ class TelegramChannel:
         self._attachments: Attachments | None = None
         self._taps: TapHandler | None = None
         self._webhook: WebhookServer | None = None
-        self._processor: ChatOrderedProcessor | None = None
         self._intake: TelegramIntake | None = None
         self._poller: Poller | None = None
         self._username = ""
@@ -155,7 +155,7 @@ class TelegramChannel:
 
     @property
     def active_chat_locks(self) -> int:
-        return self._processor.active_chats if self._processor else 0
+        return self._intake.active_chats if self._intake else 0
 
     async def start(self) -> None:
         tg = self.config["telegram"]
@@ -164,10 +164,9 @@ class TelegramChannel:
             if tg["mode"] == "webhook" else ""
         if tg["mode"] == "webhook" and not tg["webhook_url"]:
             raise ChannelError("[telegram] mode = \"webhook\" needs webhook_url (the public https URL)")
-        self._processor = ChatOrderedProcessor(self._order_key, through=self._through)
         # No PTB Updater: it confirms fetched updates before they are stored (polling.py).
         app = (ApplicationBuilder().token(token).base_url(tg["base_url"])
-               .base_file_url(tg["base_file_url"]).concurrent_updates(self._processor)
+               .base_file_url(tg["base_file_url"]).concurrent_updates(InboxProcessor(self._through))
                .request(AiohttpRequest())
                .get_updates_request(AiohttpRequest(connection_pool_size=1))
                .updater(None).build())
@@ -190,6 +189,7 @@ class TelegramChannel:
             if resumed:
                 log.info("telegram: %d stored update(s) from before the restart queued", resumed)
             await self._start_receiving(app, secret)
+            self._intake.start_sweeping()
         except ChannelError:
             await self.stop()
             raise
@@ -235,6 +235,8 @@ class TelegramChannel:
         if self._poller is not None:
             await self._poller.stop()
             self._poller = None
+        if self._intake is not None:
+            await self._intake.stop_sweeping()
         if self._webhook is not None:
             await self._webhook.stop()
             self._webhook = None

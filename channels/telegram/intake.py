@@ -1,17 +1,22 @@
 """Updates into the durable inbox, and from there into python-telegram-bot's handlers.
 
 Whichever way an update arrives (polling or webhook), `receive` stores it first (the caller
-acknowledges it to Telegram only afterwards) and then queues it on the application, which runs
-it through the chat-ordered processor. There `through` claims the update's inbox row (in order
-per chat, across processes), runs the handlers holding the lease and marks the row done. After a
-restart, `resume` queues the rows stored but never finished, oldest first, before new updates.
+acknowledges it to Telegram only afterwards) and then queues it on the application, whose
+processor (ordering.py) hands it to `through`: that claims the update's inbox row (in order per
+chat, across processes; at most `max_running` turns at once), runs the handlers holding the
+lease and marks the row done. After a restart, `resume` queues the rows stored but never
+finished, oldest first, before new updates; while running, `sweep` adopts now and then the rows
+a dead process left (a lapsed lease, or stored and never claimed).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import inspect
 import json
+import logging
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any
 
@@ -22,15 +27,21 @@ from bot.events import AgentAPI, IncomingMessage, Sink
 from bot.inbox import Entry, Inbox, InboxRow
 from bot.sessions import ShuttingDown
 
+log = logging.getLogger(__name__)
+
 CHANNEL = "telegram"
+DEFAULT_MAX_RUNNING = 256
 
 
 class TelegramIntake:
     def __init__(self, inbox: Inbox, app: Application,
-                 order_key: Callable[[object], Hashable | None]):
+                 order_key: Callable[[object], Hashable | None],
+                 max_running: int = DEFAULT_MAX_RUNNING):
         self._inbox = inbox
         self._app = app
         self._order_key = order_key
+        self._running = asyncio.BoundedSemaphore(max_running)   # turns, not taps or /stop
+        self._sweeper: asyncio.Task[None] | None = None
         self._rows: dict[int, InboxRow] = {}   # update_id -> its row, while queued or running
         self._left: set[int] = set()            # rows not started because of a shutdown
 
@@ -47,11 +58,35 @@ class TelegramIntake:
 
     async def resume(self) -> int:
         """Queue the rows an earlier run stored but did not finish; how many."""
-        rows = await self._inbox.recover(CHANNEL)
+        return await self._adopt(await self._inbox.recover(CHANNEL))
+
+    async def _adopt(self, rows: list[InboxRow]) -> int:
         for row in rows:
             if int(row.update_key) not in self._rows:
                 await self._queue(Update.de_json(json.loads(row.payload), self._app.bot), row)
         return len(rows)
+
+    def start_sweeping(self) -> None:
+        self._sweeper = asyncio.create_task(self._sweep(), name="telegram-inbox-sweep")
+
+    async def stop_sweeping(self) -> None:
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(self._inbox.settings.lease_seconds / 2)
+            try:
+                adopted = await self._adopt(await self._inbox.adoptable(CHANNEL))
+            except Exception:
+                log.warning("telegram: could not look for updates left by another process",
+                            exc_info=True)
+                continue
+            if adopted:
+                log.info("telegram: %d update(s) left by a stopped process queued", adopted)
 
     async def _queue(self, update: Update | None, row: InboxRow) -> None:
         if update is None:
@@ -71,7 +106,8 @@ class TelegramIntake:
 
         ran = False
         try:
-            ran = await self._inbox.run(row, handled)
+            ran = await self._inbox.run(row, handled,
+                                        limit=self._running if row.conversation else None)
         finally:
             self._rows.pop(update.update_id, None)
             self._left.discard(row.id)
@@ -88,6 +124,10 @@ class TelegramIntake:
             row = self._rows.get(update.update_id)
             if row is not None:
                 self._left.add(row.id)
+
+    @property
+    def active_chats(self) -> int:
+        return self._inbox.active_conversations
 
     def row_id(self, update: Update) -> int | None:
         """The inbox row an update being handled came from."""
