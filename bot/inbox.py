@@ -263,7 +263,8 @@ class Inbox:
     async def recover(self, channel: str) -> list[InboxRow]:
         """Unfinished rows of `channel` this process may run now, oldest first: pending ones,
         those an earlier run of this replica had claimed (given back at once), and those whose
-        lease lapsed. Rows already queued or running here are left out."""
+        lease lapsed. Rows already queued or running here are left out. Expired done rows
+        are deleted on the way."""
         now = self.clock()
         async with self.store.transaction() as tx:
             await tx.execute(
@@ -274,6 +275,7 @@ class Inbox:
             rows = await tx.fetchall(
                 f"SELECT {_COLUMNS} FROM inbox WHERE channel = ? AND (state = 'pending' "
                 "OR (state = 'claimed' AND lease_until < ?)) ORDER BY id", (channel, now))
+            await self._prune(tx, now)   # a quiet bot may never reach PRUNE_EVERY finishes
         return [_row(r) for r in rows if int(r["id"]) not in self._taken]
 
 

@@ -219,6 +219,10 @@ async def test_done_rows_are_pruned_after_the_retention(store, clock):
     assert await inbox.prune() == 1
     left = await store.fetchall("SELECT update_key FROM inbox ORDER BY id")
     assert [r["update_key"] for r in left] == ["2", "3"]
+    clock.now += 3000
+    await inbox.recover("telegram")   # at start-up too
+    left = await store.fetchall("SELECT update_key FROM inbox ORDER BY id")
+    assert [r["update_key"] for r in left] == ["3"]
 
 
 def test_the_replica_name_defaults_to_one_local_name_on_sqlite_and_this_process_on_postgresql():
