@@ -72,6 +72,26 @@ async def test_a_newer_row_of_a_conversation_waits_for_the_older_one(store, cloc
     assert await inbox.claim(newer) is Claim.DONE
 
 
+async def test_a_row_stored_to_run_now_is_claimed_as_it_is_stored_unless_its_chat_is_busy(store, clock):
+    inbox = Inbox(store, settings=SETTINGS, clock=clock)
+    first, second = await inbox.put("telegram", [entry(1), entry(2)], claim=True)
+    (other,) = await inbox.put("telegram", [entry(3, chat="8")], claim=True)
+    assert (first.claimed, second.claimed, other.claimed) == (True, False, True)
+    assert [await state_of(store, r.id) for r in (first, second, other)] == [
+        "claimed", "pending", "claimed"]
+    ran = []
+
+    def work(row):
+        async def run() -> None:
+            ran.append(row.update_key)
+        return run
+
+    # The second waits for the first even when it asks first.
+    await asyncio.wait_for(asyncio.gather(*(inbox.run(r, work(r)) for r in (second, first, other))),
+                           10)
+    assert ran.index("1") < ran.index("2") and sorted(ran) == ["1", "2", "3"]
+
+
 async def test_rows_without_a_conversation_skip_the_order(store, clock):
     inbox = Inbox(store, settings=SETTINGS, clock=clock)
     (turn,) = await inbox.put("telegram", [entry(1)])

@@ -53,7 +53,7 @@ class DiscordIntake:
             await work(None)
             return
         try:
-            rows = await self._inbox.put(CHANNEL, [entry])
+            rows = await self._inbox.put(CHANNEL, [entry], claim=True)
         except Exception:
             log.exception("discord: could not store %s; answering it without a record",
                           entry.update_key)

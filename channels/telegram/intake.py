@@ -51,7 +51,7 @@ class TelegramIntake:
         entries = [Entry(str(update.update_id), _conversation(self._order_key(update)),
                          json.dumps(update.to_dict(), separators=(",", ":")))
                    for update in updates]
-        rows = await self._inbox.put(CHANNEL, entries)
+        rows = await self._inbox.put(CHANNEL, entries, claim=True)
         by_key = {str(update.update_id): update for update in updates}
         for row in rows:
             await self._queue(by_key[row.update_key], row)
