@@ -189,25 +189,11 @@ class DiscordChannel:
 
     async def _resume(self, client: discord.Client) -> None:
         """Answer, oldest first, the messages an earlier run stored but did not finish."""
-        messages, expired = await self.intake.pending()
-        for row in expired:
-            await self.intake.drop(row)
-        for stored in messages:
-            channel = client.get_channel(stored.channel_id) \
-                or client.get_partial_messageable(stored.channel_id)
-            try:
-                message = await channel.fetch_message(stored.message_id)   # type: ignore[union-attr]
-            except discord.HTTPException:
-                log.warning("discord: stored message %s is gone; not answered", stored.message_id)
-                await self.intake.drop(stored.row)
-                continue
-            text = self._text_for(message)
-            task = asyncio.create_task(self.intake.run(
-                stored.row, lambda inbox_id, m=message, t=text: self._answer(m, t or "", inbox_id)))
+        for message, run in await self.intake.resume(client):
+            text = self._text_for(message) or ""
+            task = asyncio.create_task(run(lambda inbox_id, m=message, t=text: self._answer(m, t, inbox_id)))
             self._handlers.add(task)
             task.add_done_callback(self._handlers.discard)
-        if messages:
-            log.info("discord: %d stored message(s) from before the restart queued", len(messages))
 
     async def _wait_until_ready(self, client: discord.Client, connection: asyncio.Task[None]) -> None:
         ready = asyncio.create_task(client.wait_until_ready())

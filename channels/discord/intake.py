@@ -18,6 +18,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import discord
+
 from bot.inbox import Entry, Inbox, InboxRow
 from bot.sessions import ShuttingDown
 
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "discord"
 Work = Callable[[int | None], Awaitable[None]]   # gets the inbox row id (None: not stored)
+Runner = Callable[[Work], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,28 @@ class DiscordIntake:
             else:
                 expired.append(row)
         return messages, expired
+
+    async def resume(self, client: discord.Client) -> list[tuple[discord.Message, Runner]]:
+        """The messages to answer again, fetched by their ids, oldest first, each with what
+        runs its answer under the row's claim. Expired interactions and deleted messages are
+        marked done on the way."""
+        messages, expired = await self.pending()
+        for row in expired:
+            await self.drop(row)
+        fetched = []
+        for stored in messages:
+            channel = client.get_channel(stored.channel_id) \
+                or client.get_partial_messageable(stored.channel_id)
+            try:
+                message = await channel.fetch_message(stored.message_id)   # type: ignore[union-attr]
+            except discord.HTTPException:
+                log.warning("discord: stored message %s is gone; not answered", stored.message_id)
+                await self.drop(stored.row)
+                continue
+            fetched.append((message, lambda work, row=stored.row: self.run(row, work)))
+        if fetched:
+            log.info("discord: %d stored message(s) from before the restart queued", len(fetched))
+        return fetched
 
     async def drop(self, row: InboxRow) -> None:
         """Mark a row done without running it (an interaction whose answer window closed)."""
