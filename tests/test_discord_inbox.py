@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.inbox import Entry, Inbox
 from channels import discord as discord_bot
 from tests.fakes.anthropic_server import last_user_text, text
 from tests.fakes.discord_server import FakeDiscord
@@ -80,3 +81,14 @@ async def test_a_message_event_delivered_twice_is_answered_once(bot, discord_fak
     await discord_fake.wait_for(lambda: len(said(discord_fake, GUILD_CHANNEL)) == 2)
     assert said(discord_fake, GUILD_CHANNEL) == ["ok: hello", "ok: again"]
     assert [last_user_text(r.json) for r in fake_anthropic.requests] == ["hello", "again"]
+
+
+async def test_an_interaction_left_from_before_the_restart_is_closed_not_answered(
+        app_factory, bot, discord_fake, fake_anthropic):
+    earlier = await app_factory(BASE, env={"DISCORD_BOT_TOKEN": discord_fake.token})
+    # A slash command received, then the process died: its 15-minute answer window is gone.
+    await Inbox(earlier.services.store, earlier.services.inbox.replica).put(
+        "discord", [Entry("i4242", "", "{}")])
+    app, _ = await bot()
+    assert await states(app.services.store) == ["done"]
+    assert fake_anthropic.requests == [] and discord_fake.requests_to("POST", "/interactions") == []
