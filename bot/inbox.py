@@ -15,7 +15,9 @@ and turns are taken from here, in order per conversation, by whichever process c
 - Within one process, rows of a conversation also queue in FIFO order before they try their
   claim, so a long backlog costs one claim per row rather than one per waiter per turn. A row
   whose claim is refused gives its place back before it tries again, so an older row adopted
-  from a dead process (`adoptable`) can go first.
+  from a dead process (`adoptable`) can go first. It tries again when another process
+  announces (NOTIFY, bot.pg_invalidation) that a row of that conversation was finished or given
+  back, or after `retry_seconds` at the latest (a dead process announces nothing).
 - The lease is renewed while the work runs. A process killed with SIGKILL leaves its rows
   claimed; `recover` gives them back (at once for this replica's earlier runs, after the lease
   for other processes), oldest first, for the channel to run again.
@@ -26,6 +28,7 @@ and turns are taken from here, in order per conversation, by whichever process c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import secrets
@@ -93,6 +96,9 @@ def replica_name(configured: str, dialect: str, env: dict[str, str] | None = Non
     return "local" if dialect == "sqlite" else f"{socket.gethostname()}:{os.getpid()}"
 
 
+TOPIC = "inbox"   # a conversation's row finished or was given back (key: the conversation)
+
+
 @dataclass
 class _Slot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -113,6 +119,11 @@ class Inbox:
         self._taken: set[int] = set()   # rows queued or running in this process
         self._closing = False
         self._finished = 0
+        # Claims refused because another process is ahead, by conversation: they try again as
+        # soon as a row of theirs is finished or given back (a notification from that process),
+        # not only after `retry_seconds`.
+        self._waiting: dict[str, set[asyncio.Event]] = {}
+        store.subscribe(TOPIC, self._moved)
 
     # --- storing --------------------------------------------------------------------------
 
@@ -175,6 +186,7 @@ class Inbox:
             await tx.execute("UPDATE inbox SET state = 'pending', claimed_by = NULL, "
                              "lease_until = NULL WHERE id = ? AND claimed_by = ?",
                              (row.id, self.owner))
+            self._announce(tx, row)
 
     async def finish(self, row: InboxRow) -> None:
         """The row's turn ended: done, payload dropped; now and then expired rows deleted."""
@@ -186,6 +198,19 @@ class Inbox:
                              (now, row.id, self.owner))
             if self._finished % PRUNE_EVERY == 0:
                 await self._prune(tx, now)
+            self._announce(tx, row)
+
+    def _announce(self, tx: Any, row: InboxRow) -> None:
+        """The conversation's next row may be claimed once `tx` commits: wake its waiters."""
+        if row.conversation:
+            tx.invalidate(TOPIC, row.conversation)          # in the other processes
+            tx.on_commit(lambda: self._moved(row.conversation))   # and here
+
+    def _moved(self, conversation: str | None) -> None:
+        waiting = (self._waiting.get(conversation, set()) if conversation is not None
+                   else set().union(*self._waiting.values()))
+        for event in waiting:
+            event.set()
 
     async def prune(self) -> int:
         """Delete done rows older than the retention; how many went."""
@@ -245,21 +270,32 @@ class Inbox:
         """Take the conversation's in-process turn, then the claim; until the claim succeeds
         (another process is ahead), give the turn back and try again shortly."""
         held_already = row.claimed
-        while not self._closing:
-            async with AsyncExitStack() as attempt:
-                if row.conversation:
-                    await attempt.enter_async_context(self._slot(row.conversation))
-                if self._closing:
+        moved = asyncio.Event()
+        waiting = self._waiting.setdefault(row.conversation, set())
+        waiting.add(moved)
+        try:
+            while not self._closing:
+                moved.clear()   # before the attempt: a finish announced during it counts
+                async with AsyncExitStack() as attempt:
+                    if row.conversation:
+                        await attempt.enter_async_context(self._slot(row.conversation))
+                    if self._closing:
+                        return False
+                    outcome = Claim.CLAIMED if held_already else await self.claim(row)
+                    held_already = False
+                    if outcome is Claim.CLAIMED:
+                        held.push_async_exit(attempt.pop_all())
+                        return True
+                if outcome is Claim.DONE:
                     return False
-                outcome = Claim.CLAIMED if held_already else await self.claim(row)
-                held_already = False
-                if outcome is Claim.CLAIMED:
-                    held.push_async_exit(attempt.pop_all())
-                    return True
-            if outcome is Claim.DONE:
-                return False
-            await asyncio.sleep(self.settings.retry_seconds)
-        return False
+                # A lapsed lease (a dead process) announces nothing: hence the timeout.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(moved.wait(), self.settings.retry_seconds)
+            return False
+        finally:
+            waiting.discard(moved)
+            if not waiting:
+                self._waiting.pop(row.conversation, None)
 
     def _slot(self, conversation: str) -> _SlotHold:
         return _SlotHold(self._slots, conversation)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from bot.grants import Grants, Scope
+from bot.inbox import Claim, Entry, Inbox, InboxSettings
 from bot.journal import Journal
 from bot.pg_invalidation import MAX_PAYLOAD, Subscribers, payloads
 from bot.prices import Price, PriceTable
@@ -193,3 +194,21 @@ async def test_a_notification_payload_reaches_the_server_unchanged(two, payload)
 
     a, _ = two
     assert await a.pool.fetchval(f"SELECT {dollar_quoted(payload)}") == payload
+
+
+async def test_a_claim_waiting_for_another_process_goes_as_soon_as_that_row_is_finished(two):
+    a, b = two
+    slow = InboxSettings(lease_seconds=30, retry_seconds=3600)   # only a notification wakes it
+    here, there = Inbox(a, "a", slow), Inbox(b, "b", slow)
+    first, second = await here.put("telegram", [Entry("1", "7", "{}"), Entry("2", "7", "{}")])
+    assert await here.claim(first) is Claim.CLAIMED
+    ran = asyncio.Event()
+
+    async def work() -> None:
+        ran.set()
+
+    waiting = asyncio.create_task(there.run(second, work))
+    await a.catch_up()
+    assert not ran.is_set()
+    await here.finish(first)
+    assert await asyncio.wait_for(waiting, 10) is True and ran.is_set()
