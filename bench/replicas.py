@@ -1,15 +1,20 @@
-"""Per-message overhead of the store: the whole runtime on PostgreSQL versus SQLite, against the
-fake Anthropic (separate process, zero delay, one tool call per turn: two model calls, history,
-audit, receipt and usage writes).
+"""Replicas on PostgreSQL, against the fake Anthropic (its own process) and a fake Telegram:
 
-    .venv/bin/python bench/replicas.py [--turns 300] [--url postgresql://...]
+1. per-message overhead of the store: the whole runtime in this process on PostgreSQL versus
+   SQLite (zero delay, one tool call per turn: two model calls, history, audit, receipt and
+   usage writes). Target: PostgreSQL p50 within 2x of SQLite's.
+2. messages per second through one and through two real `myclaw run` processes in webhook mode
+   on one schema, updates posted alternately to each (zero-delay model; 20 chats). Target: two
+   replicas at least 1.5x one.
+3. 1,000 chats, one message each, under a model that takes 1 s, through two replicas. Target:
+   every answer within 1.5 s of the model time.
 
-Target: PostgreSQL p50 within 2× of SQLite's. PostgreSQL runs in a throw-away schema of the
-server at --url (default: the test server, or MYCLAW_TEST_DATABASE_URL), dropped afterwards.
+    .venv/bin/python bench/replicas.py [--turns 300] [--messages 400] [--chats 1000]
+                                       [--only overhead|throughput|wide] [--profile]
+                                       [--url postgresql://...]
 
-Only the single-process figure exists yet: the replica figures of the issue (messages per second
-with one and two `myclaw run`, 1,000 chats under a 1 s model) need replica coordination, which
-is not built (README, "Running more than one replica").
+PostgreSQL runs in throw-away schemas of the server at --url (default: the test server, or
+MYCLAW_TEST_DATABASE_URL), dropped afterwards.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import secrets
 import time
 
 from _common import NullSink, fake_anthropic, make_config, percentile, summary
+from _replicas import throughput_figures, wide_figures
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -44,7 +50,7 @@ async def turns_ms(config, turns: int, warmup: int) -> list[float]:
     return samples
 
 
-async def run(url: str, turns: int, warmup: int) -> None:
+async def overhead(url: str, turns: int, warmup: int) -> None:
     import asyncpg
 
     schema = f"bench_{secrets.token_hex(4)}"
@@ -72,13 +78,26 @@ async def run(url: str, turns: int, warmup: int) -> None:
           f"per message (p50)")
 
 
+async def run(args: argparse.Namespace) -> None:
+    if args.only in (None, "overhead"):
+        await overhead(args.url, args.turns, args.warmup)
+    if args.only in (None, "throughput"):
+        await throughput_figures(args.url, args.messages, chats=20, profile=args.profile)
+    if args.only in (None, "wide"):
+        await wide_figures(args.url, args.chats, model_seconds=1.0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--messages", type=int, default=400)
+    parser.add_argument("--chats", type=int, default=1000)
+    parser.add_argument("--only", choices=("overhead", "throughput", "wide"))
+    parser.add_argument("--profile", action="store_true",
+                        help="run the two replicas under cProfile and print where time goes")
     parser.add_argument("--url", default=os.environ.get("MYCLAW_TEST_DATABASE_URL", DEFAULT_URL))
-    args = parser.parse_args()
-    asyncio.run(run(args.url, args.turns, args.warmup))
+    asyncio.run(run(parser.parse_args()))
 
 
 if __name__ == "__main__":
