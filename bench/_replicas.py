@@ -209,7 +209,10 @@ async def wide_figures(url: str, chats: int, model_seconds: float) -> None:
     async with replicas_running(url, 2, ids, model_delay=model_seconds) as run:
         await drive(run, [(chat, f"warm {chat}") for chat in ids[:20]], timeout=120)
         load = [(chat, f"hello {chat}") for chat in ids]
-        _, posted, answered = await drive(run, load, timeout=600)
+        cpu_before = sum(map(cpu_seconds, run.replicas))
+        async with DbSampler(url) as sampler:
+            elapsed, posted, answered = await drive(run, load, timeout=600)
+        replica_cpu = sum(map(cpu_seconds, run.replicas)) - cpu_before
     beyond = [answered[i] - posted[i] - model_seconds for i in range(len(load))]
     worst = max(beyond)
     print(f"replicas (1,000 chats): {chats} chats, one message each, a {model_seconds:.0f} s "
@@ -217,3 +220,8 @@ async def wide_figures(url: str, chats: int, model_seconds: float) -> None:
     print(f"  beyond the model time: p50 {percentile(beyond, 50):.2f} s   p99 "
           f"{percentile(beyond, 99):.2f} s   max {worst:.2f} s   target ≤ 1.5 s   "
           f"{'OK' if worst <= 1.5 else 'OVER TARGET'}")
+    print(f"  {chats / elapsed:.1f} messages/s; replica CPU {replica_cpu * 1000 / chats:.1f} "
+          f"ms/message (busy {replica_cpu / elapsed:.2f} cores); load average now "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("      database connections not idle: " + ", ".join(
+        f"{share:.0%} {kind}" for kind, share in sampler.shares().items()))
