@@ -1,7 +1,7 @@
 """The invariants every crash must keep, checked on what the fakes saw (no bot code involved):
 
 - no message lost: every "say" is answered; every "do"/"hang" is answered or its call reported
-  as in doubt, in its chat, before the user's next message there;
+  in its chat as in doubt (a message of its own, naming the command);
 - no side effect twice: each token at most once in effects.log;
 - the model is told the truth: a call shown to it as a success ran exactly once; a call that ran
   is never shown as one that did not (only as a success or as in doubt);
@@ -30,15 +30,7 @@ class Observed:
     messages: dict[tuple[int, int], dict[str, Any]]  # the bot's messages, as they look now
     effects: list[str]                               # effects.log, one token a line
     shown: list[Shown]                               # tool results as the model saw them
-
-    def bot_messages(self, token: str) -> list[tuple[int, dict[str, Any]]]:
-        """The bot's messages in the token's chat after it was sent and before the next message
-        the user sent there."""
-        chat, sent_id, _ = self.sent[token]
-        later = [mid for c, mid, _ in self.sent.values() if c == chat and mid > sent_id]
-        until = min(later, default=1 << 62)
-        return sorted((mid, m) for (c, mid), m in self.messages.items()
-                      if c == chat and sent_id < mid < until)
+    requests: frozenset[tuple[int, int]] = frozenset()  # messages sent with approval buttons
 
     def answers(self, token: str) -> list[int]:
         """The bot's messages answering `token` (the model's final words about it)."""
@@ -51,8 +43,12 @@ class Observed:
         return bool(self.answers(token))
 
     def reported(self, token: str) -> bool:
-        return any(DOUBT.search(m.get("text", "")) and not _buttons(m)
-                   for _, m in self.bot_messages(token))
+        """Told in its chat, apart from the request message, that its call may or may not have
+        run (the report names the call: its command carries the token)."""
+        chat, sent_id, _ = self.sent[token]
+        return any(c == chat and mid > sent_id and (c, mid) not in self.requests
+                   and DOUBT.search(m.get("text", "")) and f"echo {token} " in m.get("text", "")
+                   for (c, mid), m in self.messages.items())
 
     def settled(self, token: str) -> bool:
         return self.answered(token) or (self.sent[token][2] != "say" and self.reported(token))

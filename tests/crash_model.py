@@ -109,6 +109,14 @@ class ScriptedModel:
         return tokens
 
 
+def asks_about(body: dict[str, Any]) -> str | None:
+    """The token a model call is asked to act on (the last verb of its last user text)."""
+    messages = body.get("messages") or []
+    last = _blocks(messages[-1]) if messages and messages[-1].get("role") == "user" else []
+    found = VERB.findall(" ".join(b.get("text", "") for b in last if b.get("type") == "text"))
+    return found[-1][1] if found else None
+
+
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
     if isinstance(content, str):

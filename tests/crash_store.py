@@ -11,6 +11,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+DUMPS = ("SELECT chat, status, substr(args, 1, 60), message_ref FROM approvals ORDER BY created_at",
+         "SELECT chat, state, inbox_id FROM turns ORDER BY created_at",
+         "SELECT id, outcome, tool, call_id FROM audit WHERE outcome <> 'allow' ORDER BY id",
+         "SELECT id, conversation, state, claimed_by FROM inbox WHERE state <> 'done' ORDER BY id")
 STUCK_APPROVALS = "SELECT id, tool, status FROM approvals WHERE status = 'approved'"
 
 
@@ -32,6 +36,20 @@ class StoreProbe:
         with contextlib.closing(sqlite3.connect(f"file:{self._path}?mode=ro", uri=True,
                                                 timeout=30)) as db:
             return db.execute(sql).fetchall()
+
+    async def dump(self) -> str:
+        """The rows a failure report needs to say where a conversation got stuck (tables that
+        do not exist are left out)."""
+        lines = []
+        for sql in DUMPS:
+            try:
+                rows = await self.rows(sql)
+            except Exception as exc:   # a table some version of the schema does not have
+                lines.append(f"{sql}: {type(exc).__name__}")
+                continue
+            lines.append(sql)
+            lines += [f"  {row}" for row in rows]
+        return "\n".join(lines)
 
     async def stuck_approvals(self) -> list[tuple[Any, ...]]:
         return await self.rows(STUCK_APPROVALS)

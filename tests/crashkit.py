@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import inspect
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.crash_checks import Observed, check_invariants
-from tests.crash_model import EFFECTS, ScriptedModel
+from tests.crash_model import EFFECTS, ScriptedModel, asks_about
 from tests.crash_store import StoreProbe
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.telegram_server import FakeTelegram
@@ -136,7 +137,10 @@ class Kit:
         self.env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT),
                     "MYCLAW_CONFIG": str(self.config), "ANTHROPIC_API_KEY": "test",
                     "ANTHROPIC_BASE_URL": fake.base_url, "TELEGRAM_BOT_TOKEN": tg.token,
-                    **backend.env}
+                    # Named, as an operator names a replica: the restarted process is the same
+                    # replica and takes up its own unfinished work at once (on PostgreSQL an
+                    # unnamed one is a new replica that waits for the old claims to lapse).
+                    "MYCLAW_REPLICA": "crash-test", **backend.env}
         self.bot = BotProcess(tmp_path, self.env)
         self.store = StoreProbe(backend, tmp_path / "data" / "myclaw.db")
         self.sent: dict[str, tuple[int, int, str]] = {}   # token -> (chat, message id, verb)
@@ -190,9 +194,16 @@ class Kit:
         self._tapped.add(data)
         self.tg.tap(self.sent[token][0], data[:-1] + choice, message)
 
+    def asked(self, token: str) -> int:
+        """How many model calls had `token`'s message as the one to answer (turns started)."""
+        return sum(1 for r in self.fake.requests if r.json and asks_about(r.json) == token)
+
     def observed(self) -> Observed:
+        requests = frozenset((int(c.params["chat_id"]), c.result["message_id"])
+                             for c in self.tg.of("sendMessage")
+                             if "ap:" in str(c.params.get("reply_markup")))
         return Observed(sent=dict(self.sent), messages=dict(self.tg.messages),
-                        effects=self.effects(), shown=list(self.model.shown))
+                        effects=self.effects(), shown=list(self.model.shown), requests=requests)
 
     def effects(self) -> list[str]:
         path = self.workspace / EFFECTS
@@ -215,7 +226,8 @@ class Kit:
         try:
             await eventually(done, f"{token} to be answered or reported", timeout)
         except AssertionError as exc:
-            raise AssertionError(f"{exc}\n{self.transcript()}\n{self.bot.logs()}") from exc
+            raise AssertionError(f"{exc}\n{self.transcript()}\n{await self.store.dump()}\n"
+                                 f"{self.bot.logs()}") from exc
 
     def transcript(self) -> str:
         return self.observed().transcript()
@@ -232,7 +244,8 @@ class Kit:
             problems.append(f"receipts verify failed: {verified.stdout}{verified.stderr}")
         if stuck:
             problems.append(f"approvals left approved but not finished: {stuck}")
-        assert not problems, "\n".join(problems) + f"\n{self.transcript()}\n{self.bot.logs()}"
+        assert not problems, "\n".join(problems) + (
+            f"\n{self.transcript()}\n{await self.store.dump()}\n{self.bot.logs()}")
 
 
 def _approve_data(message: dict[str, Any]) -> str | None:
@@ -246,7 +259,9 @@ def _approve_data(message: dict[str, Any]) -> str | None:
 
 @contextlib.asynccontextmanager
 async def crash_kit(tmp_path: Path, backend: Backend, chats: int = 1) -> AsyncIterator[Kit]:
-    async with FakeTelegram() as tg, FakeAnthropic() as fake:
+    # A token of its own: on PostgreSQL the one-poller lock is keyed by the token, database-wide.
+    token = f"{secrets.randbelow(10**9) + 10**8}:CRASH-{secrets.token_hex(8)}"
+    async with FakeTelegram(token=token) as tg, FakeAnthropic() as fake:
         kit = Kit(tmp_path, backend, tg, fake, chats)
         try:
             yield kit
