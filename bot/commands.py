@@ -124,15 +124,28 @@ async def _tools(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
 
 
 async def _new(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    # A conversation everyone in a group shares is reset for all of them (with everyone's
+    # grants and waiting requests): that is an approver's call, not any member's.
+    if agent.shared_with_others(message) and not agent.is_approver(message.sender):
+        await sink.emit(Notice("Everyone in this chat shares this conversation, so only an "
+                               "approver can start a fresh one. Your own \"Always\" grants: "
+                               "/grants."))
+        return
     agent.stop(message)
     await agent.new_session(message)
     await sink.emit(Notice("Started a fresh conversation."))
 
 
 async def _stop(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
-    if not agent.stop(message):
+    owner = agent.running_for(message)
+    if owner is None:
         await sink.emit(Notice("Nothing is running."))
-    # When something was running, the turn itself reports "Stopped." once it has unwound.
+    elif owner not in ("", message.sender) and not agent.is_approver(message.sender):
+        await sink.emit(Notice("What I am doing now was asked by someone else: only they or an "
+                               "approver can stop it."))
+    else:
+        agent.stop(message)
+    # When something was stopped, the turn itself reports "Stopped." once it has unwound.
 
 
 async def _undo(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:

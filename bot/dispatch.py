@@ -84,6 +84,9 @@ class Turn:
     # words) has entered this turn: from now on the policy treats every call that can carry
     # data out as at least medium risk.
     tainted: bool = False
+    # The session is shared by everyone in the chat: each person's words are marked with who
+    # wrote them, and other people's are shown to the model as data (bot.members).
+    shared: bool = False
 
     def take_records(self) -> list[Record]:
         """The rows left by the calls so far; the turn keeps none of them."""

@@ -75,6 +75,9 @@ class IncomingMessage:
     parts: tuple[Part, ...] = ()       # photos, documents, voice notes sent with the text
     download: Download | None = field(default=None, repr=False, compare=False)  # more, not yet fetched
     inbox_id: int | None = None        # the stored update this message came from (bot/inbox.py)
+    # Set when the text was forwarded: who wrote it (as the platform names them). Someone
+    # else's words, shown to the model as data from them, never as the sender's request.
+    forwarded_from: str = ""
 
     @property
     def has_attachments(self) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 from bot.audit import AuditEntry, write_audit
 from bot.dispatch import ExecutedCall, Turn
 from bot.history_cache import HistoryCache
+from bot.members import author
 from bot.receipts import Receipts
 from bot.spend import SpendLedger
 from bot.store import Store, Tx
@@ -29,7 +30,9 @@ Messages = list[dict[str, Any]]
 
 HISTORY = "history"       # invalidation topic: a session's messages changed (key: session id)
 ACTIVE = "active_session"  # a chat's active session changed (key: `active_key(owner, chat)`)
-APPEND_SQL = "INSERT INTO messages(session_id, role, content, created_at) VALUES (?, ?, ?, ?)"
+# `sender`: the person whose words a row holds (bot.members marks them in a shared session).
+APPEND_SQL = ("INSERT INTO messages(session_id, role, content, created_at, sender)"
+              " VALUES (?, ?, ?, ?, ?)")
 
 
 def encode_contents(messages: Messages) -> list[str]:
@@ -105,7 +108,7 @@ class Journal:
             return
         texts = encoded if encoded is not None else encode_contents(messages)
         now = time.time()
-        await tx.executemany(APPEND_SQL, [(session_id, m["role"], text, now)
+        await tx.executemany(APPEND_SQL, [(session_id, m["role"], text, now, author(m))
                                           for m, text in zip(messages, texts, strict=True)])
         added = sum(map(len, texts))
         tx.on_commit(lambda: self.cache.extend(session_id, messages, added))

@@ -284,4 +284,7 @@ CREATE INDEX inbox_by_conversation ON inbox(conversation, state, id);
 CREATE INDEX inbox_by_state ON inbox(state, channel, id);
 CREATE INDEX inbox_done ON inbox(done_at);
 """),
+    (11, "history rows name the person whose words they hold (shared chat sessions)", """
+ALTER TABLE messages ADD COLUMN sender TEXT;
+"""),
 ]

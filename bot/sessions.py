@@ -27,6 +27,7 @@ class _Slot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     users: int = 0
     current: asyncio.Task | None = None
+    owner: str = ""    # whose turn `current` is (/stop lets only them, or an approver, end it)
 
 
 class SessionQueue:
@@ -41,9 +42,10 @@ class SessionQueue:
         return len(self._slots)
 
 
-    async def run(self, key: str, work: Callable[[], Awaitable[T]]) -> T:
-        """Run `work()` when every earlier work of `key` is done. Raises Stopped on /stop, and
-        ShuttingDown once `shutdown` has begun (new or still-queued work is not started)."""
+    async def run(self, key: str, work: Callable[[], Awaitable[T]], owner: str = "") -> T:
+        """Run `work()` when every earlier work of `key` is done, as `owner`'s. Raises Stopped on
+        /stop, and ShuttingDown once `shutdown` has begun (new or still-queued work is not
+        started)."""
         if self.closing:
             raise ShuttingDown()
         slot = self._slots.setdefault(key, _Slot())
@@ -54,7 +56,7 @@ class SessionQueue:
                 if self.closing:
                     raise ShuttingDown()
                 task = asyncio.ensure_future(work())
-                slot.current = task
+                slot.current, slot.owner = task, owner
                 try:
                     return await task
                 except asyncio.CancelledError:
@@ -63,7 +65,7 @@ class SessionQueue:
                         raise Stopped() from None
                     raise
                 finally:
-                    slot.current = None
+                    slot.current, slot.owner = None, ""
         finally:
             slot.users -= 1
             if slot.users == 0:
@@ -71,17 +73,25 @@ class SessionQueue:
                 if not self._slots:
                     self._idle.set()
 
-    def spawn(self, key: str, work: Callable[[], Awaitable[object]]) -> asyncio.Task:
+    def spawn(self, key: str, work: Callable[[], Awaitable[object]],
+              owner: str = "") -> asyncio.Task:
         """Queue work for `key` in the background (e.g. a conversation resumed by a tap)."""
         async def runner() -> None:
             try:
-                await self.run(key, work)
+                await self.run(key, work, owner)
             except (Stopped, ShuttingDown):
                 pass
         task = asyncio.create_task(runner())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
+
+    def running_for(self, key: str) -> str | None:
+        """Whose work is running for `key` right now ("" when nobody's), None when none is."""
+        slot = self._slots.get(key)
+        if slot and slot.current and not slot.current.done():
+            return slot.owner
+        return None
 
     def stop(self, key: str) -> bool:
         slot = self._slots.get(key)

@@ -328,7 +328,8 @@ class TelegramChannel:
         text = self._strip_command_suffix(text)
         return IncomingMessage(sender=Sender.of("telegram", user.id), chat=str(message.chat_id), text=text,
                                channel="telegram", message_id=str(message.message_id),
-                               is_group=is_group, display_name=user.full_name)
+                               is_group=is_group, display_name=user.full_name,
+                               forwarded_from=_forwarded_from(message, user.id))
 
     def _addressed(self, message: Message, text: str) -> _Addressed:
         entities = message.parse_entities() if message.text else message.parse_caption_entities()
@@ -411,6 +412,23 @@ class TelegramChannel:
                 await self._messenger.bot.send_message(chat.id, line)
             except TelegramError:
                 log.warning("telegram: could not tell chat %s about the failure", chat.id, exc_info=True)
+
+
+def _forwarded_from(message: Message, user_id: int) -> str:
+    """Who wrote a forwarded message ("" when it is not one, or the sender forwarded their own)."""
+    origin = message.forward_origin
+    if origin is None:
+        return ""
+    author = getattr(origin, "sender_user", None)
+    if author is not None:
+        return "" if author.id == user_id else Sender.of("telegram", author.id)
+    hidden = getattr(origin, "sender_user_name", None)
+    if hidden:
+        return f"a Telegram user who hides their account ({hidden})"
+    chat = getattr(origin, "sender_chat", None) or getattr(origin, "chat", None)
+    if chat is not None:
+        return f"the Telegram chat {chat.title or chat.id}"
+    return "someone else"
 
 
 def _has_attachments(message: Message) -> bool:
