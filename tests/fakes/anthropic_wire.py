@@ -155,6 +155,33 @@ def pairing_problem(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
+# The fields the real API accepts on a message and on each kind of content block; anything else
+# is a 400 ("Extra inputs are not permitted"), e.g. bookkeeping the bot keeps in its history.
+MESSAGE_FIELDS = frozenset({"role", "content"})
+BLOCK_FIELDS = {
+    "text": frozenset({"type", "text", "cache_control", "citations"}),
+    "image": frozenset({"type", "source", "cache_control"}),
+    "document": frozenset({"type", "source", "title", "context", "citations", "cache_control"}),
+    "tool_use": frozenset({"type", "id", "name", "input", "cache_control"}),
+    "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "cache_control"}),
+}
+
+
+def extra_inputs(message: dict[str, Any], where: str) -> str | None:
+    """The API's 400 for a field it does not know on a message or a content block."""
+    for key in message:
+        if key not in MESSAGE_FIELDS:
+            return f"{where}.{key}: Extra inputs are not permitted"
+    content = message["content"]
+    for number, block in enumerate(content if isinstance(content, list) else []):
+        allowed = BLOCK_FIELDS.get(block.get("type")) if isinstance(block, dict) else None
+        for key in block if allowed is not None else ():
+            if key not in allowed:
+                return (f"{where}.content.{number}.{block['type']}.{key}: Extra inputs are "
+                        "not permitted")
+    return None
+
+
 def request_problem(body: Any) -> str | None:
     """The real API's 400 for a malformed request body, else None."""
     if not isinstance(body, dict):
@@ -171,6 +198,9 @@ def request_problem(body: Any) -> str | None:
             return f"messages.{index}.role: Input should be 'user' or 'assistant'"
         if not isinstance(message.get("content"), str | list):
             return f"messages.{index}.content: Input should be a valid string or list"
+        problem = extra_inputs(message, f"messages.{index}")
+        if problem is not None:
+            return problem
     if not isinstance(body.get("tools", []), list):
         return "tools: Input should be a valid list"
     if not isinstance(body.get("system", ""), str | list):
