@@ -107,7 +107,8 @@ def _check_groups_with_full(config: Config) -> Iterator[Finding]:
                    "chats, where tool output is shown to everyone")
         if shared:
             yield Finding("high", key, problem + ' and, with session_scope = "chat", other '
-                          "members' messages steer the same full-autonomy session",
+                          "members' messages are read (as data) in the same full-autonomy "
+                          "session",
                           'set [agent] session_scope = "sender", or remove the groups')
         else:
             yield Finding("medium", key, problem,
