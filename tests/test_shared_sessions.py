@@ -316,3 +316,19 @@ async def test_a_forwarded_command_is_not_run_as_the_forwarders_command(app_fact
     await app.agent.handle(forwarded, sink)
     assert sink.text == "That is a forwarded /new."
     assert await app.agent.session_id(IncomingMessage(OWNER, "1", "", "telegram")) == before
+
+
+def without_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": m["role"], "content": [{k: v for k, v in b.items() if k != "cache_control"}
+                                            for b in m["content"]]} for m in messages]
+
+
+async def test_one_members_consecutive_turns_resend_the_same_history_bytes_for_the_prompt_cache(
+        app_factory, fake_anthropic):
+    app = await app_factory(shared(**{OWNER: "full", MEMBER: "read_only"}))
+    fake_anthropic.script(text("noted"), text("one"), text("two"))
+    await app.agent.handle(said(MEMBER, "a member's remark"), CollectingSink())
+    await app.agent.handle(said(OWNER, "first question"), CollectingSink())
+    await app.agent.handle(said(OWNER, "second question"), CollectingSink())
+    earlier, later = (without_breakpoints(r.json["messages"]) for r in fake_anthropic.requests[-2:])
+    assert later[:len(earlier)] == earlier
