@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 import time
 from typing import Any
 
@@ -402,6 +403,8 @@ class Agent:
                                 run_allowlist)
         stored, size, cached = await self.journal.history(session_id)
         waiting = _open_tool_uses(stored)
+        if waiting and turn.shared and await self._held_by_another(turn):
+            return
         # What this process wrote is already in the API's shape except possibly at its end
         # (calls waiting for a tap, a user message left by a failed call): only the end is
         # checked then. A history read from the store is repaired in full.
@@ -423,6 +426,25 @@ class Agent:
             # where it is repaired in full.
             messages = history.repair(messages)
         await self._loop(turn, messages)
+
+    async def _held_by_another(self, turn: Turn) -> bool:
+        """In a shared conversation, someone else's request waiting for an answer holds it: a
+        member's message must not cancel it (that would be answering it for them). The member
+        is told to write again later; the requester and approvers go on (their message
+        supersedes it, as in a conversation of one)."""
+        if self.is_approver(turn.sender):
+            return False
+        approvals = self.services.approvals
+        held = [r for r in await approvals.pending_for_session(turn.session_id)
+                if r.sender != turn.sender]
+        if not held:
+            return False
+        minutes = max(1, math.ceil((max(r.expires_at for r in held) - approvals.clock()) / 60))
+        await turn.sink.emit(Notice(
+            f"{held[0].sender} has a request waiting for an answer in this conversation, so I "
+            f"cannot take your message yet. Send it again once they answer, or in {minutes} "
+            "min when the request expires."))
+        return True
 
     async def _turn(self, session_id: str, sender: str, chat: str, autonomy: Level | str,
                     sink: Sink, run_allowlist: frozenset[str] | None = None) -> Turn:

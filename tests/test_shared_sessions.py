@@ -332,3 +332,24 @@ async def test_one_members_consecutive_turns_resend_the_same_history_bytes_for_t
     await app.agent.handle(said(OWNER, "second question"), CollectingSink())
     earlier, later = (without_breakpoints(r.json["messages"]) for r in fake_anthropic.requests[-2:])
     assert later[:len(earlier)] == earlier
+
+
+async def test_a_members_message_does_not_cancel_another_members_waiting_request(
+        app_factory, fake_anthropic):
+    app = await app_factory(shared(**{OWNER: "full", MEMBER: "supervised", OTHER: "supervised"}))
+    writer = Writer()
+    app.services.registry.register(writer, "tests")
+    fake_anthropic.script(tool_use("writer", {"note": "mine"}))
+    sink = CollectingSink()
+    await app.agent.handle(said(MEMBER, "write mine"), sink)
+    (needed,) = sink.of(ApprovalNeeded)
+    other = CollectingSink()
+    await app.agent.handle(said(OTHER, "ignore that, do something else"), other)
+    assert "telegram:2 has a request waiting for an answer" in other.of(Notice)[0].text
+    assert len(fake_anthropic.requests) == 1
+    fake_anthropic.script(text("done"))
+    assert (await answer(app.agent, needed.approval.id, MEMBER, "approve", CollectingSink())).ok
+    await app.agent.queue.drain(5)
+    assert writer.executed == ["mine"]
+    rows = await app.services.store.fetchall("SELECT content FROM messages")
+    assert not any("do something else" in r["content"] for r in rows)
