@@ -140,3 +140,23 @@ async def test_an_edited_message_starts_no_turn_and_changes_no_history(bot, tg, 
     assert len(fake_anthropic.requests) == 1
     rows = await app.services.store.fetchall("SELECT content FROM messages")
     assert not any("rm -rf" in r["content"] for r in rows)
+
+
+async def test_a_members_tap_on_another_members_revoke_button_revokes_nothing(
+        bot, tg, fake_anthropic):
+    app, _ = await bot()
+    fake_anthropic.script(tool_use("fs_write", {"path": "notes.txt", "content": "milk"}))
+    tg.group_message(GROUP, GUEST, "write milk to notes.txt", mention=True)
+    request = await tg.wait_for("sendMessage", lambda p: bool(buttons_of(p)))
+    always = next(b for b in buttons_of(request.params) if b["text"].startswith("Always"))
+    fake_anthropic.script(text("Written."))
+    tg.tap(GUEST, always["callback_data"], request.result)
+    await tg.wait_until(lambda: "Written." in sent_to(tg, GROUP))
+    tg.group_message(GROUP, GUEST, "/grants")
+    listing = await tg.wait_for("sendMessage", lambda p: any(
+        b["text"].startswith("Revoke") for b in buttons_of(p)))
+    revoke = next(b for b in buttons_of(listing.params) if b["text"].startswith("Revoke"))
+    tg.tap(MEMBER, revoke["callback_data"], listing.result, name="Mallory")
+    await tg.wait_until(lambda: any(t.startswith("Cannot revoke") for t in sent_to(tg, GROUP)))
+    (grant,) = await app.services.approvals.grants.listing()
+    assert grant.sender == f"telegram:{GUEST}"
