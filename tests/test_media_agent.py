@@ -277,3 +277,12 @@ async def test_a_pdf_longer_than_a_conversation_can_hold_is_refused_with_what_fi
     assert last_user_blocks(fake_anthropic)[-1]["text"].endswith("summarise")
     await send(app, "and this one", DocumentPart(pdf(3), "short.pdf"))
     assert "document" in kinds(last_user_blocks(fake_anthropic))
+
+
+async def test_with_no_room_for_a_temporary_copy_the_sender_is_told_and_the_caption_goes_on(
+        app_factory, fake_anthropic, monkeypatch, tmp_path):
+    app = await app_factory()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "gone"))   # as a full /tmp would fail
+    sink = await send(app, "look", ImagePart(jpeg(), "image/jpeg"))
+    assert any("no room for a temporary copy" in n for n in notices(sink))
+    assert last_user_blocks(fake_anthropic)[-1]["text"].endswith("look")

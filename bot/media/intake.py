@@ -187,7 +187,12 @@ class MediaIntake:
 async def _in_worker(fn: Any, data: bytes, *args: Any, budget: float) -> Any:
     """`fn(path, *args)` in a worker process, `path` a private copy of `data`; a result that
     came back without its bytes (unchanged, see images.py) gets `data` again."""
-    path = await asyncio.to_thread(_spill, data)
+    try:
+        path = await asyncio.to_thread(_spill, data)
+    except OSError as exc:      # no room in the temporary directory: this file only is lost
+        log.warning("no temporary copy of an upload: %s", exc.strerror or type(exc).__name__)
+        raise MediaRefused("I could not process this file right now (no room for a temporary "
+                           "copy); please send it again later.") from exc
     try:
         prepared = await run_off_loop(fn, path, *args, budget=budget)
     except OverBudget as exc:
