@@ -73,6 +73,8 @@ class MediaIntake:
         spoken: list[Block] = []
         notes: list[str] = []
         for part in message.parts:
+            # The name is the sender's (or whoever made the file): from here on only its shown form.
+            part = dataclasses.replace(part, name=shown_name(part.name))
             try:
                 blocks = await self._part(message.sender, part, sink)
             except MediaRefused as exc:
@@ -87,8 +89,6 @@ class MediaIntake:
         return [*attached, *spoken, *([{"type": "text", "text": text}] if text else [])]
 
     async def _part(self, sender: str, part: Part, sink: Sink) -> list[Block]:
-        # The name is the sender's (or whoever made the file): from here on only its shown form.
-        part = dataclasses.replace(part, name=shown_name(part.name))
         if isinstance(part, ImagePart | DocumentPart):
             # By content, whatever the platform declared: a photo sent "as a file" is a photo, a
             # PDF declared as an image is a document (anything else declared as an image is
