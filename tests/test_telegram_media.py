@@ -210,3 +210,13 @@ async def test_an_audio_file_sent_as_a_document_is_transcribed_as_someone_elses_
         assert texts(tg)[0] == "🎙 (someone else's recording) the meeting starts at nine"
         assert "<untrusted-" in user_blocks(fake_anthropic)[-1]["text"]
         assert stt.requests[0].data == b"ID3-mp3-bytes"
+
+
+async def test_a_photo_over_the_senders_rate_limit_is_never_downloaded(bot, tg, fake_anthropic):
+    await bot(rate_limits={"messages_per_minute": 1})
+    fake_anthropic.script(text("Hi."))
+    tg.private_message(ADA, "hi")
+    await tg.wait_until(lambda: "Hi." in texts(tg))
+    tg.private_photo(ADA, jpeg(), caption="and this one")
+    await tg.wait_until(lambda: any("faster than I can take them" in t for t in texts(tg)))
+    assert tg.of("getFile") == [] and tg.downloads == []
