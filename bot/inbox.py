@@ -303,7 +303,12 @@ class Inbox:
     async def _keep_lease(self, row: InboxRow) -> None:
         while True:
             await asyncio.sleep(self.settings.lease_seconds / 3)
-            if not await self.renew(row):
+            try:
+                renewed = await self.renew(row)
+            except Exception:   # the store hiccuped: two more tries before the lease lapses
+                log.warning("inbox: could not renew the claim on row %s", row.id, exc_info=True)
+                continue
+            if not renewed:
                 log.warning("inbox: the claim on row %s lapsed while its turn ran", row.id)
                 return
 
