@@ -74,8 +74,11 @@ sandbox-tools:
 	    exit 1; \
 	  fi; }
 
+# One pytest worker per core (TEST_WORKERS=0 runs in this process, e.g. to use a debugger).
+# Tests must not share ports, PostgreSQL schemas or files with a test in another worker.
+TEST_WORKERS ?= auto
 test: lint browser sandbox-tools
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Every command shown in README.md, docs/ and deploy/README.md, run as shown (tests/test_readme.py).
 check-docs: $(VENV)/.installed-dev

@@ -152,8 +152,10 @@ async def test_a_denied_request_cannot_be_approved_afterwards(approvals):
 # --- refusals: forged ids, strangers, expiry ----------------------------------------------
 
 
+# The random id is named, not shown: parallel workers must collect the same test names.
 @pytest.mark.parametrize("forged", [
-    secrets.token_urlsafe(12), "", "x" * 5000, "'; DROP TABLE approvals; --", "%", "_" * 16,
+    pytest.param(secrets.token_urlsafe(12), id="random-token"), "", "x" * 5000,
+    "'; DROP TABLE approvals; --", "%", "_" * 16,
     "abcdefghijklmnop\n", "\x00" * 16, "ab/cd?ef#gh&ij=k", None, 12345,
 ])
 async def test_a_forged_id_is_refused_and_changes_nothing(approvals, store, forged):
