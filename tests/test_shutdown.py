@@ -16,6 +16,7 @@ from tests.fakes.telegram_server import FakeTelegram
 
 ROOT = Path(__file__).resolve().parent.parent
 ADA = 4242
+STARTUP_S = 90
 
 
 def write_config(tmp_path: Path, tg: FakeTelegram, grace: float, extra: str = "") -> Path:
@@ -38,8 +39,26 @@ async def start_bot(tmp_path: Path, tg: FakeTelegram, fake: FakeAnthropic, grace
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "run", env=env, cwd=ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    await tg.wait_for("getUpdates", timeout=30)
+    await polling_started(proc, tg)
     return proc
+
+
+async def polling_started(proc: asyncio.subprocess.Process, tg: FakeTelegram) -> None:
+    """The bot's first getUpdates. A bot that exits or does not poll in time fails the test with
+    its own last words. The limit is generous: on a loaded machine (parallel test workers)
+    importing the bot alone can take many seconds."""
+    polling = asyncio.ensure_future(tg.wait_for("getUpdates", timeout=STARTUP_S))
+    exited = asyncio.ensure_future(proc.wait())
+    await asyncio.wait({polling, exited}, return_when=asyncio.FIRST_COMPLETED)
+    exited.cancel()
+    if polling.done() and polling.exception() is None:
+        return
+    polling.cancel()
+    if proc.returncode is None:
+        proc.kill()
+    _, stderr = await proc.communicate()
+    raise AssertionError(f"myclaw run did not start polling (exit code {proc.returncode}): "
+                         f"{stderr.decode()[-2000:]}")
 
 
 def stored_history(tmp_path: Path) -> list[tuple[str, str]]:
