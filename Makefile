@@ -6,10 +6,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Where `make install` links the command: /usr/local/bin for root, else ~/.local/bin.
 BINDIR ?= $(if $(filter 0,$(shell id -u)),/usr/local/bin,$(HOME)/.local/bin)
+# uv installs (from PyPI, ~15 s warm, ~30 s from an empty cache) where pip took 2-4 minutes on
+# the 2-core test machine: pip asks the index about each package in turn. uv is the one on the
+# PATH, else the system's pip puts it into the venv; where neither works, the venv gets its own
+# pip and pip installs as before. Either way the venv has pip (`.venv/bin/pip install ...`).
 # setuptools announces that an editable install follows folders named like the package: that is
-# what an editable install is for. Only that notice is silenced. The venv's own pip (23.2+ with
-# Python 3.11) installs everything here; upgrading it first cost ~25 s and nothing else.
+# what an editable install is for. Only that notice is silenced.
 QUIET := PYTHONWARNINGS="ignore:Editable installation" PIP_DISABLE_PIP_VERSION_CHECK=1
+UV = $(or $(shell command -v uv 2>/dev/null),$(BIN)/uv)
 
 # Checked before anything is installed, so a missing prerequisite costs seconds, not a minute.
 # The key message is the one `myclaw run` prints (bot/app.py, require_api_key).
@@ -24,28 +28,43 @@ endef
 
 .PHONY: run test lint bench clean browser sandbox-tools install check-docs
 
+# Without pip: creating the venv is then instant, and uv (or ensurepip) adds it.
 $(BIN)/python:
 	@$(NEED_PYTHON)
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --without-pip $(VENV)
 
-# setuptools 77+ builds the project in the venv itself (no isolated build environment to fill
-# on every install: ~20 s less).
+# $(1): the extras to install with the project: nothing, or `[dev]`.
+define INSTALL
+@if [ -x "$(UV)" ] || $(QUIET) $(PYTHON) -m pip --python $(BIN)/python install -q uv 2>/dev/null; then \
+  echo "$(UV) pip install -e '.$(1)'"; \
+  $(UV) pip install -q --python $(BIN)/python pip 'setuptools>=77' wheel -e '.$(1)'; \
+else \
+  echo "uv could not be installed: installing with pip"; \
+  $(BIN)/python -m ensurepip --upgrade --default-pip >/dev/null && \
+  $(QUIET) $(BIN)/python -m pip install -q 'setuptools>=77' wheel && \
+  $(QUIET) $(BIN)/python -m pip install -q -e '.$(1)' --no-build-isolation; \
+fi
+endef
+
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(QUIET) $(BIN)/python -m pip install -q 'setuptools>=77' wheel
-	$(QUIET) $(BIN)/python -m pip install -q -e . --no-build-isolation
+	$(call INSTALL,)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(QUIET) $(BIN)/python -m pip install -q 'setuptools>=77' wheel
-	$(QUIET) $(BIN)/python -m pip install -q -e '.[dev]' --no-build-isolation
+	$(call INSTALL,[dev])
 	touch $(VENV)/.installed $@
+
+# apt-get only runs for a package that is missing, and updates its package lists once an hour at
+# most (browser and sandbox-tools both missing on a new machine: one update, not two).
+APT_UPDATE := { [ -n "$$(find $(VENV)/.apt-updated -mmin -60 2>/dev/null)" ] || \
+  { apt-get update -qq && mkdir -p $(VENV) && touch $(VENV)/.apt-updated; }; }
 
 # The console's browser tests drive Debian's chromium through Playwright (never a downloaded
 # browser). Installed when running as root and missing; otherwise those tests skip with the
 # reason (and fail under CI=true).
 browser:
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; \
+		$(APT_UPDATE) && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; \
 	fi
 
 run:
@@ -67,7 +86,7 @@ lint: $(VENV)/.installed-dev
 sandbox-tools:
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
+	    $(APT_UPDATE) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; \
 	  else \
 	    echo "bubblewrap (bwrap) is not installed; the shell sandbox tests need it." >&2; \
 	    echo "Install it as root: apt-get install bubblewrap (or your system's package)." >&2; \
