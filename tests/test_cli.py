@@ -107,7 +107,7 @@ class _Terminal:
         self.fd = fd
         self.pending = b""
 
-    def read_until(self, needle: bytes, timeout: float = 20) -> bytes:
+    def read_until(self, needle: bytes, timeout: float = 60) -> bytes:
         seen = self.pending
         deadline = time.monotonic() + timeout
         while needle not in seen:

@@ -26,7 +26,7 @@ class Screen:
     def __init__(self, fd: int):
         self.fd, self.seen, self.pos = fd, b"", 0
 
-    def expect(self, needle: bytes, timeout: float = 30) -> bytes:
+    def expect(self, needle: bytes, timeout: float = 60) -> bytes:
         deadline = time.monotonic() + timeout
         while (found := self.seen.find(needle, self.pos)) < 0:
             remaining = deadline - time.monotonic()

@@ -49,6 +49,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes import EVENTUALLY
 from tests.fakes.anthropic_wire import (
     RETRYABLE_STATUSES,
     Block,
@@ -155,12 +156,12 @@ class FakeAnthropic:
             raise AssertionError("the fake Anthropic API has received no request")
         return self.requests[-1]
 
-    async def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[RecordedRequest]:
+    async def wait_for_requests(self, n: int, timeout: float = EVENTUALLY) -> list[RecordedRequest]:
         """Wait until at least n requests arrived; returns them all."""
         await self.wait_until(lambda: len(self.requests) >= n, timeout, f"{n} requests")
         return list(self.requests)
 
-    async def wait_until(self, predicate: Callable[[], bool], timeout: float = 5.0,
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float = EVENTUALLY,
                          what: str = "the condition") -> None:
         """Wait until predicate() holds; re-checked whenever a request arrives or a stream aborts.
         Works from any thread's event loop."""
@@ -308,7 +309,7 @@ class ThreadedFake:
     def script(self, *replies: Reply | ErrorReply) -> None:
         self._loop.call_soon_threadsafe(self.fake.script, *replies)
 
-    def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[RecordedRequest]:
+    def wait_for_requests(self, n: int, timeout: float = EVENTUALLY) -> list[RecordedRequest]:
         coro = self.fake.wait_for_requests(n, timeout)
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout + 1)
 

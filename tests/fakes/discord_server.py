@@ -31,6 +31,8 @@ import discord.http
 import yarl
 from aiohttp import WSMsgType, web
 
+from tests.fakes import EVENTUALLY
+
 DISCORD_EPOCH_MS = 1_420_070_400_000
 EPHEMERAL = 64
 
@@ -138,7 +140,7 @@ class FakeDiscord:
         async with self._changed:
             self._changed.notify_all()
 
-    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = EVENTUALLY) -> Any:
         """Wait until `predicate()` is truthy (re-checked on every request/event); return it."""
         async with self._changed:
             return await asyncio.wait_for(self._changed.wait_for(predicate), timeout)
@@ -152,17 +154,18 @@ class FakeDiscord:
                 and m["author"]["id"] == str(self.bot_id)]
 
     async def wait_for_bot_messages(self, channel_id: int, count: int = 1,
-                                    timeout: float = 5.0) -> list[dict[str, Any]]:
+                                    timeout: float = EVENTUALLY) -> list[dict[str, Any]]:
         await self.wait_for(lambda: len(self.bot_messages(channel_id)) >= count, timeout)
         return self.bot_messages(channel_id)
 
-    async def wait_for_text(self, channel_id: int, content: str, timeout: float = 5.0) -> dict[str, Any]:
+    async def wait_for_text(self, channel_id: int, content: str,
+                            timeout: float = EVENTUALLY) -> dict[str, Any]:
         """The bot's message in `channel_id` whose content is exactly `content`, once it exists."""
         def found() -> dict[str, Any] | None:
             return next((m for m in self.bot_messages(channel_id) if m["content"] == content), None)
         return await self.wait_for(found, timeout)
 
-    async def wait_for_buttons(self, channel_id: int, timeout: float = 5.0) -> dict[str, Any]:
+    async def wait_for_buttons(self, channel_id: int, timeout: float = EVENTUALLY) -> dict[str, Any]:
         """The bot's first message in `channel_id` that carries components (buttons)."""
         def found() -> dict[str, Any] | None:
             return next((m for m in self.bot_messages(channel_id) if m["components"]), None)

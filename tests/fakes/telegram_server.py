@@ -31,6 +31,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.fakes import EVENTUALLY
+
 Params = dict[str, Any]
 Predicate = Callable[[Params], bool]
 
@@ -223,7 +225,7 @@ class FakeTelegram:
         return [c for c in self.calls
                 if c.method == method and c.error is None and (predicate is None or predicate(c.params))]
 
-    async def wait_for(self, method: str, predicate: Predicate | None = None, timeout: float = 5.0,
+    async def wait_for(self, method: str, predicate: Predicate | None = None, timeout: float = EVENTUALLY,
                        count: int = 1) -> Call:
         """Wait until `count` successful calls of `method` match; return the last of them."""
         assert self._changed is not None
@@ -237,7 +239,7 @@ class FakeTelegram:
                                      f"last calls: {seen}") from exc
         return self.of(method, predicate)[count - 1]
 
-    async def wait_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    async def wait_until(self, condition: Callable[[], bool], timeout: float = EVENTUALLY) -> None:
         assert self._changed is not None
         async with self._changed:
             await asyncio.wait_for(self._changed.wait_for(condition), timeout)
