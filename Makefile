@@ -97,7 +97,7 @@ sandbox-tools:
 # Tests must not share ports, PostgreSQL schemas or files with a test in another worker.
 TEST_WORKERS ?= auto
 test: lint browser sandbox-tools
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Every command shown in README.md, docs/ and deploy/README.md, run as shown (tests/test_readme.py).
 check-docs: $(VENV)/.installed-dev

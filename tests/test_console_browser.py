@@ -18,6 +18,10 @@ from tests.browser_support import DESKTOP, PHONE, new_page, open_browser, screen
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.telegram_server import channel_overrides
 
+# One worker runs all of them (`make test` distributes with --dist loadgroup): one Chromium
+# launch for the module instead of one per worker that happens to get a browser test.
+pytestmark = pytest.mark.xdist_group("chromium")
+
 ADA = 4242
 HOSTILE = ('<script>alert("script")</script><img src=x onerror="alert(\'img\')">'
            "<b onmouseover=alert(3)>bold?</b>\n" + "a-very-long-unbroken-token-" * 40)
