@@ -31,7 +31,7 @@ import discord.http
 import yarl
 from aiohttp import WSMsgType, web
 
-from tests.fakes import EVENTUALLY
+from tests.fakes import EVENTUALLY, unique_suffix
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
 EPHEMERAL = 64
@@ -66,10 +66,10 @@ def _iso_now() -> str:
 class FakeDiscord:
     """One fake Discord for one test. `async with FakeDiscord(...) as fake, fake.patched(): ...`"""
 
-    def __init__(self, *, token: str = "fake-bot-token", bot_id: int = 900_000_000_000_000_001,
+    def __init__(self, *, token: str | None = None, bot_id: int = 900_000_000_000_000_001,
                  application_id: int = 900_000_000_000_000_002,
                  guilds: tuple[FakeGuild, ...] = (), refuse_privileged_intents: bool = False):
-        self.token = token
+        self.token = token or f"fake-bot-token-{unique_suffix()}"
         self.bot_id = bot_id
         self.application_id = application_id
         self.guilds = {g.id: g for g in guilds}

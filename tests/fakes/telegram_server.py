@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tests.fakes import EVENTUALLY
+from tests.fakes import EVENTUALLY, unique_suffix
 
 Params = dict[str, Any]
 Predicate = Callable[[Params], bool]
@@ -149,9 +149,9 @@ def channel_overrides(fake: FakeTelegram, **telegram: Any) -> dict[str, Any]:
 
 
 class FakeTelegram:
-    def __init__(self, token: str = "123456:TEST-token_abc", bot_id: int = 999000,
+    def __init__(self, token: str | None = None, bot_id: int = 999000,
                  username: str = "myclaw_test_bot"):
-        self.token = token
+        self.token = token or f"123456:TEST-token_{unique_suffix()}"
         self.bot_user = {"id": bot_id, "is_bot": True, "first_name": "Myclaw", "username": username,
                          "can_join_groups": True, "can_read_all_group_messages": False,
                          "supports_inline_queries": False}
