@@ -102,8 +102,13 @@ def stdio_parameters(spec: ServerSpec, bot_env: dict[str, str]) -> StdioServerPa
     # environment; `env -u` drops those the config did not name, without putting values in argv.
     unset = [arg for var in DEFAULT_INHERITED_ENV_VARS if var not in child_env for arg in ("-u", var)]
     env_program = shutil.which("env", path=os.defpath) or "/usr/bin/env"
-    return StdioServerParameters(command=env_program, args=[*unset, "--", command, *spec.args],
-                                 env=child_env)
+    argv = [env_program, *unset, "--", command, *spec.args]
+    # The SDK starts the server in a session of its own, so a killed bot would leave it running:
+    # a parent-death signal (kept across the exec) makes it die with the bot instead.
+    setpriv = shutil.which("setpriv", path=os.defpath) if sys.platform.startswith("linux") else None
+    if setpriv is not None:
+        argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=child_env)
 
 
 class _WatchedStream:
