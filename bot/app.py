@@ -157,6 +157,13 @@ class App:
         await self.services.store.close()
         offload.shutdown()  # the CPU workers (diffs, page parsing) end with the bot
 
+    async def recover(self) -> int:
+        """Take up the turns a previous process of this replica left unfinished (see
+        bot.recovery), now: the channels must already be registered for delivery."""
+        ready = asyncio.Event()
+        ready.set()
+        return await self.agent.recovery.queue(ready)
+
     # --- channels ------------------------------------------------------------------------
 
     def configured_channels(self) -> list[str]:
@@ -236,6 +243,7 @@ class App:
         terminal = channel_module("cli").TerminalChannel(self.agent, grace=grace)
         if self.services.delivery is not None:
             self.services.delivery.register("cli", terminal)
+        await self.recover()
         await self.expiry.sweep()
         await terminal.run()
         await self.agent.shutdown(grace)
@@ -249,15 +257,22 @@ class App:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        outlets_up = asyncio.Event()
         try:
+            # Queued before anything can arrive, so a new message waits behind the turn its
+            # sender was stranded in; run once the channels can carry the answers.
+            await self.agent.recovery.queue(outlets_up)
             await self.start_services()
             await self.start_channels(names)
+            outlets_up.set()
             await self.expiry.sweep()   # requests that lapsed while the bot was down
             log.info("myclaw ready (channels: %s)", ", ".join(names) or "none")
             await stop.wait()
             log.info("shutting down: finishing the turns in flight")
             await self.agent.shutdown(grace)
         finally:
+            if not outlets_up.is_set():
+                self.agent.queue.cancel_all()   # recoveries never started: the next start has them
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
             await self.stop_channels()

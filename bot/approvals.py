@@ -5,7 +5,8 @@ channel shows its buttons, and a tap wins only through a compare-and-set UPDATE 
 `BEGIN IMMEDIATE` transaction — so exactly one tap can ever win, across coroutines, store
 connections and process restarts. Every attempt, won or refused, leaves an audit row.
 
-    pending ──approve/always──▶ approved ──▶ executed | failed
+    pending ──approve/always──▶ approved ──▶ started ──▶ executed | failed
+                                                    └──▶ in_doubt (the process died while it ran)
        │──deny──────────────▶ denied
        └──timeout / new message──▶ expired   (resolved_by 'superseded' for a new message)
 """
@@ -30,7 +31,8 @@ from bot.tool import args_hash
 
 log = logging.getLogger(__name__)
 
-Status = Literal["pending", "approved", "denied", "expired", "executed", "failed"]
+Status = Literal["pending", "approved", "denied", "expired", "started", "executed", "failed",
+                 "in_doubt"]
 Choice = Literal["approve", "deny", "always"]
 CHOICES: tuple[str, ...] = ("approve", "deny", "always")
 SUPERSEDED = "superseded"
@@ -112,7 +114,7 @@ def _clock_text(ts: float, now: float) -> str:
 def _closed_reason(request: ApprovalRequest, now: float) -> str:
     """Why a request that is no longer pending cannot be answered."""
     who = request.resolved_by or "someone"
-    if request.status in ("approved", "executed", "failed"):
+    if request.status in ("approved", "started", "executed", "failed", "in_doubt"):
         return f"This request was already approved by {who}."
     if request.status == "denied":
         return f"This request was already denied by {who}."
@@ -246,18 +248,33 @@ class Approvals:
         async with self.store.transaction() as tx:
             await self._audit(tx, str(approval_id), resolver, str(choice), resolution)
 
-    async def mark_finished(self, approval_id: str, ok: bool) -> None:
-        """approved -> executed | failed, once the approved call has run.
+    async def claim_run(self, tx: Tx, approval_id: str) -> bool:
+        """approved -> started, in the transaction that records the call as started: True for
+        exactly one caller, so an approved call starts at most once."""
+        return await tx.execute("UPDATE approvals SET status = 'started' WHERE id = ?"
+                                " AND status = 'approved'", (approval_id,)) == 1
 
-        Only an approved request moves; for any other status (a denied request the runtime
-        closes the same way, one already finished) this changes nothing.
+    async def mark_finished(self, approval_id: str, ok: bool | None) -> None:
+        """approved | started -> executed | failed (`ok` None: in_doubt), once the call has run
+        (or a restart found it started with no outcome).
+
+        Only an approved or started request moves; for any other status (a denied request the
+        runtime closes the same way, one already finished) this changes nothing.
         """
+        status = "in_doubt" if ok is None else "executed" if ok else "failed"
         async with self.store.transaction() as tx:
             changed = await tx.execute(
-                "UPDATE approvals SET status = ? WHERE id = ? AND status = 'approved'",
-                ("executed" if ok else "failed", approval_id))
+                "UPDATE approvals SET status = ? WHERE id = ? AND status IN ('approved', 'started')",
+                (status, approval_id))
         if changed != 1:
-            log.debug("approval %s was not 'approved' when marked finished", approval_id)
+            log.debug("approval %s was not approved or started when marked finished", approval_id)
+
+    async def approved_unfinished(self, session_id: str) -> list[ApprovalRequest]:
+        """Requests of a session answered "approve" whose call has no recorded end."""
+        rows = await self.store.fetchall(
+            "SELECT * FROM approvals WHERE session_id = ? AND status IN ('approved', 'started')"
+            " ORDER BY created_at", (session_id,))
+        return [_from_row(row) for row in rows]
 
     # --- queries -----------------------------------------------------------------------------
 

@@ -87,6 +87,7 @@ class Turn:
     # The session is shared by everyone in the chat: each person's words are marked with who
     # wrote them, and other people's are shown to the model as data (bot.members).
     shared: bool = False
+    turn_id: str | None = None   # the turn's row in the store (bot.turns), when it has one
 
     def take_records(self) -> list[Record]:
         """The rows left by the calls so far; the turn keeps none of them."""
@@ -228,7 +229,7 @@ class Dispatcher:
             error = ToolError("permission_denied", f"{name} was refused: {decision.reason}.",
                               "Do not retry this call. Tell the user it is not allowed for them, "
                               "or reach the goal with another available tool.")
-            self._audit(turn, name, args, "deny", "blocked", decision.reason)
+            self._audit(turn, name, args, "deny", "blocked", decision.reason, call_id)
             return Planned(block, tool, decision, risk, error_block(call_id, error))
         return Planned(block, tool, decision, risk, scope=scope, grant=grant)
 
@@ -236,14 +237,32 @@ class Dispatcher:
                  tool: Tool | None = None) -> Planned:
         name = block.get("name", "")
         turn.log_calls.append(f"{name}:{error.kind}")
-        self._audit(turn, name, block.get("input"), "refused", error.kind, error.message)
+        self._audit(turn, name, block.get("input"), "refused", error.kind, error.message,
+                    block.get("id"))
         return Planned(block, tool, None, "high", error_block(block.get("id", ""), error))
 
     def _audit(self, turn: Turn, tool: str, args: Any, decision: str, outcome: str,
-               detail: str = "") -> None:
-        turn.records.append(AuditEntry(
+               detail: str = "", call_id: str | None = None,
+               approval_id: str | None = None) -> None:
+        turn.records.append(self._entry(turn, tool, args, decision, outcome, detail, call_id,
+                                        approval_id))
+
+    @staticmethod
+    def _entry(turn: Turn, tool: str, args: Any, decision: str, outcome: str, detail: str,
+               call_id: str | None, approval_id: str | None) -> AuditEntry:
+        return AuditEntry(
             sender=turn.sender, session_id=turn.session_id, tool=tool, args_hash=args_hash(args),
-            decision=decision, outcome=outcome, detail=detail[:500], ts=time.time()))
+            decision=decision, outcome=outcome, detail=detail[:500], ts=time.time(),
+            turn_id=turn.turn_id, call_id=call_id, approval_id=approval_id)
+
+    def started(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str, *,
+                approver: str | None = None, approval_id: str | None = None,
+                grant: Grant | None = None, summary: str | None = None) -> AuditEntry:
+        """The write-ahead row of a call about to run: stored before it runs, so a process that
+        dies meanwhile leaves a call known to be in doubt, never one that seems not to have run."""
+        return self._entry(turn, tool.meta.name, args, "allow" if approver is None else "approved",
+                           "started", self._ran_detail(tool.meta.name, args, approver, grant,
+                                                       summary), call_id, approval_id)
 
     # --- running -------------------------------------------------------------------------
 
@@ -288,7 +307,8 @@ class Dispatcher:
 
     async def execute(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str,
                       approver: str | None = None, grant: Grant | None = None,
-                      summary: str | None = None) -> dict[str, Any]:
+                      summary: str | None = None,
+                      approval_id: str | None = None) -> dict[str, Any]:
         name = tool.meta.name
         # Set before running: a result or an error of such a tool may carry outside content,
         # and a call cancelled midway may already have shown some to the model's next step.
@@ -298,16 +318,18 @@ class Dispatcher:
         try:
             result = await tool.execute(self.context(turn, call_id, name), **args)
         except asyncio.CancelledError:
-            self._audit(turn, name, args, "allow", "cancelled")
+            self._audit(turn, name, args, "allow", "cancelled", "", call_id, approval_id)
             await turn.sink.emit(ToolFinished(call_id, name, False, "cancelled"))
             raise
         except Exception as exc:  # translated for the model; to_tool_error logs unexpected ones
             error = to_tool_error(exc, name)
-            self._audit(turn, name, args, "allow", "failed", f"{error.kind}: {error.message}")
+            self._audit(turn, name, args, "allow", "failed", f"{error.kind}: {error.message}",
+                        call_id, approval_id)
             await turn.sink.emit(ToolFinished(call_id, name, False, error.message))
             return error_block(call_id, error, tool, args)
         self._record_success(turn, tool, args, result, approver, started,
-                             self._ran_detail(name, args, approver, grant, summary))
+                             self._ran_detail(name, args, approver, grant, summary),
+                             call_id, approval_id)
         await turn.sink.emit(ToolFinished(call_id, name, True))
         return self.result_block(tool, args, result, call_id)
 
@@ -321,9 +343,10 @@ class Dispatcher:
         return detail
 
     def _record_success(self, turn: Turn, tool: Tool, args: dict[str, Any], result: Any,
-                        approver: str | None, started: float, detail: str) -> None:
+                        approver: str | None, started: float, detail: str, call_id: str,
+                        approval_id: str | None) -> None:
         self._audit(turn, tool.meta.name, args, "allow" if approver is None else "approved",
-                    "executed", detail)
+                    "executed", detail, call_id, approval_id)
         turn.records.append(ExecutedCall(
             session_id=turn.session_id, sender=turn.sender, tool=tool.meta.name, args=args,
             result=result, approver=approver, started_at=started, finished_at=time.time(),

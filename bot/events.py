@@ -221,6 +221,7 @@ class ApprovalResolved:
     resolver: str                      # who answered ("console:operator")
     resolved_at: float
     message_ref: str | None            # what the channel stored when it showed the request
+    note: str = ""                     # what became of the call, when known ("in doubt: …")
 
 
 @runtime_checkable

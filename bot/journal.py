@@ -17,6 +17,7 @@ import secrets
 import time
 from typing import Any
 
+from bot import turns
 from bot.audit import AuditEntry, write_audit
 from bot.dispatch import ExecutedCall, Turn
 from bot.history_cache import HistoryCache
@@ -123,11 +124,15 @@ class Journal:
             await self.append(tx, session_id, messages)
             tx.on_commit(lambda: self.cache.drop(session_id))  # the next read loads it whole
 
-    async def write(self, turn: Turn, new: Messages, response: Any = None) -> None:
-        """Store one step: its messages, the rows its tool calls left on the turn, its usage."""
+    async def write(self, turn: Turn, new: Messages, response: Any = None,
+                    state: str | None = None) -> None:
+        """Store one step: its messages, the rows its tool calls left on the turn, its usage,
+        and the turn's new state when it changes."""
         records = turn.take_records()
         async with self.store.transaction() as tx:
             await self.append(tx, turn.session_id, new)
+            if state is not None and turn.turn_id is not None:
+                await turns.set_state(tx, turn.turn_id, state)
             for record in records:
                 await self._write_record(tx, record)
             usage = response.usage if response is not None else None

@@ -287,4 +287,27 @@ CREATE INDEX inbox_done ON inbox(done_at);
     (11, "history rows name the person whose words they hold (shared chat sessions)", """
 ALTER TABLE messages ADD COLUMN sender TEXT;
 """),
+    (12, "turns with an explicit state; audit rows name their turn, call and approval (write-ahead)", """
+CREATE TABLE turns (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    chat TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    level TEXT NOT NULL,
+    allowlist TEXT,
+    inbox_id INTEGER UNIQUE,
+    state TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    incarnation TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX turns_by_state ON turns(state, owner);
+CREATE INDEX turns_by_session ON turns(session_id, state);
+ALTER TABLE audit ADD COLUMN turn_id TEXT;
+ALTER TABLE audit ADD COLUMN call_id TEXT;
+ALTER TABLE audit ADD COLUMN approval_id TEXT;
+CREATE INDEX audit_by_call ON audit(call_id);
+"""),
 ]

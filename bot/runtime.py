@@ -12,11 +12,13 @@ import asyncio
 import dataclasses
 import logging
 import math
+import secrets
 import time
 from typing import Any
 
-from bot import commands, history, members
+from bot import commands, history, members, turns
 from bot.approvals import ApprovalRequest, Resolution
+from bot.audit import write_audit
 from bot.budgets import BudgetExceeded
 from bot.dispatch import Dispatcher, Planned, StepCancelled, Turn, error_block, tainted_since_user
 from bot.errors import ChannelError, LLMError
@@ -39,6 +41,7 @@ from bot.identity import Level, Stranger, channel_of
 from bot.journal import ACTIVE, Journal, active_key
 from bot.media.intake import MediaIntake
 from bot.prompt import PromptBuilder
+from bot.recovery import Recovery
 from bot.services import Services
 from bot.sessions import SessionQueue, ShuttingDown, Stopped
 from bot.tool import CallContext, ToolError, args_hash, to_tool_error
@@ -65,6 +68,9 @@ class Agent:
                                ledger=services.spend)
         self.media = MediaIntake(services)
         services.store.subscribe(ACTIVE, self._session_changed_elsewhere)
+        self.replica = turns.replica_name(services.config.env)
+        self.incarnation = secrets.token_hex(6)   # this run of the replica
+        self.recovery = Recovery(self)
 
     # --- the channel-facing API (bot.events.AgentAPI) ------------------------------------
 
@@ -142,7 +148,12 @@ class Agent:
         result = error_block(request.tool_use_id, ToolError(
             "permission_denied", f"The call to {request.tool} was not approved in time; it did "
                                  "not run.", "Do not retry it unless the user asks again."))
-        await self.journal.write(turn, [{"role": "user", "content": [result]}])
+        row = await turns.open_in_session(self.services.store, request.session_id)
+        ended = (row is not None and row.state == turns.WAITING
+                 and not await self.services.approvals.pending_for_session(request.session_id))
+        turn.turn_id = row.id if ended else None
+        await self.journal.write(turn, [{"role": "user", "content": [result]}],
+                                 state=turns.EXPIRED if ended else None)
         if sink is not None:
             await sink.emit(Notice(f"⌛ The request to run {request.tool} expired — nothing ran. "
                                    "Ask again if you still want it."))
@@ -150,9 +161,10 @@ class Agent:
             if close is not None:
                 await close()
 
-    async def show_outcome(self, request: Any, choice: str, resolver: str) -> None:
+    async def show_outcome(self, request: Any, choice: str, resolver: str, note: str = "") -> None:
         """Every message showing the request (the requester's and each approver's copy) shows
-        the outcome and who decided, and loses its buttons."""
+        the outcome and who decided (and `note`: what became of the call), and loses its
+        buttons."""
         when = request.resolved_at or time.time()
         for channel, ref in await self.services.approvals.message_refs(request.id):
             surface = self._surfaces.get(channel)
@@ -160,7 +172,7 @@ class Agent:
                 continue
             try:
                 await surface.approval_resolved(ApprovalResolved(
-                    request.view(), choice, resolver, when, ref))
+                    request.view(), choice, resolver, when, ref, note))
             except ChannelError:
                 log.info("approval %s: %s is down; its message keeps its buttons", request.id,
                          channel)
@@ -387,6 +399,12 @@ class Agent:
                          run_allowlist: frozenset[str] | None = None) -> None:
         # Whatever another process wrote before this turn's place in the order is in the caches.
         await self.services.store.catch_up()
+        store, approvals = self.services.store, self.services.approvals
+        if message.inbox_id is not None:
+            started = await turns.for_inbox(store, message.inbox_id)
+            if started is not None:  # delivered again: the turn it started goes on, not anew
+                await self.recovery.take_over(started, sink)
+                return
         if message.forwarded_from and message.text.strip():
             message = dataclasses.replace(message, text=members.forwarded(
                 message.text, message.forwarded_from, time.time()))
@@ -398,9 +416,9 @@ class Agent:
         if self.shared_sessions:
             content = members.said_by(content, message.sender, message.display_name, time.time())
         session_id = session_id or await self.session_id(message)
-        store, approvals = self.services.store, self.services.approvals
         turn = await self._turn(session_id, message.sender, message.chat, autonomy, sink,
                                 run_allowlist)
+        turn.turn_id = turns.new_turn_id()
         stored, size, cached = await self.journal.history(session_id)
         waiting = _open_tool_uses(stored)
         if waiting and turn.shared and await self._held_by_another(turn):
@@ -410,15 +428,18 @@ class Agent:
         # checked then. A history read from the store is repaired in full.
         base = await self._prepared(turn, stored, size, repair=not cached)
         user = {"role": "user", "content": content}
-        if waiting:
-            # Calls still waiting for a tap: the new message supersedes them (their tool_use gets
-            # a "not completed" result from repair). Done before anything else, so a late tap
-            # cannot run a call the model was told did not happen.
-            async with store.transaction() as tx:
+        async with store.transaction() as tx:
+            if waiting:
+                # Calls still waiting for a tap: the new message supersedes them (their tool_use
+                # gets a "not completed" result from repair). Done before anything else, so a
+                # late tap cannot run a call the model was told did not happen.
                 await approvals.supersede_session(tx, session_id)
-                await self.journal.append(tx, session_id, [user])
-        else:
-            await self.journal.write(turn, [user])
+            await turns.begin(tx, turn_id=turn.turn_id, session_id=session_id,
+                              sender=message.sender, chat=message.chat, channel=turn.channel,
+                              level=str(autonomy), allowlist=run_allowlist,
+                              inbox_id=message.inbox_id, owner=self.replica,
+                              incarnation=self.incarnation)
+            await self.journal.append(tx, session_id, [user])
         messages = [*base, user]
         if waiting or (len(base) and base[-1]["role"] == "user"):
             # The stored tail is not in the API's shape (repair merges or answers it here); the
@@ -479,9 +500,11 @@ class Agent:
                 _add_usage(usage, response.usage)
                 assistant = {"role": "assistant", "content": response.content}
                 if not response.tool_uses:
-                    await self.journal.write(turn, [assistant], response)
+                    await self.journal.write(turn, [assistant], response, state=turns.ANSWERED)
                     await self._budget_notice(turn)
                     await turn.sink.emit(Done(response.text, usage))
+                    # Until this is stored, a restart sends the stored answer again.
+                    await self._end_turn(turn, turns.DELIVERED, (turns.ANSWERED,))
                     return
                 if await self._step(turn, messages, assistant, response):
                     await turn.sink.emit(Done(response.text, usage, waiting_for_approval=True))
@@ -490,12 +513,24 @@ class Agent:
             await turn.sink.emit(Notice(f"I stopped after {limit} steps without a final answer. "
                                         "Everything so far is saved; send 'continue' to go on."))
             await turn.sink.emit(Done("", usage))
+            await self._end_turn(turn, turns.DELIVERED)
+        except asyncio.CancelledError:   # /stop or shutdown: the turn is over, not stranded
+            await asyncio.shield(self._end_turn(turn, turns.STOPPED))
+            raise
+        except Exception:   # the user is told (see _guarded); a restart must not answer it late
+            await asyncio.shield(self._end_turn(turn, turns.FAILED))
+            raise
         finally:
             if turn.records:  # audit rows of calls refused before the turn failed
                 await asyncio.shield(self.journal.write(turn, []))
             log.info("turn", extra={"sender": turn.sender, "session": turn.session_id,
                                     "tools": turn.log_calls, "tokens": usage,
                                     "latency_ms": round((time.monotonic() - started) * 1000, 1)})
+
+    async def _end_turn(self, turn: Turn, state: str,
+                        only_from: tuple[str, ...] = turns.OPEN_STATES) -> None:
+        if turn.turn_id is not None:
+            await turns.set_state_now(self.services.store, turn.turn_id, state, only_from)
 
     async def _budget_notice(self, turn: Turn) -> None:
         """Tell the sender once per period that 80% of a budget is used."""
@@ -538,6 +573,16 @@ class Agent:
         plans = [self.dispatcher.plan(turn, block) for block in response.tool_uses]
         asks = [p for p in plans if p.result is None and p.decision.verdict == "ask"]
         runs = [p for p in plans if p not in asks]
+        executing = [p for p in runs if p.result is None]
+        # Write-ahead, when a call can change something: the calls (and the assistant message
+        # asking for them) are stored as started before any of them runs; their outcomes follow
+        # with the results. (Calls without side effects are simply asked for again after a crash.)
+        ahead = any(p.tool.meta.has_side_effects for p in executing)
+        if ahead:
+            turn.records.extend(self.dispatcher.started(
+                turn, p.tool, p.block["input"], p.block["id"], grant=p.grant) for p in executing)
+            await self.journal.write(turn, [assistant], response)
+        step = [] if ahead else [assistant]   # what this step has still to store
         try:
             results = await self.dispatcher.run_allowed(turn, runs)
         except asyncio.CancelledError as exc:
@@ -545,7 +590,8 @@ class Agent:
             cancelled = [partial.get(p.block["id"]) or history.error_result(p.block["id"], history.CANCELLED)
                          for p in plans]
             await asyncio.shield(self.journal.write(
-                turn, [assistant, {"role": "user", "content": cancelled}], response))
+                turn, [*step, {"role": "user", "content": cancelled}],
+                None if ahead else response))
             raise
         pending_views = []
         for plan in asks:
@@ -555,9 +601,11 @@ class Agent:
             else:
                 pending_views.append(view)
         ordered = [results[p.block["id"]] for p in plans if p.block["id"] in results]
-        new = [assistant] + ([{"role": "user", "content": ordered}] if ordered else [])
-        await self.journal.write(turn, new, response)  # stored before any button can be tapped
-        messages.extend(new)
+        answered = [{"role": "user", "content": ordered}] if ordered else []
+        # Stored before any button can be tapped.
+        await self.journal.write(turn, step + answered, None if ahead else response,
+                                 state=turns.WAITING if pending_views else None)
+        messages.extend([assistant, *answered])
         for view in pending_views:
             await turn.sink.emit(ApprovalNeeded(view))
         await self.notify_approvers(turn, pending_views)
@@ -581,6 +629,29 @@ class Agent:
             scope=plan.scope if self._may_offer_always(tool.meta.name, plan.risk) else None)
         return request.view(), None
 
+    # --- turns taken up again after a restart (bot.recovery) ------------------------------
+
+    async def stored_turn(self, row: turns.TurnRow, sink: Sink) -> Turn:
+        """The per-turn state of a stored turn, as its sender's level stands now (never above
+        the level it was started at)."""
+        now = await self.services.senders.level_for_resume(row.sender, row.level)
+        started = Level(row.level) if row.level in {str(x) for x in Level} else None
+        level = min(now, started) if isinstance(now, Level) and started is not None else now
+        turn = await self._turn(row.session_id, row.sender, row.chat, level, sink,
+                                row.allowlist)
+        turn.turn_id = row.id
+        return turn
+
+    async def continue_turn(self, turn: Turn) -> None:
+        """Run the model loop on from the turn's last stored step."""
+        stored, size = await self.journal.stored(turn.session_id)
+        await self._loop(turn, await self._prepared(turn, stored, size))
+
+    async def run_approved(self, request: ApprovalRequest, sink: Sink) -> None:
+        """An approved call nobody ran yet: run it (the args hash and the policy checked again,
+        started at most once) and continue its conversation, as after the tap."""
+        await self._resume(request, request.resolved_by or "", sink)
+
     # --- approvals resumed ---------------------------------------------------------------
 
     async def _resume(self, request: Any, resolver: str, sink: Sink) -> None:
@@ -589,12 +660,16 @@ class Agent:
         autonomy = await self.services.senders.level_for_resume(request.sender, request.autonomy)
         turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
                                 request.allowlist)
+        row = await turns.open_in_session(self.services.store, request.session_id)
+        turn.turn_id = row.id if row is not None else None
         result = await self._resolved_result(turn, request, resolver)
-        await self.journal.write(turn, [{"role": "user", "content": [result]}])
-        if await self.services.approvals.pending_for_session(request.session_id):
-            return  # other calls of the same step still wait for their answer
+        # Other calls of the same step may still wait for their answer: the turn waits on.
+        waiting = await self.services.approvals.pending_for_session(request.session_id)
         active = await self.journal.session_info(request.session_id)
-        if active and active.get("active"):
+        going_on = not waiting and bool(active and active.get("active"))
+        await self.journal.write(turn, [{"role": "user", "content": [result]}], state=(
+            turns.RUNNING if going_on else turns.WAITING if waiting else turns.SUPERSEDED))
+        if going_on:
             stored, size, _ = await self.journal.history(request.session_id)
             await self._loop(turn, await self._prepared(turn, stored, size))
 
@@ -613,10 +688,28 @@ class Agent:
         if plan.result is not None:
             await self.services.approvals.mark_finished(request.id, False)
             return plan.result
+        if not await self._claim_run(turn, plan, request, resolver):
+            return error_block(call_id, ToolError(
+                "in_doubt", f"This approved call to {request.tool} was already started once; "
+                            "it was not run again.",
+                "Do not retry it blindly: check whether it happened first."))
         result = await self.dispatcher.execute(turn, plan.tool, request.args, call_id,
-                                               approver=resolver, summary=request.summary)
+                                               approver=resolver, summary=request.summary,
+                                               approval_id=request.id)
         await self.services.approvals.mark_finished(request.id, not result.get("is_error"))
         return result
+
+    async def _claim_run(self, turn: Turn, plan: Planned, request: Any, resolver: str) -> bool:
+        """Write-ahead for an approved call, with the compare-and-set that lets it start once
+        (approved → started), whoever resumes it: the tap, or a restart's recovery."""
+        started = self.dispatcher.started(turn, plan.tool, request.args, request.tool_use_id,
+                                          approver=resolver, approval_id=request.id,
+                                          summary=request.summary)
+        async with self.services.store.transaction() as tx:
+            if not await self.services.approvals.claim_run(tx, request.id):
+                return False
+            await write_audit(tx, started)
+        return True
 
 
 class _NoChannel:

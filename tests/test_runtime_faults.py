@@ -98,7 +98,8 @@ CRASHING_TURN = textwrap.dedent("""
 """)
 
 
-async def test_a_process_killed_mid_tool_leaves_a_history_the_next_process_can_use(tmp_path: Path):
+async def test_a_process_killed_mid_tool_is_recovered_by_the_next_process_and_never_merged(
+        tmp_path: Path):
     async with FakeAnthropic() as fake:
         fake.script(tool_use("blocker", {}))
         raw = {"agent": {"workspace": str(tmp_path / "ws"), "llm_max_retries": 0},
@@ -118,10 +119,19 @@ async def test_a_process_killed_mid_tool_leaves_a_history_the_next_process_can_u
 
         app = await App.open(config_mod.from_dict(raw, env=env))
         try:
-            fake.script(text("fresh start"))
+            # The blocking call has no side effects, so it was not written ahead: the turn is
+            # taken up from the stored message and the model asked again.
+            fake.script(text("resumed"), text("fresh start"))
+            assert await app.recover() == 1
+            await app.agent.queue.drain(10)
+            resumed = fake.last_request.json["messages"]
+            assert [m["role"] for m in resumed] == ["user"]
+            assert resumed[0]["content"][0]["text"] == "block please"
             assert (await say(app, "are you there?")).text == "fresh start"
-            first = fake.last_request.json["messages"][0]["content"]
-            assert [b["text"] for b in first] == ["block please", "are you there?"]
+            users = [m["content"] for m in fake.last_request.json["messages"]
+                     if m["role"] == "user"]
+            assert [b.get("text") for b in users[0]] == ["block please"]
+            assert [b.get("text") for b in users[-1]] == ["are you there?"]
         finally:
             await app.close()
 

@@ -103,7 +103,8 @@ async def test_without_untrusted_content_a_plain_page_is_fetched_unasked_by_poli
     app = await app_factory({"senders": {"telegram:7": "read_only"}})
     fake_anthropic.script(tool_use("web_fetch", {"url": "http://127.0.0.1:9/page"}), text("ok"))
     await app.agent.handle(message("telegram:7", "fetch it"), CollectingSink())
-    audit = await app.services.store.fetchall("SELECT tool, decision FROM audit ORDER BY id")
+    audit = await app.services.store.fetchall(
+        "SELECT tool, decision FROM audit WHERE outcome != 'started' ORDER BY id")
     assert [(r["tool"], r["decision"]) for r in audit] == [("web_fetch", "allow")]
 
 

@@ -305,6 +305,8 @@ class DiscordChannel:
         resolver = None if outcome.choice == "expire" else outcome.resolver
         label = label_for(status, resolver, always=outcome.choice == "always")
         text = outcome_text(outcome.approval, label, resolver, outcome.resolved_at)
+        if outcome.note:
+            text += f"\n{outcome.note}"
         try:
             await channel.get_partial_message(message_id).edit(
                 content=text[:2000], view=None, allowed_mentions=discord.AllowedMentions.none())

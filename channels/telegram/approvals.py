@@ -117,12 +117,16 @@ def request_fallback(view: ApprovalView) -> Part:
     return Part(body.html + escape(tail), body.plain + tail)
 
 
-def outcome_message(view: ApprovalView, choice: str, who: str, when: float) -> Part:
-    """The request once answered: same body, the outcome instead of the buttons."""
+def outcome_message(view: ApprovalView, choice: str, who: str, when: float,
+                    note: str = "") -> Part:
+    """The request once answered: same body, the outcome instead of the buttons (and what
+    became of the call, when known)."""
     body = _body(view)
     if choice == "expire":
         line = f"\n\n⌛ Expired at {clock(when)} — nothing ran."
     else:
         label = f"{ICON[choice]} {ANSWER_LABELS[choice]}" if choice in ANSWER_LABELS else choice
         line = f"\n\n{label} by {who} at {clock(when)}."
+    if note:
+        line += f"\n{note}"
     return Part(body.html + escape(line), body.plain + line)

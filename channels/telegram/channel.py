@@ -254,7 +254,7 @@ class TelegramChannel:
             return
         chat, message_id = shown
         part = outcome_message(outcome.approval, outcome.choice, outcome.resolver,
-                               outcome.resolved_at)
+                               outcome.resolved_at, outcome.note)
         try:
             await self._messenger.edit(chat, message_id, part, markup=None)
         except DeliveryError:
