@@ -26,7 +26,7 @@ from bot import turns
 from bot.audit import AuditEntry, write_audit
 from bot.dispatch import Turn
 from bot.errors import LLMError
-from bot.events import Done, ErrorEvent, Notice, Sink
+from bot.events import ApprovalNeeded, Done, ErrorEvent, Notice, Sink
 from bot.history import error_result
 
 if TYPE_CHECKING:
@@ -135,6 +135,10 @@ class Recovery:
     # --- a running turn -------------------------------------------------------------------
 
     async def _resume(self, row: turns.TurnRow, sink: Sink) -> None:
+        # Requests of the cut-off step were never shown (its turn was not waiting yet): the
+        # step's calls are answered below or asked again by the model.
+        async with self.services.store.transaction() as tx:
+            await self.services.approvals.supersede_session(tx, row.session_id)
         turn = await self.agent.stored_turn(row, sink)
         stored, _ = await self.agent.journal.stored(row.session_id)
         open_calls = _open_tool_uses(stored)
@@ -216,6 +220,20 @@ class Recovery:
 
     # --- a turn waiting for approvals --------------------------------------------------------
 
+    async def _show_unshown(self, row: turns.TurnRow, sink: Sink) -> None:
+        """Requests stored but never shown (the process died while sending them): shown now,
+        to the requester and the approvers, so the turn does not wait for a tap nobody can
+        make."""
+        approvals = self.services.approvals
+        unshown = [request.view() for request in await approvals.pending_for_session(row.session_id)
+                   if not await approvals.message_refs(request.id)]
+        if not unshown:
+            return
+        turn = await self.agent.stored_turn(row, sink)
+        for view in unshown:
+            await sink.emit(ApprovalNeeded(view))
+        await self.agent.notify_approvers(turn, unshown)
+
     async def _settle_finished_approvals(self, row: turns.TurnRow) -> None:
         """Approved calls whose outcome was stored but not yet copied to the request."""
         for request in await self.services.approvals.approved_unfinished(row.session_id):
@@ -226,8 +244,9 @@ class Recovery:
 
     async def _finish_approved(self, row: turns.TurnRow, sink: Sink) -> None:
         """Approved calls that never started run now, once; started ones are in doubt. Calls
-        still waiting for their answer keep waiting."""
+        still waiting for their answer keep waiting (shown again if never shown)."""
         approvals = self.services.approvals
+        await self._show_unshown(row, sink)
         for request in await approvals.approved_unfinished(row.session_id):
             if request.status == "started":
                 # Its write-ahead row was stored with the compare-and-set that started it.

@@ -287,6 +287,7 @@ async def test_a_turn_waiting_for_an_answer_keeps_waiting_across_a_restart(
     asked = CollectingSink()
     await first.agent.handle(message("write eggs"), asked)
     (needed,) = asked.of(ApprovalNeeded)
+    await first.agent.set_approval_message_ref(needed.approval.id, "1:57", "telegram")  # shown
     requests_before = len(fake_anthropic.requests)
 
     app, outlets, surface = await restarted(app_factory, writer)
@@ -341,3 +342,41 @@ async def test_a_scheduled_run_cut_off_by_a_crash_is_not_repeated(app_factory, f
     assert len(fake_anthropic.requests) == 1     # the scheduler tells its owner instead
     assert [s.events for s in outlets.sinks.values()] in ([], [[]])
     assert await turn_states(app) == ["stopped"]
+
+
+class HangsOnTheRequest(CollectingSink):
+    """A channel that dies while sending an approval request (`sending` is set then)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sending = asyncio.Event()
+
+    async def emit(self, event: Any) -> None:
+        if isinstance(event, ApprovalNeeded):
+            self.sending.set()
+            await asyncio.Event().wait()
+        await super().emit(event)
+
+
+async def test_a_request_never_shown_before_the_crash_is_shown_after_the_restart_and_runs_once(
+        app_factory, fake_anthropic, abandoned):
+    first = await app_factory(SENDERS)
+    writer = Writer()
+    first.services.registry.register(writer, "tests")
+    fake_anthropic.script(tool_use("writer", {"note": "bread"}))
+    channel = HangsOnTheRequest()
+    abandoned.append(asyncio.create_task(first.agent.handle(message("write bread"), channel)))
+    await channel.sending.wait()
+
+    app, outlets, _ = await restarted(app_factory, writer)
+    await recover(app)
+    (shown,) = outlets.events("1", ApprovalNeeded)
+    assert shown.approval.tool == "writer" and outlets.events("private:telegram:9", ApprovalNeeded)
+    fake_anthropic.script(text("Written."))
+    answered = CollectingSink()
+    resolution = await app.agent.resolve_approval(shown.approval.id, "telegram:1", "approve")
+    assert app.agent.resume_approval(resolution, answered)
+    await app.agent.queue.drain(10)
+    assert writer.executed == ["bread"] and answered.text == "Written."
+    await recover(app)
+    assert writer.executed == ["bread"]
