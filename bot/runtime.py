@@ -68,7 +68,7 @@ class Agent:
                                ledger=services.spend)
         self.media = MediaIntake(services)
         services.store.subscribe(ACTIVE, self._session_changed_elsewhere)
-        self.replica = turns.replica_name(services.config.env)
+        self.replica = turns.replica_name(services.store.dialect, services.config.env)
         self.incarnation = secrets.token_hex(6)   # this run of the replica
         self.recovery = Recovery(self)
 

@@ -38,11 +38,16 @@ UNFINISHED_STATES = (*OPEN_STATES, ANSWERED)
 REPLICA_ENV = "MYCLAW_REPLICA"
 
 
-def replica_name(env: dict[str, str] | None = None) -> str:
-    """The name this process runs turns under: $MYCLAW_REPLICA, else the host name (a restarted
-    process on the same host takes over what its predecessor left)."""
+def replica_name(dialect: str, env: dict[str, str] | None = None) -> str:
+    """The name this process runs turns under: $MYCLAW_REPLICA, else "local" on SQLite (one
+    process per store: a restart takes over everything its predecessor left). On PostgreSQL
+    several processes may share a host, so the default names this process alone: its turns are
+    taken over only through their inbox rows coming back; name each replica to have all of
+    them recovered by its next run."""
     chosen = (os.environ if env is None else env).get(REPLICA_ENV, "").strip()
-    return chosen or socket.gethostname()
+    if chosen:
+        return chosen
+    return "local" if dialect == "sqlite" else f"{socket.gethostname()}:{os.getpid()}"
 
 
 def new_turn_id() -> str:
