@@ -38,6 +38,7 @@ from bot.events import (
 from bot.grants import may_offer
 from bot.hooks import run_session_hooks
 from bot.identity import Level, Stranger, channel_of
+from bot.inbox import replica_name
 from bot.journal import ACTIVE, Journal, active_key
 from bot.media.intake import MediaIntake
 from bot.prompt import PromptBuilder
@@ -68,7 +69,9 @@ class Agent:
                                ledger=services.spend)
         self.media = MediaIntake(services)
         services.store.subscribe(ACTIVE, self._session_changed_elsewhere)
-        self.replica = turns.replica_name(services.store.dialect, services.config.env)
+        # The inbox's name for this replica: turns and claims are taken over by the same rule.
+        self.replica = replica_name(self.config["inbox"]["replica"], services.store.dialect,
+                                    services.config.env)
         self.incarnation = secrets.token_hex(6)   # this run of the replica
         self.recovery = Recovery(self)
 

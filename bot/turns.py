@@ -5,7 +5,8 @@
             | superseded (a newer message arrived) | expired (approvals lapsed) | in_doubt
 
 A turn's row is written in the transactions the turn writes anyway (its user message, its
-steps, its final answer), so keeping the state costs statements, not transactions. Each row
+steps, its final answer), plus one small write once its answer was handed to the channel
+(delivered): until then a restart sends the stored answer again. Each row
 names the replica that runs it and the run of that replica (its incarnation): at start-up a
 process recovers the unfinished turns of earlier runs of its own replica name, never another
 live replica's; a turn whose inbox row comes back (its lease lapsed) is taken over by whoever
@@ -15,9 +16,7 @@ gets the row.
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -35,19 +34,6 @@ EXPIRED = "expired"
 IN_DOUBT = "in_doubt"
 OPEN_STATES = (RUNNING, WAITING)
 UNFINISHED_STATES = (*OPEN_STATES, ANSWERED)
-REPLICA_ENV = "MYCLAW_REPLICA"
-
-
-def replica_name(dialect: str, env: dict[str, str] | None = None) -> str:
-    """The name this process runs turns under: $MYCLAW_REPLICA, else "local" on SQLite (one
-    process per store: a restart takes over everything its predecessor left). On PostgreSQL
-    several processes may share a host, so the default names this process alone: its turns are
-    taken over only through their inbox rows coming back; name each replica to have all of
-    them recovered by its next run."""
-    chosen = (os.environ if env is None else env).get(REPLICA_ENV, "").strip()
-    if chosen:
-        return chosen
-    return "local" if dialect == "sqlite" else f"{socket.gethostname()}:{os.getpid()}"
 
 
 def new_turn_id() -> str:
