@@ -97,7 +97,7 @@ async def restarted(app_factory, *tools: BaseTool) -> tuple[Any, Outlets, Surfac
 
 async def recover(app) -> int:
     count = await app.recover()
-    await app.agent.queue.drain(10)
+    await app.agent.queue.drain(60)   # a bound for a hang, not a wait: it returns when done
     return count
 
 
