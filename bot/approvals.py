@@ -261,19 +261,27 @@ class Approvals:
         Only an approved or started request moves; for any other status (a denied request the
         runtime closes the same way, one already finished) this changes nothing.
         """
-        status = "in_doubt" if ok is None else "executed" if ok else "failed"
         async with self.store.transaction() as tx:
-            changed = await tx.execute(
-                "UPDATE approvals SET status = ? WHERE id = ? AND status IN ('approved', 'started')",
-                (status, approval_id))
+            await self.finish_in(tx, approval_id, ok)
+
+    async def finish_in(self, tx: Tx, approval_id: str, ok: bool | None) -> None:
+        """`mark_finished` inside the caller's transaction (with the call's result)."""
+        status = "in_doubt" if ok is None else "executed" if ok else "failed"
+        changed = await tx.execute(
+            "UPDATE approvals SET status = ? WHERE id = ? AND status IN ('approved', 'started')",
+            (status, approval_id))
         if changed != 1:
             log.debug("approval %s was not approved or started when marked finished", approval_id)
 
     async def approved_unfinished(self, session_id: str) -> list[ApprovalRequest]:
         """Requests of a session answered "approve" whose call has no recorded end."""
+        return await self.in_session(session_id, ("approved", "started"))
+
+    async def in_session(self, session_id: str, statuses: tuple[str, ...]) -> list[ApprovalRequest]:
+        """A session's requests in one of `statuses`, oldest first."""
         rows = await self.store.fetchall(
-            "SELECT * FROM approvals WHERE session_id = ? AND status IN ('approved', 'started')"
-            " ORDER BY created_at", (session_id,))
+            f"SELECT * FROM approvals WHERE session_id = ? AND status IN"
+            f" ({', '.join('?' * len(statuses))}) ORDER BY created_at", (session_id, *statuses))
         return [_from_row(row) for row in rows]
 
     # --- queries -----------------------------------------------------------------------------

@@ -128,17 +128,22 @@ class Journal:
                     state: str | None = None) -> None:
         """Store one step: its messages, the rows its tool calls left on the turn, its usage,
         and the turn's new state when it changes."""
-        records = turn.take_records()
         async with self.store.transaction() as tx:
-            await self.append(tx, turn.session_id, new)
-            if state is not None and turn.turn_id is not None:
-                await turns.set_state(tx, turn.turn_id, state)
-            for record in records:
-                await self._write_record(tx, record)
-            usage = response.usage if response is not None else None
-            if usage:
-                await self.ledger.add(tx, session_id=turn.session_id, sender=turn.sender,
-                                      model=response.model, usage=usage)
+            await self.write_in(tx, turn, new, response, state)
+
+    async def write_in(self, tx: Tx, turn: Turn, new: Messages, response: Any = None,
+                       state: str | None = None) -> None:
+        """`write` inside the caller's transaction (with what else must commit with it)."""
+        records = turn.take_records()
+        await self.append(tx, turn.session_id, new)
+        if state is not None and turn.turn_id is not None:
+            await turns.set_state(tx, turn.turn_id, state)
+        for record in records:
+            await self._write_record(tx, record)
+        usage = response.usage if response is not None else None
+        if usage:
+            await self.ledger.add(tx, session_id=turn.session_id, sender=turn.sender,
+                                  model=response.model, usage=usage)
 
     async def _write_record(self, tx: Tx, record: AuditEntry | ExecutedCall) -> None:
         if isinstance(record, AuditEntry):

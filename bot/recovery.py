@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -256,13 +257,32 @@ class Recovery:
                 await self._report(turn, [error_result(request.tool_use_id, IN_DOUBT_RESULT)],
                                    [started], approval=request)
                 continue
-            await self.agent.run_approved(request, sink)
-            done = await approvals.get(request.id)
-            outcome = {"executed": "✅ Ran after a restart.",
-                       "failed": "❌ Ran after a restart, and failed."}.get(
-                done.status if done else "", "It did not run.")
+            await self.agent.run_answered(request, sink, self._shows_outcome(request))
+        await self._answer_denied(row, sink)
+
+    def _shows_outcome(self, request: ApprovalRequest) -> Callable[[bool | None], Awaitable[None]]:
+        """What edits the request's message once its call ran after the restart (before the
+        conversation goes on, so a later crash cannot leave the buttons on it)."""
+        async def show(ok: bool | None) -> None:
+            note = {True: "✅ Ran after a restart.",
+                    False: "❌ Ran after a restart, and failed."}.get(ok, "It did not run.")
             await self.agent.show_outcome(request, "approve", request.resolved_by or "",
-                                          note=outcome)
+                                          note=note)
+        return show
+
+    async def _answer_denied(self, row: turns.TurnRow, sink: Sink) -> None:
+        """A "Deny" whose answer never reached the model (the process died right after the
+        tap): the model is told now, and the conversation goes on."""
+        stored, _ = await self.agent.journal.stored(row.session_id)
+        answered = {b.get("tool_use_id") for m in stored if m["role"] == "user"
+                    for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"}
+        for request in await self.services.approvals.in_session(row.session_id, ("denied",)):
+            if request.tool_use_id not in answered:
+                await self.agent.run_answered(request, sink, _nothing_to_show)
+
+
+async def _nothing_to_show(ok: bool | None) -> None:
+    """A denied request's message was edited when it was denied."""
 
 
 def _open_tool_uses(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

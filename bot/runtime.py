@@ -14,6 +14,7 @@ import logging
 import math
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot import commands, history, members, turns
@@ -650,57 +651,68 @@ class Agent:
         stored, size = await self.journal.stored(turn.session_id)
         await self._loop(turn, await self._prepared(turn, stored, size))
 
-    async def run_approved(self, request: ApprovalRequest, sink: Sink) -> None:
-        """An approved call nobody ran yet: run it (the args hash and the policy checked again,
-        started at most once) and continue its conversation, as after the tap."""
-        await self._resume(request, request.resolved_by or "", sink)
+    async def run_answered(self, request: ApprovalRequest, sink: Sink,
+                           on_ran: Callable[[bool | None], Awaitable[None]]) -> None:
+        """An answered request whose call nobody ran (or refused) yet: run it (the args hash
+        and the policy checked again, started at most once), tell `on_ran` how it ended, and
+        continue its conversation, as after the tap."""
+        await self._resume(request, request.resolved_by or "", sink, on_ran)
 
     # --- approvals resumed ---------------------------------------------------------------
 
-    async def _resume(self, request: Any, resolver: str, sink: Sink) -> None:
-        """Run (or refuse) the resolved call, then re-enter the loop from the stored history."""
+    async def _resume(self, request: Any, resolver: str, sink: Sink,
+                      on_ran: Callable[[bool | None], Awaitable[None]] | None = None) -> None:
+        """Run (or refuse) the resolved call, then re-enter the loop from the stored history.
+        `on_ran(ok)` is told how the call ended (None: not run) before the loop goes on."""
         await self.services.store.catch_up()
         autonomy = await self.services.senders.level_for_resume(request.sender, request.autonomy)
         turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
                                 request.allowlist)
         row = await turns.open_in_session(self.services.store, request.session_id)
         turn.turn_id = row.id if row is not None else None
-        result = await self._resolved_result(turn, request, resolver)
+        result, ok = await self._resolved_result(turn, request, resolver)
         # Other calls of the same step may still wait for their answer: the turn waits on.
         waiting = await self.services.approvals.pending_for_session(request.session_id)
         active = await self.journal.session_info(request.session_id)
         going_on = not waiting and bool(active and active.get("active"))
-        await self.journal.write(turn, [{"role": "user", "content": [result]}], state=(
-            turns.RUNNING if going_on else turns.WAITING if waiting else turns.SUPERSEDED))
+        # The result, the call's outcome rows and the request's final status in one commit: a
+        # crash leaves either all of them or a call started with no outcome (in doubt).
+        async with self.services.store.transaction() as tx:
+            await self.journal.write_in(tx, turn, [{"role": "user", "content": [result]}], state=(
+                turns.RUNNING if going_on else turns.WAITING if waiting else turns.SUPERSEDED))
+            if ok is not None:
+                await self.services.approvals.finish_in(tx, request.id, ok)
+        if on_ran is not None:
+            await on_ran(ok if request.status != "denied" else None)
         if going_on:
             stored, size, _ = await self.journal.history(request.session_id)
             await self._loop(turn, await self._prepared(turn, stored, size))
 
-    async def _resolved_result(self, turn: Turn, request: Any, resolver: str) -> dict[str, Any]:
+    async def _resolved_result(self, turn: Turn, request: Any,
+                               resolver: str) -> tuple[dict[str, Any], bool | None]:
+        """The call's result, and how the request ends (False: refused or failed, None: its
+        status stays as it is)."""
         call_id = request.tool_use_id
         if request.status == "denied":
-            await self.services.approvals.mark_finished(request.id, False)
             return error_block(call_id, ToolError(
                 "permission_denied", f"The user denied the call to {request.tool}.",
-                "Do not retry the same call. Ask the user what they would like instead."))
+                "Do not retry the same call. Ask the user what they would like instead.")), None
         plan = self.dispatcher.plan(turn, {"id": call_id, "name": request.tool, "input": request.args})
         if args_hash(request.args) != request.args_hash:
             plan.result = error_block(call_id, ToolError(
                 "permission_denied", "The stored approval does not match the approved arguments.",
                 "Do not retry; tell the user the approval was invalid."))
         if plan.result is not None:
-            await self.services.approvals.mark_finished(request.id, False)
-            return plan.result
+            return plan.result, False
         if not await self._claim_run(turn, plan, request, resolver):
             return error_block(call_id, ToolError(
                 "in_doubt", f"This approved call to {request.tool} was already started once; "
                             "it was not run again.",
-                "Do not retry it blindly: check whether it happened first."))
+                "Do not retry it blindly: check whether it happened first.")), None
         result = await self.dispatcher.execute(turn, plan.tool, request.args, call_id,
                                                approver=resolver, summary=request.summary,
                                                approval_id=request.id)
-        await self.services.approvals.mark_finished(request.id, not result.get("is_error"))
-        return result
+        return result, not result.get("is_error")
 
     async def _claim_run(self, turn: Turn, plan: Planned, request: Any, resolver: str) -> bool:
         """Write-ahead for an approved call, with the compare-and-set that lets it start once

@@ -380,3 +380,48 @@ async def test_a_request_never_shown_before_the_crash_is_shown_after_the_restart
     assert writer.executed == ["bread"] and answered.text == "Written."
     await recover(app)
     assert writer.executed == ["bread"]
+
+
+async def test_a_deny_that_never_reached_the_model_is_answered_after_the_restart(
+        app_factory, fake_anthropic):
+    first = await app_factory(SENDERS)
+    writer = Writer()
+    first.services.registry.register(writer, "tests")
+    fake_anthropic.script(tool_use("writer", {"note": "ham"}))
+    asked = CollectingSink()
+    await first.agent.handle(message("write ham"), asked)
+    (needed,) = asked.of(ApprovalNeeded)
+    await first.agent.set_approval_message_ref(needed.approval.id, "1:58", "telegram")
+    denied = await first.agent.resolve_approval(needed.approval.id, "telegram:1", "deny")
+    assert denied.ok                              # the process dies before the model is told
+
+    fake_anthropic.script(text("Fine, I will not write it."))
+    app, outlets, _ = await restarted(app_factory, writer)
+    await recover(app)
+    assert [d.text for d in outlets.events("1", Done)] == ["Fine, I will not write it."]
+    result = fake_anthropic.last_request.json["messages"][-1]["content"][0]
+    assert result["is_error"] and "denied" in result["content"]
+    assert writer.executed == [] and await turn_states(app) == ["delivered"]
+
+
+async def test_a_call_run_after_a_restart_has_its_message_edited_before_the_conversation_goes_on(
+        app_factory, fake_anthropic):
+    first = await app_factory(SENDERS)
+    writer = Writer()
+    first.services.registry.register(writer, "tests")
+    fake_anthropic.script(tool_use("writer", {"note": "tea"}))
+    asked = CollectingSink()
+    await first.agent.handle(message("write tea"), asked)
+    (needed,) = asked.of(ApprovalNeeded)
+    await first.agent.set_approval_message_ref(needed.approval.id, "1:59", "telegram")
+    await first.agent.resolve_approval(needed.approval.id, "telegram:1", "approve")
+
+    app, _, surface = await restarted(app_factory, writer)
+    edits_when_asked: list[int] = []
+
+    def answer(body: dict[str, Any]) -> Any:
+        edits_when_asked.append(len(surface.edits))
+        return text("Written.")
+    fake_anthropic.responder = answer
+    await recover(app)
+    assert edits_when_asked == [1] and writer.executed == ["tea"]
