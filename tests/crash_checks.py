@@ -5,8 +5,9 @@
 - no side effect twice: each token at most once in effects.log;
 - the model is told the truth: a call shown to it as a success ran exactly once; a call that ran
   is never shown as one that did not (only as a success or as in doubt);
-- the user is told about anything in doubt: a call that ran without its success reaching the
-  model, or one the model was told may have run, is reported in the chat;
+- anything in doubt is told: a call that ran without its success reaching the model, or one the
+  model was told may have run, is reported in the chat, and the model is told so by the next
+  turn there;
 - approvals finish: no request message keeps its buttons once everything has settled.
 """
 
@@ -50,6 +51,11 @@ class Observed:
                    and DOUBT.search(m.get("text", "")) and f"echo {token} " in m.get("text", "")
                    for (c, mid), m in self.messages.items())
 
+    def later_in_chat(self, token: str) -> bool:
+        """Did the user write again in the token's chat (so the model saw its history since)?"""
+        chat, sent_id, _ = self.sent[token]
+        return any(c == chat and mid > sent_id for c, mid, _ in self.sent.values())
+
     def settled(self, token: str) -> bool:
         return self.answered(token) or (self.sent[token][2] != "say" and self.reported(token))
 
@@ -88,6 +94,10 @@ def check_invariants(seen: Observed) -> list[str]:
             counts[token] and not any(not s.is_error for s in shown))
         if in_doubt and not seen.reported(token):
             problems.append(f"{token}: the call is in doubt, but the user was not told so")
+        if in_doubt and seen.later_in_chat(token) and not any(
+                s.is_error and DOUBT.search(s.text) for s in shown):
+            problems.append(f"{token}: the call is in doubt, but the model was not told so "
+                            "(by the next turn in its chat)")
     for (chat, mid), message in sorted(seen.messages.items()):
         if _buttons(message):
             problems.append(f"chat {chat}: request {mid} still has its buttons: "

@@ -8,8 +8,8 @@ A user message names what it wants with a verb and a token (`t7`):
 - "hang t7" → the same call, which then blocks reading the FIFO `t7.fifo` (a call cut off by
   the kill, mid-tool).
 Only the last verb of the last user message counts: a message merged into a later one is never
-answered, so a test sees it as lost. Every tool result the model is shown is recorded, to check
-that what the model was told matches what happened.
+answered, so a test sees it as lost. Every tool result the model is shown (anywhere in the
+history) is recorded, to check that what the model was told matches what happened.
 """
 
 from __future__ import annotations
@@ -67,11 +67,12 @@ class ScriptedModel:
 
     async def __call__(self, body: dict[str, Any]) -> Reply:
         messages = body.get("messages") or []
+        self._record(messages)
         last = _blocks(messages[-1]) if messages else []
         results = [b for b in last if b.get("type") == "tool_result"]
-        tokens = self._record(messages, results)
         found = VERB.findall(" ".join(b.get("text", "") for b in last if b.get("type") == "text"))
         if not found and results:   # a new request in the same message goes first
+            tokens = [self._token_of(messages, b) for b in results]
             await self._maybe_hold(f"{tokens[-1]}:result")
             outcome = "failed" if any(b.get("is_error") for b in results) else "ran"
             return text(f"done {' '.join(tokens)}: {outcome}")
@@ -95,18 +96,28 @@ class ScriptedModel:
             self.held.discard(key)
         self._holds.pop(key, None)   # once: the restarted bot's call goes through
 
-    def _record(self, messages: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[str]:
-        calls = {b["id"]: b for m in messages if m.get("role") == "assistant"
-                 for b in _blocks(m) if b.get("type") == "tool_use"}
-        tokens = []
-        for result in results:
-            call = calls.get(result.get("tool_use_id", ""), {})
-            match = COMMAND_TOKEN.match(str(call.get("input", {}).get("command", "")))
-            token = match.group(1) if match else "?"
-            tokens.append(token)
-            self.shown.append(Shown(token, result.get("tool_use_id", ""),
-                                    bool(result.get("is_error")), _result_text(result)))
-        return tokens
+    def _record(self, messages: list[dict[str, Any]]) -> None:
+        """Every tool result in the history, once (a result shown again later is the same)."""
+        seen = {(s.tool_use_id, s.text) for s in self.shown}
+        for message in messages:
+            for block in _blocks(message):
+                if block.get("type") != "tool_result":
+                    continue
+                shown = Shown(self._token_of(messages, block), block.get("tool_use_id", ""),
+                              bool(block.get("is_error")), _result_text(block))
+                if (shown.tool_use_id, shown.text) not in seen:
+                    seen.add((shown.tool_use_id, shown.text))
+                    self.shown.append(shown)
+
+    @staticmethod
+    def _token_of(messages: list[dict[str, Any]], result: dict[str, Any]) -> str:
+        """The token in the command of the call `result` answers ("?" for another call)."""
+        for message in messages:
+            for block in _blocks(message):
+                if block.get("type") == "tool_use" and block.get("id") == result.get("tool_use_id"):
+                    match = COMMAND_TOKEN.match(str(block.get("input", {}).get("command", "")))
+                    return match.group(1) if match else "?"
+        return "?"
 
 
 def asks_about(body: dict[str, Any]) -> str | None:

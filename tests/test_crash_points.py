@@ -4,8 +4,13 @@ invariants are in tests/crash_checks.py and are checked by `kit.finish()`)."""
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 import pytest
 
+from tests.crash_checks import DOUBT
 from tests.crashkit import Backend, backend_of, crash_kit, eventually
 from tests.pg_support import on_both_backends
 
@@ -58,3 +63,141 @@ async def test_a_message_fetched_but_not_yet_stored_is_not_acknowledged_and_is_a
         await kit.settled(token)
         await kit.finish()
         assert kit.asked(token) == 1, kit.transcript()
+
+
+async def test_a_message_stored_but_not_yet_acknowledged_is_answered_once_though_telegram_sends_it_again(
+        tmp_path, backend):
+    async with crash_kit(tmp_path, backend) as kit:
+        await kit.start()
+        token = kit.send(kit.chats[0], "say")
+        update = kit.tg.last_update_id
+        ack = kit.tg.hold("getUpdates", offset_past(update))
+        await eventually(ack.reached.is_set, "the acknowledgement to be sent")
+        await kit.settled(token)
+        await kit.kill()
+        ack.drop()          # Telegram never saw the confirmation: it delivers the update again
+        await kit.start()
+        await kit.tg.wait_for("getUpdates", offset_past(update), timeout=30)
+        later = kit.send(kit.chats[0], "say")
+        await kit.settled(later)
+        await kit.finish()
+        assert kit.asked(token) == 1, kit.transcript()
+
+
+async def test_a_turn_killed_mid_model_call_is_resumed_without_the_user_writing_again(
+        tmp_path, backend):
+    async with crash_kit(tmp_path, backend) as kit:
+        await kit.start()
+        key = kit.model.hold("t1")
+        token = kit.send(kit.chats[0], "say")
+        await eventually(lambda: key in kit.model.held, "the model call to be held")
+        await kit.kill()
+        kit.model.release(key)
+        await kit.start()
+        await kit.settled(token)
+        asked = [m for m in kit.fake.last_request.json["messages"] if m["role"] == "user"]
+        assert sum("say t1" in str(m["content"]) for m in asked) == 1
+        await kit.finish()
+
+
+async def test_a_turn_killed_while_the_model_reads_a_tool_result_goes_on_without_running_the_tool_again(
+        tmp_path, backend):
+    async with crash_kit(tmp_path, backend) as kit:
+        await kit.start()
+        key = kit.model.hold("t1", result=True)
+        token = kit.send(kit.chats[0], "do")
+        await kit.approve(token)
+        await eventually(lambda: key in kit.model.held, "the model call with the result to be held")
+        assert kit.effects() == [token]
+        await kit.kill()
+        kit.model.release(key)
+        await kit.start()
+        await kit.settled(token)
+        await kit.finish()
+        assert kit.effects() == [token]
+
+
+async def answer_and_kill_before_the_call(kit, choice: str) -> str:
+    """A request answered with `choice`; the first Bot API call the tap causes is held, so the
+    answer is stored and the call not run yet; then SIGKILL and a restart."""
+    token = kit.send(kit.chats[0], "do")
+    request = await eventually(lambda: kit.approval_for(token), "the approval request")
+    chat = kit.sent[token][0]
+    holds = [kit.tg.hold(method, lambda p: int(p.get("chat_id") or chat) == chat)
+             for method in ("editMessageText", "answerCallbackQuery", "sendChatAction")]
+    kit.tap(token, request, choice)
+    await eventually(lambda: any(h.reached.is_set() for h in holds), "the tap to be handled")
+    status = await kit.store.approval_status(token)
+    assert status == ("approved" if choice == "a" else "denied") and kit.effects() == []
+    await kit.kill()
+    for held in holds:
+        held.drop()
+    await kit.start()
+    return token
+
+
+async def test_an_approved_call_killed_before_it_ran_runs_once_after_the_restart(tmp_path, backend):
+    async with crash_kit(tmp_path, backend) as kit:
+        await kit.start()
+        token = await answer_and_kill_before_the_call(kit, "a")
+        await kit.settled(token)
+        await kit.finish()
+        assert kit.effects() == [token] and kit.observed().answered(token)
+
+
+async def test_a_call_killed_mid_tool_is_reported_in_doubt_and_never_run_again(tmp_path, backend):
+    async with crash_kit(tmp_path, backend) as kit:
+        await kit.start()
+        token = kit.send(kit.chats[0], "hang")
+        await kit.approve(token)
+        await eventually(lambda: kit.effects() == [token], "the command to start")
+        await kit.kill()
+        await eventually(lambda: not has_reader(kit.workspace / f"{token}.fifo"),
+                         "the command to die with the bot", timeout=10)
+        await kit.start()
+        await kit.settled(token)
+        later = kit.send(kit.chats[0], "say")   # the model sees the call's result again
+        await kit.settled(later)
+        await kit.finish()
+        assert kit.observed().reported(token) and kit.effects() == [token]
+        assert any(s.token == token and DOUBT.search(s.text) for s in kit.model.shown)
+
+
+async def test_a_reply_cut_off_by_the_kill_is_sent_after_the_restart(tmp_path, backend):
+    async with crash_kit(tmp_path, backend) as kit:
+        await kit.start()
+        chat = kit.chats[0]
+        reply = kit.tg.hold("sendMessage", lambda p: int(p["chat_id"]) == chat)
+        token = kit.send(chat, "say")
+        await eventually(reply.reached.is_set, "the reply to be sent")
+        await kit.kill()
+        reply.drop()
+        await kit.start()
+        await kit.settled(token)
+        await kit.finish()
+
+
+async def test_a_request_cut_off_by_the_kill_is_shown_after_the_restart_and_runs_once_approved(
+        tmp_path, backend):
+    async with crash_kit(tmp_path, backend) as kit:
+        await kit.start()
+        request = kit.tg.hold("sendMessage", lambda p: "ap:" in str(p.get("reply_markup")))
+        token = kit.send(kit.chats[0], "do")
+        await eventually(request.reached.is_set, "the request to be sent")
+        await kit.kill()
+        request.drop()
+        await kit.start()
+        await kit.settled(token)
+        await kit.finish()
+        assert kit.effects() == [token]
+
+
+def has_reader(fifo: Path) -> bool:
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            return False
+        raise
+    os.close(fd)
+    return True
