@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 
 from bot.events import (
     CollectingSink,
@@ -16,6 +15,7 @@ from bot.events import (
     ToolFinished,
     ToolStarted,
 )
+from tests.fakes import EVENTUALLY
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.pg_support import on_both_backends
 from tests.runtime_tools import Blocker, Hostile, Recorder
@@ -190,13 +190,27 @@ async def test_messages_of_one_session_are_answered_in_arrival_order(app_factory
 
 async def test_different_sessions_run_concurrently(app_factory, fake_anthropic):
     senders = {f"telegram:{i}": "full" for i in range(10)}
-    app = await app_factory({"senders": senders})
-    fake_anthropic.delay = 0.5
-    started = time.monotonic()
+    # The client waits longer than the fake may hold a call, so a wait cut short is the fake's.
+    app = await app_factory({"senders": senders, "agent": {"llm_timeout_seconds": EVENTUALLY * 2}})
+    asked, everyone_asked = [], asyncio.Event()
+    deadline = asyncio.get_running_loop().time() + EVENTUALLY
+
+    async def answer_once_all_ten_wait(body: dict) -> object:
+        # No clock bound: each model call is answered only once all ten are waiting at the same
+        # time, which sessions run one after another never reach (they then get told so).
+        asked.append(body)
+        if len(asked) == len(senders):
+            everyone_asked.set()
+        remaining = deadline - asyncio.get_running_loop().time()
+        try:
+            await asyncio.wait_for(everyone_asked.wait(), max(remaining, 0))
+        except TimeoutError:
+            return text(f"serialised: {len(asked)} of {len(senders)} calls were waiting at once")
+        return text("ok: hi")
+
+    fake_anthropic.responder = answer_once_all_ten_wait
     sinks = await asyncio.gather(*(say(app, "hi", sender=s, chat=s[9:]) for s in senders))
-    elapsed = time.monotonic() - started
-    assert all(s.text == "ok: hi" for s in sinks)
-    assert elapsed < 2.5, f"10 sessions with 0.5 s model calls took {elapsed:.2f}s (serialised?)"
+    assert [s.text for s in sinks] == ["ok: hi"] * len(senders)
     assert len(app.agent.queue) == 0  # no per-session state left behind
 
 
