@@ -9,6 +9,11 @@ connections and process restarts. Every attempt, won or refused, leaves an audit
                                                     └──▶ in_doubt (the process died while it ran)
        │──deny──────────────▶ denied
        └──timeout / new message──▶ expired   (resolved_by 'superseded' for a new message)
+
+Several requests asked in one model step form a batch: each is answered on its own (or all
+pending ones at once), and nothing of the batch runs until every request is decided; the answer
+that decides the last one says so (`Resolution.batch_done`), exactly once. A batch that lapses,
+or that a new message supersedes, before then closes whole: its approved requests never run.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -68,11 +73,14 @@ class ApprovalRequest:
     autonomy: str | None = None   # the sender's level when the request was made
     allowlist: frozenset[str] | None = None  # the run's tool allowlist (a scheduled job's)
     scope: Scope | None = None    # what "Always" covers; None when Always is not offered
+    batch: str | None = None      # the requests asked in the same model step share it
+    position: int = 0             # the call's place in its batch (the model's order)
 
     def view(self) -> ApprovalView:
         return ApprovalView(self.id, self.tool, self.risk, self.summary, self.sender, self.chat,
                             self.channel, dict(self.args), self.expires_at,
-                            f"{self.scope.label} in this chat" if self.scope else "")
+                            f"{self.scope.label} in this chat" if self.scope else "",
+                            self.batch or "", self.position)
 
     @property
     def args_intact(self) -> bool:
@@ -89,6 +97,9 @@ class Resolution:
     status: Status | None = None
     request: ApprovalRequest | None = None
     lapsed_now: bool = False   # this tap found it past its expiry and closed it: tell everyone
+    lapsed: tuple[ApprovalRequest, ...] = ()   # what that closed (a whole batch lapses at once)
+    batch_done: bool = False   # this answer decided the last pending request of its batch
+    decided: tuple[ApprovalRequest, ...] = ()  # every request this answer decided
 
 
 def _from_row(row: Row) -> ApprovalRequest:
@@ -101,6 +112,7 @@ def _from_row(row: Row) -> ApprovalRequest:
         resolved_at=row["resolved_at"], autonomy=row["autonomy"],
         allowlist=None if row["allowlist"] is None else frozenset(json.loads(row["allowlist"])),
         scope=Scope(row["scope_key"], row["scope_label"]) if row["scope_key"] else None,
+        batch=row["batch"], position=row["batch_position"],
     )
 
 
@@ -141,7 +153,8 @@ class Approvals:
                      tool_use_id: str, args: dict[str, Any], risk: str,
                      summary: str, autonomy: str | None = None,
                      allowlist: frozenset[str] | None = None,
-                     scope: Scope | None = None) -> ApprovalRequest:
+                     scope: Scope | None = None, batch: str | None = None,
+                     position: int = 0) -> ApprovalRequest:
         """`autonomy` is the sender's level when asking (it may come from Discord roles, which
         are not known when the tap arrives); the resumed call is judged at that level."""
         now = self.clock()
@@ -150,21 +163,35 @@ class Approvals:
             channel=channel, tool=tool, tool_use_id=tool_use_id, args=dict(args),
             args_hash=args_hash(args), risk=risk, summary=summary, status="pending",
             created_at=now, expires_at=now + self.timeout_seconds, autonomy=autonomy,
-            allowlist=allowlist, scope=scope,
+            allowlist=allowlist, scope=scope, batch=batch, position=position,
         )
         async with self.store.transaction() as tx:
             await tx.execute(
                 "INSERT INTO approvals(id, session_id, sender, chat, channel, tool, tool_use_id,"
                 " args, args_hash, risk, summary, status, created_at, expires_at, autonomy,"
-                " allowlist, scope_key, scope_label)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
+                " allowlist, scope_key, scope_label, batch, batch_position)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
                 (request.id, session_id, sender, chat, channel, tool, tool_use_id,
                  json.dumps(request.args, ensure_ascii=False), request.args_hash, risk, summary,
                  request.created_at, request.expires_at, autonomy,
                  None if allowlist is None else json.dumps(sorted(allowlist)),
-                 scope.key if scope else None, scope.label if scope else None),
+                 scope.key if scope else None, scope.label if scope else None, batch, position),
             )
         return request
+
+    @staticmethod
+    def new_batch() -> str:
+        """The id shared by the requests of one step (shaped like a request id: it travels in
+        button data the same way)."""
+        return secrets.token_urlsafe(12)
+
+    async def batch_members(self, batch: str) -> list[ApprovalRequest]:
+        """Every request of a batch, in the model's order."""
+        if not _looks_like_id(batch):
+            return []
+        rows = await self.store.fetchall(
+            "SELECT * FROM approvals WHERE batch = ? ORDER BY batch_position", (batch,))
+        return [_from_row(row) for row in rows]
 
     async def get(self, approval_id: str) -> ApprovalRequest | None:
         if not _looks_like_id(approval_id):
@@ -202,12 +229,7 @@ class Approvals:
         if request.status != "pending":
             return Resolution(False, _closed_reason(request, now), request.status, request)
         if request.expires_at <= now:
-            await tx.execute(
-                "UPDATE approvals SET status = 'expired', resolved_at = ?"
-                " WHERE id = ? AND status = 'pending'", (now, approval_id))
-            request.status, request.resolved_at = "expired", now
-            return Resolution(False, _closed_reason(request, now), "expired", request,
-                              lapsed_now=True)
+            return await self._lapse(tx, request, now)
         if choice == "always" and request.scope is None:
             return Resolution(False, "\"Always\" is not offered for this request; approve it "
                                      "once instead.", request.status, request)
@@ -228,7 +250,77 @@ class Approvals:
                 scope=request.scope, risk=request.risk, by=resolver, approval_id=request.id)
             verb = f"Approved, and always {grant.scope_label} in this chat,"
         request.status, request.resolved_by, request.resolved_at = status, resolver, now
-        return Resolution(True, f"{verb} by {resolver}.", status, request)
+        done = request.batch is not None and not await tx.fetchone(
+            "SELECT id FROM approvals WHERE batch = ? AND status = 'pending' LIMIT 1",
+            (request.batch,))
+        return Resolution(True, f"{verb} by {resolver}.", status, request, batch_done=done,
+                          decided=(request,))
+
+    async def _lapse(self, tx: Tx, request: ApprovalRequest, now: float) -> Resolution:
+        """A tap found the request past its expiry: close it (its whole batch, if any)."""
+        if request.batch is None:
+            await tx.execute(
+                "UPDATE approvals SET status = 'expired', resolved_at = ?"
+                " WHERE id = ? AND status = 'pending'", (now, request.id))
+            request.status, request.resolved_at = "expired", now
+            closed = [request]
+        else:
+            closed = await _close_batches(tx, [request.batch], now)
+            request.status, request.resolved_at = "expired", now
+        return Resolution(False, _closed_reason(request, now), "expired", request,
+                          lapsed_now=True, lapsed=tuple(closed))
+
+    async def resolve_batch(self, batch: str, resolver: str, choice: str) -> Resolution:
+        """"Approve all" / "Deny all": every request of the batch still pending, in one
+        compare-and-set (a request answered on its own meanwhile keeps its answer)."""
+        if choice not in ("approve", "deny") or not _looks_like_id(batch):
+            resolution = Resolution(False, UNKNOWN_REQUEST if choice in ("approve", "deny")
+                                    else "Unknown answer; use approve or deny.")
+            await self._audit_refusal(batch, resolver, f"{choice}-all", resolution)
+            return resolution
+        async with self.store.transaction() as tx:
+            resolution = await self._resolve_batch_in(tx, batch, resolver, choice)
+            if resolution.ok:
+                for request in resolution.decided:
+                    await self._audit(tx, request.id, resolver, f"{choice}-all",
+                                      replace(resolution, request=request))
+            else:
+                await self._audit(tx, batch, resolver, f"{choice}-all", resolution)
+        return resolution
+
+    async def _resolve_batch_in(self, tx: Tx, batch: str, resolver: str,
+                                choice: str) -> Resolution:
+        now = self.clock()
+        rows = await tx.fetchall("SELECT * FROM approvals WHERE batch = ? ORDER BY batch_position",
+                                 (batch,))
+        members = [_from_row(row) for row in rows]
+        if not members:
+            return Resolution(False, UNKNOWN_REQUEST)
+        first = members[0]
+        if resolver != first.sender and resolver not in self.approvers:
+            return Resolution(False, f"Only {first.sender} or an approver can answer this request.",
+                              first.status, first)
+        pending = [m for m in members if m.status == "pending"]
+        if not pending:
+            return Resolution(False, "Every call of this request was already answered.",
+                              first.status, first)
+        lapsed = next((m for m in pending if m.expires_at <= now), None)
+        if lapsed is not None:
+            return await self._lapse(tx, lapsed, now)
+        if not all(m.args_intact for m in pending):
+            return Resolution(False, "This request was altered after it was shown; it cannot be "
+                                     "approved. Ask again.", "pending", pending[0])
+        status: Status = "denied" if choice == "deny" else "approved"
+        rows = await tx.fetchall(
+            "UPDATE approvals SET status = ?, resolved_by = ?, resolved_at = ?"
+            " WHERE batch = ? AND status = 'pending' AND expires_at > ? RETURNING *",
+            (status, resolver, now, batch, now))
+        decided = tuple(sorted((_from_row(row) for row in rows), key=lambda r: r.position))
+        if not decided:
+            return Resolution(False, "This request was already answered.", None, first)
+        calls = "1 call" if len(decided) == 1 else f"{len(decided)} calls"
+        return Resolution(True, f"{ANSWER_LABELS[choice]} ({calls}) by {resolver}.", status,
+                          decided[0], batch_done=True, decided=decided)
 
     @staticmethod
     async def _audit(tx: Tx, approval_id: str, resolver: str, choice: str,
@@ -291,10 +383,15 @@ class Approvals:
         request is returned to exactly one caller, however many processes sweep."""
         now = self.clock()
         async with self.store.transaction() as tx:
+            batches = await tx.fetchall(
+                "SELECT DISTINCT batch FROM approvals WHERE status = 'pending' AND expires_at <= ?"
+                " AND batch IS NOT NULL", (now,))
             rows = await tx.fetchall(
                 "UPDATE approvals SET status = 'expired', resolved_at = ? WHERE status = 'pending'"
-                " AND expires_at <= ? RETURNING *", (now, now))
-            lapsed = sorted((_from_row(row) for row in rows), key=lambda r: r.created_at)
+                " AND expires_at <= ? AND batch IS NULL RETURNING *", (now, now))
+            closed = await _close_batches(tx, [row["batch"] for row in batches], now)
+            lapsed = sorted([*(_from_row(row) for row in rows), *closed],
+                            key=lambda r: (r.created_at, r.position))
             for request in lapsed:
                 await write_audit(tx, AuditEntry(
                     sender=request.sender, decision="approval:expire", outcome="expired",
@@ -311,11 +408,14 @@ class Approvals:
     async def supersede_session(self, tx: Tx, session_id: str) -> list[ApprovalRequest]:
         """The user wrote again instead of answering: every pending request of the session ends
         (in the caller's transaction: the runtime stores the new message in the same one)."""
+        # An approved request whose batch still waits never ran: it ends with its batch.
         rows = await tx.fetchall(
             "UPDATE approvals SET status = 'expired', resolved_by = ?, resolved_at = ?"
-            " WHERE session_id = ? AND status = 'pending' RETURNING *",
-            (SUPERSEDED, self.clock(), session_id))
-        return sorted((_from_row(row) for row in rows), key=lambda r: r.created_at)
+            " WHERE session_id = ? AND (status = 'pending' OR (status = 'approved' AND batch IN"
+            " (SELECT batch FROM approvals WHERE session_id = ? AND status = 'pending'"
+            " AND batch IS NOT NULL))) RETURNING *",
+            (SUPERSEDED, self.clock(), session_id, session_id))
+        return sorted((_from_row(row) for row in rows), key=lambda r: (r.created_at, r.position))
 
     async def pending(self, channel: str | None = None) -> list[ApprovalRequest]:
         sql = "SELECT * FROM approvals WHERE status = 'pending' AND expires_at > ?"
@@ -349,6 +449,18 @@ class Approvals:
                                         (approval_id,))
         return row["message_ref"] if row else None
 
+
+
+async def _close_batches(tx: Tx, batches: list[str], now: float) -> list[ApprovalRequest]:
+    """Close lapsed batches whole: their pending requests, and their approved ones (which never
+    ran: a batch runs only once every request is decided)."""
+    closed: list[ApprovalRequest] = []
+    for batch in batches:
+        rows = await tx.fetchall(
+            "UPDATE approvals SET status = 'expired', resolved_at = ? WHERE batch = ?"
+            " AND status IN ('pending', 'approved') RETURNING *", (now, batch))
+        closed.extend(sorted((_from_row(row) for row in rows), key=lambda r: r.position))
+    return closed
 
 
 _MESSAGE_REF = re.compile(r"(-?\d{1,20}):(\d{1,20})")

@@ -98,6 +98,8 @@ class ApprovalView:
     args: dict[str, Any]
     expires_at: float
     always: str = ""      # what an "Always" tap would cover ("`git` in this chat"); "" = no Always
+    batch: str = ""       # shared by the requests asked in one model step; "" = asked alone
+    position: int = 0     # the call's place in its batch
 
 
 # --- events emitted by the agent ------------------------------------------------------------
@@ -133,6 +135,16 @@ class ToolFinished:
 @dataclass(frozen=True)
 class ApprovalNeeded:
     approval: ApprovalView
+
+
+@dataclass(frozen=True)
+class ApprovalBatchNeeded:
+    """Several calls of one model step wait for approval: shown as one request listing every
+    call with its preview, with Approve all / Deny all and a pair of buttons per call. The
+    conversation resumes once, when every call is decided."""
+
+    batch: str
+    approvals: tuple[ApprovalView, ...]
 
 
 @dataclass(frozen=True)
@@ -184,8 +196,8 @@ class FileOut:
     media_type: str = "application/octet-stream"
 
 
-Event = (TextDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalNeeded | Notice | Done
-         | ErrorEvent | FileOut)
+Event = (TextDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalNeeded
+         | ApprovalBatchNeeded | Notice | Done | ErrorEvent | FileOut)
 
 
 class Sink(Protocol):
@@ -213,6 +225,16 @@ class CollectingSink:
 
 
 @dataclass(frozen=True)
+class CallOutcome:
+    """Where one call of a batch stands, as its request message shows it."""
+
+    approval: ApprovalView
+    choice: str             # "" while pending, else approve | deny | expire
+    resolver: str = ""
+    resolved_at: float = 0.0
+
+
+@dataclass(frozen=True)
 class ApprovalResolved:
     """An approval answered away from its channel's own buttons (e.g. in the web console)."""
 
@@ -222,6 +244,9 @@ class ApprovalResolved:
     resolved_at: float
     message_ref: str | None            # what the channel stored when it showed the request
     note: str = ""                     # what became of the call, when known ("in doubt: …")
+    # For a request of a batch: every call of the batch as it stands now (the message showing
+    # `approval` is redrawn from it, buttons kept for the calls still pending).
+    batch: tuple[CallOutcome, ...] = ()
 
 
 @runtime_checkable
@@ -250,6 +275,9 @@ class AgentAPI(Protocol):
 
     async def resolve_approval(self, approval_id: str, resolver: str,
                                choice: str) -> Any: ...   # -> bot.approvals.Resolution
+
+    async def resolve_batch(self, batch: str, resolver: str,
+                            choice: str) -> Any: ...      # "Approve all" / "Deny all"
 
     def resume_approval(self, resolution: Any, sink: Sink) -> bool: ...
 

@@ -26,8 +26,7 @@ class ExpirySweeper:
 
     async def sweep(self) -> int:
         lapsed = await self.agent.services.approvals.expire_lapsed()
-        for request in lapsed:
-            await self.agent.close_expired(request)
+        await self.agent.close_lapsed(lapsed)
         return len(lapsed)
 
     async def start(self) -> None:

@@ -310,4 +310,9 @@ ALTER TABLE audit ADD COLUMN call_id TEXT;
 ALTER TABLE audit ADD COLUMN approval_id TEXT;
 CREATE INDEX audit_by_call ON audit(call_id);
 """),
+    (13, "approval requests asked together in one model step share a batch (and keep their order)", """
+ALTER TABLE approvals ADD COLUMN batch TEXT;
+ALTER TABLE approvals ADD COLUMN batch_position INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX approvals_by_batch ON approvals(batch, status);
+"""),
 ]

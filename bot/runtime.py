@@ -18,14 +18,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot import commands, history, members, turns
+from bot.approval_display import ApprovalDisplay, requests_event
 from bot.approvals import ApprovalRequest, Resolution
 from bot.audit import write_audit
 from bot.budgets import BudgetExceeded
 from bot.dispatch import Dispatcher, Planned, StepCancelled, Turn, error_block, tainted_since_user
-from bot.errors import ChannelError, LLMError
+from bot.errors import LLMError
 from bot.events import (
-    ApprovalNeeded,
-    ApprovalResolved,
     ApprovalSurface,
     ApprovalView,
     Button,
@@ -64,7 +63,7 @@ class Agent:
         self.prompt = PromptBuilder(services)
         self._sessions: dict[str, str] = {}   # active_key(owner, chat) -> session id
         self._sessions_generation = 0          # bumped when another process changes one
-        self._surfaces: dict[str, ApprovalSurface] = {}
+        self.display = ApprovalDisplay(services)
         self._won: dict[str, ApprovalRequest] = {}   # answers won, not resumed yet
         self.journal = Journal(services.store, receipts=services.receipts, undo=services.undo,
                                ledger=services.spend)
@@ -113,79 +112,93 @@ class Agent:
         """Decide one answer (bot.approvals decides who may answer, and only one answer wins).
         The channel, knowing where the conversation continues, then calls `resume_approval`."""
         resolution = await self.services.approvals.resolve(approval_id, resolver, choice)
+        return await self._answered(resolution, choice, resolver)
+
+    async def resolve_batch(self, batch: str, resolver: str, choice: str) -> Resolution:
+        """"Approve all" / "Deny all" of a batch: the calls still pending, in one
+        compare-and-set; then, like any answer, `resume_approval`."""
+        resolution = await self.services.approvals.resolve_batch(batch, resolver, choice)
+        return await self._answered(resolution, choice, resolver)
+
+    async def _answered(self, resolution: Resolution, choice: str, resolver: str) -> Resolution:
         if resolution.lapsed_now and resolution.request is not None:
-            await self.close_expired(resolution.request)
+            await self.close_lapsed(list(resolution.lapsed) or [resolution.request])
         if resolution.ok and resolution.request is not None:
             request = resolution.request
             await self.show_outcome(request, choice, resolver)
-            self._won[request.id] = request
+            if request.batch is None or resolution.batch_done:
+                self._won[request.id] = request   # a batch resumes once, when all is decided
         return resolution
 
     def resume_approval(self, resolution: Resolution, sink: Sink) -> bool:
         """Run the answered call and continue its conversation, streaming into `sink`; once per
-        winning answer (False for a refused, unknown or already resumed one)."""
+        winning answer (False for a refused, unknown or already resumed one, and for an answer
+        that leaves calls of its batch undecided: the batch resumes with its last answer)."""
         request = resolution.request
         if not resolution.ok or request is None or self._won.pop(request.id, None) is None:
             return False
         resolver = request.resolved_by or ""
         key = self.session_key(request.sender, request.chat)
-        self.queue.spawn(key, lambda: self._guarded(sink, self._resume(request, resolver, sink)),
-                         request.sender)
+        work = self._resume_batch(request.batch, sink) if request.batch is not None \
+            else self._resume(request, resolver, sink)
+        self.queue.spawn(key, lambda: self._guarded(sink, work), request.sender)
         return True
 
     async def close_expired(self, request: Any) -> None:
-        """A request nobody answered in time: its message says so and loses its buttons, the
-        requester is told in the chat, and the model gets a result saying the call did not
-        run, so the turn ends cleanly and the next message starts fresh."""
-        await self.show_outcome(request, "expire", "myclaw")
-        sink = self.services.delivery.sink(request.channel, request.chat, request.sender) \
-            if self.services.delivery is not None else None
-        key = self.session_key(request.sender, request.chat)
-        self.queue.spawn(key, lambda: self._guarded(sink or _NoChannel(),
-                                                    self._expired(request, sink)), request.sender)
+        await self.close_lapsed([request])
 
-    async def _expired(self, request: Any, sink: Sink | None) -> None:
+    async def close_lapsed(self, requests: list[Any]) -> None:
+        """Requests nobody answered in time: their messages say so and lose their buttons, the
+        requester is told in the chat, and the model gets a result saying the calls did not
+        run, so the turn ends cleanly and the next message starts fresh. A batch closes whole,
+        with one note."""
+        groups: dict[str, list[Any]] = {}
+        for request in requests:
+            groups.setdefault(request.batch or request.id, []).append(request)
+        for group in groups.values():
+            first = group[0]
+            await self.show_outcome(first, "expire", "myclaw")
+            sink = self.services.delivery.sink(first.channel, first.chat, first.sender) \
+                if self.services.delivery is not None else None
+            key = self.session_key(first.sender, first.chat)
+            self.queue.spawn(key, lambda g=group, s=sink: self._guarded(  # type: ignore[misc]
+                s or _NoChannel(), self._expired(g, s)), first.sender)
+
+    async def _expired(self, requests: list[Any], sink: Sink | None) -> None:
         await self.services.store.catch_up()
-        turn = await self._turn(request.session_id, request.sender, request.chat,
-                                request.autonomy or "read_only", sink or _NoChannel(),
-                                request.allowlist)
-        result = error_block(request.tool_use_id, ToolError(
-            "permission_denied", f"The call to {request.tool} was not approved in time; it did "
-                                 "not run.", "Do not retry it unless the user asks again."))
-        row = await turns.open_in_session(self.services.store, request.session_id)
+        first = requests[0]
+        if first.batch is not None:  # the calls answered before the batch lapsed get a result too
+            requests = await self.services.approvals.batch_members(first.batch)
+        turn = await self._turn(first.session_id, first.sender, first.chat,
+                                first.autonomy or "read_only", sink or _NoChannel(),
+                                first.allowlist)
+        results = [_denied_block(r) if r.status == "denied" else error_block(
+            r.tool_use_id, ToolError("permission_denied", f"The call to {r.tool} was not approved "
+                                     "in time; it did not run.",
+                                     "Do not retry it unless the user asks again."))
+            for r in requests]
+        row = await turns.open_in_session(self.services.store, first.session_id)
         ended = (row is not None and row.state == turns.WAITING
-                 and not await self.services.approvals.pending_for_session(request.session_id))
+                 and not await self.services.approvals.pending_for_session(first.session_id))
         turn.turn_id = row.id if ended else None
-        await self.journal.write(turn, [{"role": "user", "content": [result]}],
+        await self.journal.write(turn, [{"role": "user", "content": results}],
                                  state=turns.EXPIRED if ended else None)
         if sink is not None:
-            await sink.emit(Notice(f"⌛ The request to run {request.tool} expired — nothing ran. "
+            tools = ", ".join(dict.fromkeys(r.tool for r in requests))
+            await sink.emit(Notice(f"⌛ The request to run {tools} expired — nothing ran. "
                                    "Ask again if you still want it."))
             close = getattr(sink, "close", None)
             if close is not None:
                 await close()
 
     async def show_outcome(self, request: Any, choice: str, resolver: str, note: str = "") -> None:
-        """Every message showing the request (the requester's and each approver's copy) shows
-        the outcome and who decided (and `note`: what became of the call), and loses its
-        buttons."""
-        when = request.resolved_at or time.time()
-        for channel, ref in await self.services.approvals.message_refs(request.id):
-            surface = self._surfaces.get(channel)
-            if surface is None:
-                continue
-            try:
-                await surface.approval_resolved(ApprovalResolved(
-                    request.view(), choice, resolver, when, ref, note))
-            except ChannelError:
-                log.info("approval %s: %s is down; its message keeps its buttons", request.id,
-                         channel)
+        await self.display.show_outcome(request, choice, resolver, note)
 
     async def notify_approvers(self, turn: Turn, views: list[ApprovalView]) -> None:
         """Each approver gets a private copy of the requests they may answer; whichever copy is
         tapped first wins (the compare-and-set), then every copy shows the outcome."""
         if views:
-            await self._to_approvers(turn.sender, [ApprovalNeeded(view) for view in views])
+            await self._to_approvers(turn.sender, [requests_event(views)])
 
     async def _to_approvers(self, about: str, events: list[Any]) -> None:
         """Each approver but `about` gets `events` privately (when `notify_approvers` is on)."""
@@ -206,7 +219,7 @@ class Agent:
 
     def add_approval_surface(self, channel: str, surface: ApprovalSurface) -> None:
         """A running channel that can show approvals answered elsewhere (see resolve_elsewhere)."""
-        self._surfaces[channel] = surface
+        self.display.add_surface(channel, surface)
 
     async def resolve_elsewhere(self, approval_id: str, resolver: str, choice: str) -> Resolution:
         """An answer from outside the request's channel (the web console): the same
@@ -597,21 +610,15 @@ class Agent:
                 turn, [*step, {"role": "user", "content": cancelled}],
                 None if ahead else response))
             raise
-        pending_views = []
-        for plan in asks:
-            view, refused = await self._ask(turn, plan)
-            if refused is not None:
-                results[plan.block["id"]] = refused
-            else:
-                pending_views.append(view)
+        pending_views = await self._ask_all(turn, asks, results)
         ordered = [results[p.block["id"]] for p in plans if p.block["id"] in results]
         answered = [{"role": "user", "content": ordered}] if ordered else []
         # Stored before any button can be tapped.
         await self.journal.write(turn, step + answered, None if ahead else response,
                                  state=turns.WAITING if pending_views else None)
         messages.extend([assistant, *answered])
-        for view in pending_views:
-            await turn.sink.emit(ApprovalNeeded(view))
+        if pending_views:
+            await turn.sink.emit(requests_event(pending_views))
         await self.notify_approvers(turn, pending_views)
         return bool(pending_views)
 
@@ -619,19 +626,31 @@ class Agent:
         profile = self.services.registry.profile
         return may_offer(tool, risk, profile.always_max_risk, profile.always_ask)
 
-    async def _ask(self, turn: Turn, plan: Planned) -> tuple[ApprovalView | None, dict | None]:
-        block, tool = plan.block, plan.tool
-        try:
-            summary = await self.dispatcher.preview(turn, tool, block["input"], block["id"])
-        except Exception as exc:  # a failing preview means the call cannot work: tell the model
-            return None, error_block(block["id"], to_tool_error(exc, tool.meta.name), tool,
-                                     block["input"])
-        request = await self.services.approvals.create(
-            session_id=turn.session_id, sender=turn.sender, chat=turn.chat, channel=turn.channel,
-            tool=tool.meta.name, tool_use_id=block["id"], args=block["input"], risk=plan.risk,
-            summary=summary, autonomy=turn.autonomy, allowlist=turn.run_allowlist,
-            scope=plan.scope if self._may_offer_always(tool.meta.name, plan.risk) else None)
-        return request.view(), None
+    async def _ask_all(self, turn: Turn, asks: list[Planned],
+                       results: dict[str, dict[str, Any]]) -> list[ApprovalView]:
+        """One request per call to ask about; several asked in one step share a batch. A call
+        whose preview fails gets its error in `results` instead (it cannot work)."""
+        previewed: list[tuple[Planned, str]] = []
+        for plan in asks:
+            block, tool = plan.block, plan.tool
+            try:
+                previewed.append((plan, await self.dispatcher.preview(turn, tool, block["input"],
+                                                                      block["id"])))
+            except Exception as exc:  # a failing preview means the call cannot work: say so
+                results[block["id"]] = error_block(block["id"], to_tool_error(exc, tool.meta.name),
+                                                   tool, block["input"])
+        batch = self.services.approvals.new_batch() if len(previewed) > 1 else None
+        views = []
+        for position, (plan, summary) in enumerate(previewed):
+            block, name = plan.block, plan.tool.meta.name
+            request = await self.services.approvals.create(
+                session_id=turn.session_id, sender=turn.sender, chat=turn.chat,
+                channel=turn.channel, tool=name, tool_use_id=block["id"], args=block["input"],
+                risk=plan.risk, summary=summary, autonomy=turn.autonomy,
+                allowlist=turn.run_allowlist, batch=batch, position=position,
+                scope=plan.scope if self._may_offer_always(name, plan.risk) else None)
+            views.append(request.view())
+        return views
 
     # --- turns taken up again after a restart (bot.recovery) ------------------------------
 
@@ -655,8 +674,16 @@ class Agent:
                            on_ran: Callable[[bool | None], Awaitable[None]]) -> None:
         """An answered request whose call nobody ran (or refused) yet: run it (the args hash
         and the policy checked again, started at most once), tell `on_ran` how it ended, and
-        continue its conversation, as after the tap."""
-        await self._resume(request, request.resolved_by or "", sink, on_ran)
+        continue its conversation, as after the tap. A call of a batch runs with its batch,
+        once every call of it is decided (its first answered call takes the batch up)."""
+        if request.batch is None:
+            await self._resume(request, request.resolved_by or "", sink, on_ran)
+            return
+        members = await self.services.approvals.batch_members(request.batch)
+        answered = [m for m in members if m.status in ("approved", "denied")]
+        if answered and answered[0].id == request.id and \
+                not any(m.status == "pending" for m in members):
+            await self._resume_batch(request.batch, sink)
 
     # --- approvals resumed ---------------------------------------------------------------
 
@@ -671,22 +698,56 @@ class Agent:
         row = await turns.open_in_session(self.services.store, request.session_id)
         turn.turn_id = row.id if row is not None else None
         result, ok = await self._resolved_result(turn, request, resolver)
-        # Other calls of the same step may still wait for their answer: the turn waits on.
-        waiting = await self.services.approvals.pending_for_session(request.session_id)
-        active = await self.journal.session_info(request.session_id)
-        going_on = not waiting and bool(active and active.get("active"))
-        # The result, the call's outcome rows and the request's final status in one commit: a
-        # crash leaves either all of them or a call started with no outcome (in doubt).
-        async with self.services.store.transaction() as tx:
-            await self.journal.write_in(tx, turn, [{"role": "user", "content": [result]}], state=(
-                turns.RUNNING if going_on else turns.WAITING if waiting else turns.SUPERSEDED))
-            if ok is not None:
-                await self.services.approvals.finish_in(tx, request.id, ok)
+        going_on = await self._store_results(turn, [result], [(request.id, ok)])
         if on_ran is not None:
             await on_ran(ok if request.status != "denied" else None)
         if going_on:
-            stored, size, _ = await self.journal.history(request.session_id)
-            await self._loop(turn, await self._prepared(turn, stored, size))
+            await self._go_on(turn)
+
+    async def _resume_batch(self, batch: str, sink: Sink) -> None:
+        """Every call of the batch is decided: run the approved ones in the model's order, give
+        each call its result, and continue the conversation once."""
+        await self.services.store.catch_up()
+        members = await self.services.approvals.batch_members(batch)
+        first = members[0]
+        autonomy = await self.services.senders.level_for_resume(first.sender, first.autonomy)
+        turn = await self._turn(first.session_id, first.sender, first.chat, autonomy, sink,
+                                first.allowlist)
+        row = await turns.open_in_session(self.services.store, first.session_id)
+        turn.turn_id = row.id if row is not None else None
+        results, ends = [], []
+        for member in members:
+            if member.status in ("approved", "denied"):
+                result, ok = await self._resolved_result(turn, member, member.resolved_by or "")
+                results.append(result)
+                ends.append((member.id, ok))
+            else:   # closed meanwhile (it cannot be pending: this is the batch's last answer)
+                results.append(error_block(member.tool_use_id, ToolError(
+                    "permission_denied", f"The call to {member.tool} was not approved; it did "
+                                         "not run.", "Do not retry it unless the user asks again.")))
+        if await self._store_results(turn, results, ends):
+            await self._go_on(turn)
+
+    async def _store_results(self, turn: Turn, results: list[dict[str, Any]],
+                             ends: list[tuple[str, bool | None]]) -> bool:
+        """Store the results; True when the model goes on: no call of the session waits for an
+        answer any more (other calls of the same step may still wait: the turn waits on)."""
+        waiting = await self.services.approvals.pending_for_session(turn.session_id)
+        active = await self.journal.session_info(turn.session_id)
+        going_on = not waiting and bool(active and active.get("active"))
+        # The results, the calls' outcome rows and the requests' final status in one commit: a
+        # crash leaves either all of them or a call started with no outcome (in doubt).
+        async with self.services.store.transaction() as tx:
+            await self.journal.write_in(tx, turn, [{"role": "user", "content": results}], state=(
+                turns.RUNNING if going_on else turns.WAITING if waiting else turns.SUPERSEDED))
+            for approval_id, ok in ends:
+                if ok is not None:
+                    await self.services.approvals.finish_in(tx, approval_id, ok)
+        return going_on
+
+    async def _go_on(self, turn: Turn) -> None:
+        stored, size, _ = await self.journal.history(turn.session_id)
+        await self._loop(turn, await self._prepared(turn, stored, size))
 
     async def _resolved_result(self, turn: Turn, request: Any,
                                resolver: str) -> tuple[dict[str, Any], bool | None]:
@@ -725,6 +786,12 @@ class Agent:
                 return False
             await write_audit(tx, started)
         return True
+
+
+def _denied_block(request: Any) -> dict[str, Any]:
+    return error_block(request.tool_use_id, ToolError(
+        "permission_denied", f"The user denied the call to {request.tool}.",
+        "Do not retry the same call. Ask the user what they would like instead."))
 
 
 class _NoChannel:

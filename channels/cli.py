@@ -1,7 +1,8 @@
 """The terminal channel: `myclaw chat`, and `myclaw run` when no other channel is configured.
 
 Sender `cli:local` — the only channel where `cli_only` and `excluded_tools` tools appear.
-Streams the model's text, shows tool activity, asks approvals as a y / n / a(lways) prompt.
+Streams the model's text, shows tool activity, asks approvals as a y / n / a(lways) prompt;
+several calls of one step in one prompt: a (approve all), d (deny all), or a letter per call.
 The first Ctrl-C stops what is in progress (the running turn; at the approval prompt it answers
 "no"; at an idle prompt it only says how to quit); a second Ctrl-C in a row, or Ctrl-D, quits.
 A request still waiting when the terminal quits is denied, never left pending. Works on a pipe
@@ -23,6 +24,7 @@ from typing import Any, TextIO
 
 from bot.events import (
     AgentAPI,
+    ApprovalBatchNeeded,
     ApprovalNeeded,
     ApprovalView,
     AudioPart,
@@ -51,6 +53,7 @@ PROMPT = "you> "
 CHAT = "local"
 CHOICES = {"y": "approve", "yes": "approve", "a": "always", "always": "always",
            "n": "deny", "no": "deny", "": "deny"}
+BATCH_CHOICES = {"a": "approve", "all": "approve", "d": "deny", "": "deny"}
 QUIT_HINT = "(press Ctrl-C again or Ctrl-D to quit)"
 ATTACH_HELP = ("Terminal only: /attach FILE [message] — send a photo, PDF, text/code file or voice "
                "note (quote a path with spaces).")
@@ -63,7 +66,7 @@ class TerminalSink:
         self.out = out
         self.muted = False  # once the terminal has said bye, late output of a turn is dropped
         self.streamed = False
-        self.approvals: list[ApprovalView] = []
+        self.approvals: list[tuple[ApprovalView, ...]] = []   # one entry per prompt
 
     def write(self, text: str) -> None:
         if self.muted:
@@ -97,7 +100,9 @@ class TerminalSink:
         elif isinstance(event, ToolFinished) and not event.ok:
             self.write(f"  · {event.tool} failed: {event.summary}\n")
         elif isinstance(event, ApprovalNeeded):
-            self.approvals.append(event.approval)
+            self.approvals.append((event.approval,))
+        elif isinstance(event, ApprovalBatchNeeded):
+            self.approvals.append(event.approvals)
         elif isinstance(event, FileOut):
             caption = f" — {event.caption}" if event.caption else ""
             self.write(f"📎 {event.path or event.name} ({len(event.data):,} bytes, in the "
@@ -225,11 +230,15 @@ class TerminalChannel:
     async def _deny_waiting(self) -> None:
         """Nobody is left to answer the requests still waiting: deny them (the model is told)."""
         while self.sink.approvals:
-            view = self.sink.approvals.pop(0)
-            resolution = await self.agent.resolve_approval(view.id, SENDER, "deny")
+            views = self.sink.approvals.pop(0)
+            if len(views) > 1:
+                resolution = await self.agent.resolve_batch(views[0].batch, SENDER, "deny")
+            else:
+                resolution = await self.agent.resolve_approval(views[0].id, SENDER, "deny")
             self.agent.resume_approval(resolution, self.sink)
             if resolution.ok:
-                self.sink.write(f"(denied {view.tool}: nobody left to answer)\n")
+                tools = ", ".join(dict.fromkeys(view.tool for view in views))
+                self.sink.write(f"(denied {tools}: nobody left to answer)\n")
 
     async def _next_line(self, reader: LineReader, *events: asyncio.Event) -> str | None:
         """The next line, or None at end of input or when one of `events` is set first."""
@@ -275,44 +284,88 @@ class TerminalChannel:
         finally:
             self._turn = None
 
-    async def _ask(self, view: ApprovalView, reader: LineReader, exit_event: asyncio.Event) -> bool:
-        """Ask until the answer is y, n (or Enter), or a when Always is offered. False when the
+    async def _ask(self, views: ApprovalView | tuple[ApprovalView, ...], reader: LineReader,
+                   exit_event: asyncio.Event) -> bool:
+        """Ask until the answer is y, n (or Enter), or a when Always is offered — for a batch,
+        a (all), d (all denied, or Enter) or one of those letters per call. False when the
         terminal is quitting; the request is denied then, like on a first Ctrl-C."""
-        always = f" / [a]lways: {view.always}" if view.always else ""
-        self.sink.write(f"\nApproval needed — {view.tool} (risk {view.risk})\n{view.summary}\n"
-                        f"Approve? [y]es / [N]o{always}: ")
+        if isinstance(views, ApprovalView):
+            views = (views,)
+        if len(views) == 1:
+            view = views[0]
+            always = f" / [a]lways: {view.always}" if view.always else ""
+            self.sink.write(f"\nApproval needed — {view.tool} (risk {view.risk})\n{view.summary}\n"
+                            f"Approve? [y]es / [N]o{always}: ")
+            choices = "y (yes), n (no) or a (always)" if view.always else "y (yes) or n (no)"
+        else:
+            self.sink.write(batch_prompt(views))
+            choices = "a (approve all), d (deny all) or one of y, n, a per call (e.g. " \
+                      f"{'yn' * (len(views) // 2) + 'y' * (len(views) % 2)!r})"
         self._prompt_cancel = asyncio.Event()
         try:
-            choice = await self._answer(reader, exit_event, self._prompt_cancel, bool(view.always))
+            answer = await self._answer(reader, exit_event, self._prompt_cancel,
+                                        lambda text: parse_answer(text, views), choices)
         finally:
             self._prompt_cancel = None
-        if choice is None:
-            self.sink.approvals.insert(0, view)  # denied by _deny_waiting on the way out
+        if answer is None:
+            self.sink.approvals.insert(0, views)  # denied by _deny_waiting on the way out
             return False
-        if choice == "cancelled":
+        if answer == "cancelled":
             self.sink.write(f"\n(denied — {QUIT_HINT[1:]}\n")
-            choice = "deny"
-        resolution = await self.agent.resolve_approval(view.id, SENDER, choice)
-        self.agent.resume_approval(resolution, self.sink)
-        if not resolution.ok:
-            self.sink.write(f"{resolution.reason}\n")
-            return True
+            answer = "deny"
+        if isinstance(answer, str) and len(views) > 1:
+            resolutions = [await self.agent.resolve_batch(views[0].batch, SENDER, answer)]
+        else:
+            answers = [answer] if isinstance(answer, str) else answer
+            resolutions = [await self.agent.resolve_approval(view.id, SENDER, choice)
+                           for view, choice in zip(views, answers, strict=True)]
+        for resolution in resolutions:
+            self.agent.resume_approval(resolution, self.sink)
+            if not resolution.ok:
+                self.sink.write(f"{resolution.reason}\n")
         drain = getattr(getattr(self.agent, "queue", None), "drain", None)
-        if drain is not None:
+        if drain is not None and any(r.ok for r in resolutions):
             await self._run_turn(drain())
         return True
 
-    async def _answer(self, reader: LineReader, exit_event: asyncio.Event,
-                      cancel: asyncio.Event, always_offered: bool) -> str | None:
-        choices = "y (yes), n (no) or a (always)" if always_offered else "y (yes) or n (no)"
+    async def _answer(self, reader: LineReader, exit_event: asyncio.Event, cancel: asyncio.Event,
+                      parse: Any, choices: str) -> str | list[str] | None:
         while True:
             answer = await self._next_line(reader, exit_event, cancel)
             if answer is None:
                 return "cancelled" if cancel.is_set() and not exit_event.is_set() else None
-            choice = CHOICES.get(answer.strip().lower())
-            if choice is not None and (choice != "always" or always_offered):
-                return choice
+            parsed = parse(answer)
+            if parsed is not None:
+                return parsed
             self.sink.write(f"Please answer {choices}, not {answer.strip()[:40]!r}: ")
+
+
+def batch_prompt(views: tuple[ApprovalView, ...]) -> str:
+    """Every call of the step with its whole preview, numbered, then the question."""
+    lines = [f"\nApproval needed — {len(views)} calls:"]
+    for number, view in enumerate(views, start=1):
+        always = f" — [a]lways: {view.always}" if view.always else ""
+        lines.append(f"{number}. {view.tool} (risk {view.risk}){always}\n{view.summary}")
+    return "\n".join(lines) + ("\nApprove? [a]ll / [D]eny all / a letter per call in order, "
+                               "y, n or a (always): ")
+
+
+def parse_answer(text: str, views: tuple[ApprovalView, ...]) -> str | list[str] | None:
+    """One request: approve, deny or always. Several: approve or deny (all of them), or one
+    choice per call in order ("yna"). None when the answer is none of these."""
+    answer = text.strip().lower()
+    if len(views) == 1:
+        choice = CHOICES.get(answer)
+        return choice if choice is not None and (choice != "always" or views[0].always) else None
+    if answer in BATCH_CHOICES:
+        return BATCH_CHOICES[answer]
+    letters = answer.replace(" ", "")
+    if len(letters) != len(views) or any(c not in "yna" for c in letters):
+        return None
+    picked = [CHOICES[c] for c in letters]
+    if any(choice == "always" and not view.always for choice, view in zip(picked, views, strict=True)):
+        return None
+    return picked
 
 
 def _read_limited(path: str) -> bytes | None:

@@ -70,3 +70,26 @@ async def test_denying_in_the_console_tells_the_model_and_marks_the_request_deni
     assert f"Denied by {OPERATOR}" in edit.params["text"]
     await tg.wait_until(lambda: any(m["text"] == "Fine, I won't." for m in tg.messages.values()))
     assert not (app.config.workspace / "notes.txt").exists()
+
+
+async def test_the_console_answers_a_batch_one_call_at_a_time_and_the_turn_resumes_once(
+        running, tg, fake_anthropic):
+    app, client = running
+    fake_anthropic.script(reply(text("Both."), tool_use("fs_write", {"path": "a.txt", "content": "x"}),
+                                tool_use("fs_write", {"path": "b.txt", "content": "y"})))
+    tg.private_message(ADA, "write both")
+    request = await tg.wait_for("sendMessage", lambda p: "Approve all" in str(p.get("reply_markup")))
+    first, second = await app.services.approvals.pending()
+    await client.act(f"/approvals/{first.id}", {"choice": "deny"})
+
+    def shown() -> dict:
+        return tg.messages[(ADA, request.result["message_id"])]
+    await tg.wait_until(lambda: f"Denied by {OPERATOR}" in shown()["text"])
+    assert "Approve 2" in str(shown()["reply_markup"]) and "Approve 1" not in str(shown()["reply_markup"])
+    fake_anthropic.script(text("Wrote b only."))
+    await client.act(f"/approvals/{second.id}", {"choice": "approve"})
+    await tg.wait_until(lambda: any(m["text"] == "Wrote b only." for m in tg.messages.values()))
+    await app.agent.queue.drain(5)
+    assert len(fake_anthropic.requests) == 2 and "reply_markup" not in shown()
+    assert not (app.config.workspace / "a.txt").exists()
+    assert (app.config.workspace / "b.txt").read_text() == "y"

@@ -21,17 +21,16 @@ from typing import Any
 import discord
 
 from bot.approvals import (
-    ANSWER_LABELS,
-    EXPIRED_LABEL,
     ID_PATTERN,
     SUPERSEDED,
-    SUPERSEDED_LABEL,
     message_ref,
 )
 from bot.errors import MyclawError
-from bot.events import AgentAPI, ApprovalView
+from bot.events import AgentAPI, ApprovalView, CallOutcome
 from bot.identity import Sender
 from bot.tool import NO_PREVIEW
+from channels.discord.approval_text import discord_user_id, label_for, literal_block, mention
+from channels.discord.batch import continuation_texts, page_text, page_view, pages
 from channels.discord.sink import ChannelOutlet, Outlet, TurnSink
 
 log = logging.getLogger(__name__)
@@ -55,37 +54,6 @@ def custom_id(approval_id: str, choice: str) -> str:
 
 def sender_of(user: discord.abc.User) -> str:
     return Sender.of("discord", user.id)
-
-
-def discord_user_id(sender: str | None) -> int | None:
-    """The Discord user id of a sender's text form, None for anyone else."""
-    try:
-        parsed = Sender.parse(sender or "")
-    except ValueError:
-        return None
-    user = parsed.user_id
-    ok = parsed.channel == "discord" and user.isascii() and user.isdigit() and len(user) <= 20
-    return int(user) if ok else None
-
-
-def mention(sender: str | None) -> str:
-    """A sender shown in a message: a Discord user as a (non-pinging) mention, others as text."""
-    if not sender:
-        return "someone"
-    user_id = discord_user_id(sender)
-    return f"<@{user_id}>" if user_id is not None else discord.utils.escape_markdown(sender)
-
-
-def literal_block(text: str) -> str:
-    """`text` in a fenced code block that it cannot close: shown exactly as written.
-
-    The summary holds text the model (or a web page it read) chose: a command, a path, a
-    memory. As Markdown, `||…||` would hide part of it behind a spoiler, `[ok](url)` mask a
-    link, `# ` or `-# ` resize it, and a backtick close the command's code span — so the person
-    approving would not see what runs. A zero-width space after each backtick that another
-    follows keeps any ``` inside from closing the block.
-    """
-    return "```\n" + re.sub(r"`(?=`)", "`\u200b", text) + "\n```"
 
 
 def _header(approval: ApprovalView, title: str = "Approval needed", whole: bool = False) -> str:
@@ -112,14 +80,6 @@ def outcome_text(approval: ApprovalView | None, label: str, resolver: str | None
     by = f" by {mention(resolver)}" if resolver and resolver != SUPERSEDED else ""
     head = _header(approval, "Approval request") if approval is not None else "🔐 **Approval request**"
     return f"{head}\n**{label}**{by} · {moment}"
-
-
-def label_for(status: str | None, resolved_by: str | None, *, always: bool = False) -> str:
-    if status == "expired":
-        return f"⌛ {SUPERSEDED_LABEL if resolved_by == SUPERSEDED else EXPIRED_LABEL}"
-    if status == "denied":
-        return f"❌ {ANSWER_LABELS['deny']}"
-    return f"✅ {ANSWER_LABELS['always' if always else 'approve']}"
 
 
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=CUSTOM_ID_TEMPLATE):
@@ -183,12 +143,31 @@ class ApprovalDesk:
             ref = message_ref(message.channel.id, message.id)
             await self.agent.set_approval_message_ref(approval.id, ref, "discord")
 
-    async def on_tap(self, interaction: discord.Interaction, approval_id: str, choice: str) -> None:
+    async def post_batch(self, approvals: tuple[ApprovalView, ...], outlet: Outlet) -> None:
+        """The calls of one step: a page per 4 calls, long previews whole before their page."""
+        for approval in approvals:
+            self._remember(approval)
+        for page in pages(approvals):
+            for text in continuation_texts(page):
+                await outlet.send_approval(text, discord.ui.View(timeout=None))
+            calls = [CallOutcome(approval, "") for approval in page.calls]
+            message = await outlet.send_approval(page_text(page, calls, len(approvals)),
+                                                 page_view(page, calls, True))
+            if message is None:
+                continue
+            for approval in page.calls:
+                await self.agent.set_approval_message_ref(
+                    approval.id, message_ref(message.channel.id, message.id), "discord")
+
+    async def on_tap(self, interaction: discord.Interaction, approval_id: str, choice: str, *,
+                     every: bool = False) -> None:
+        """A tap on a request's button, or (`every`) on a batch's "Approve all" / "Deny all"."""
         tapper = sender_of(interaction.user)
         known = self._pending.get(approval_id)
+        resolve = self.agent.resolve_batch if every else self.agent.resolve_approval
         # One compare-and-set in the store: milliseconds, well within Discord's 3 seconds.
         try:
-            resolution = await self.agent.resolve_approval(approval_id, tapper, choice)
+            resolution = await resolve(approval_id, tapper, choice)
         except MyclawError:
             # Nothing was decided (the store refused); say so instead of leaving a silent button.
             await interaction.response.send_message(NOT_RECORDED, ephemeral=True)
@@ -201,11 +180,18 @@ class ApprovalDesk:
             return
         await interaction.response.defer()            # acknowledged: the request message changes
         if resolution.ok and request is not None:
-            self._pending.pop(approval_id, None)
+            for decided in resolution.decided or (request,):
+                self._pending.pop(decided.id, None)
             # The conversation continues in the chat the request came from.
             sink = TurnSink(self._continuation_outlet(interaction, request.view()), self)
-            self.agent.resume_approval(resolution, sink)
-            await sink.outlet.typing_pulse()
+            if self.agent.resume_approval(resolution, sink):
+                await sink.outlet.typing_pulse()
+        if request is not None and request.batch is not None:
+            # A batch's messages are redrawn by the agent from the store, every copy at once.
+            if not resolution.ok:
+                await interaction.followup.send(resolution.reason, ephemeral=True,
+                                                allowed_mentions=discord.AllowedMentions.none())
+            return
         # Show the outcome (also when a late tap finds it decided elsewhere or expired).
         view = request.view() if request is not None else known
         label = label_for(resolution.status, request.resolved_by if request else None,

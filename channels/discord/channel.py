@@ -42,6 +42,8 @@ from channels.discord.approvals import (
     label_for,
     outcome_text,
 )
+from channels.discord.batch import BatchButton
+from channels.discord.batch import redrawn as batch_redrawn
 from channels.discord.buttons import CommandButton
 from channels.discord.intake import DiscordIntake
 from channels.discord.media import attachment_parts
@@ -118,7 +120,7 @@ class MyclawClient(discord.Client):
         self.approval_desk = desk
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(ApprovalButton, CommandButton)
+        self.add_dynamic_items(ApprovalButton, BatchButton, CommandButton)
 
     async def on_message(self, message: discord.Message) -> None:
         with self.myclaw.in_flight():
@@ -307,9 +309,12 @@ class DiscordChannel:
         text = outcome_text(outcome.approval, label, resolver, outcome.resolved_at)
         if outcome.note:
             text += f"\n{outcome.note}"
+        view = None
+        if outcome.batch:
+            text, view = batch_redrawn(outcome)
         try:
             await channel.get_partial_message(message_id).edit(
-                content=text[:2000], view=None, allowed_mentions=discord.AllowedMentions.none())
+                content=text[:2000], view=view, allowed_mentions=discord.AllowedMentions.none())
         except discord.HTTPException:
             log.warning("discord: could not mark approval %s as answered", outcome.approval.id,
                         exc_info=True)

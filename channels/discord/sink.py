@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import discord
 
 from bot.events import (
+    ApprovalBatchNeeded,
     ApprovalNeeded,
     Done,
     ErrorEvent,
@@ -268,6 +269,9 @@ class TurnSink:
         elif isinstance(event, ApprovalNeeded):
             await self._flush_step_text()
             await self.desk.post_request(event.approval, self.outlet)
+        elif isinstance(event, ApprovalBatchNeeded):
+            await self._flush_step_text()
+            await self.desk.post_batch(event.approvals, self.outlet)
         elif isinstance(event, ToolStarted):
             await self._flush_step_text()
             await self._set_status(f"⚙️ `{event.tool}` …", force=True)

@@ -41,6 +41,7 @@ from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
 from bot.identity import Sender
 from channels.telegram import buttons
 from channels.telegram.approvals import outcome_message
+from channels.telegram.batch import redrawn as batch_redrawn
 from channels.telegram.http import AiohttpRequest
 from channels.telegram.intake import TelegramIntake
 from channels.telegram.media import Attachments
@@ -255,8 +256,11 @@ class TelegramChannel:
         chat, message_id = shown
         part = outcome_message(outcome.approval, outcome.choice, outcome.resolver,
                                outcome.resolved_at, outcome.note)
+        markup = None
+        if outcome.batch:
+            part, markup = batch_redrawn(outcome)
         try:
-            await self._messenger.edit(chat, message_id, part, markup=None)
+            await self._messenger.edit(chat, message_id, part, markup=markup)
         except DeliveryError:
             log.warning("telegram: could not mark approval %s as answered", outcome.approval.id,
                         exc_info=True)
@@ -265,7 +269,7 @@ class TelegramChannel:
 
     def _add_handlers(self, app: Application) -> None:
         app.add_handler(MessageHandler(tg_filters.UpdateType.MESSAGE, self._on_message))
-        app.add_handler(CallbackQueryHandler(self._on_tap, pattern=r"^ap:"))
+        app.add_handler(CallbackQueryHandler(self._on_tap, pattern=r"^a[pb]:"))
         app.add_handler(CallbackQueryHandler(self._on_command_tap, pattern=buttons.PATTERN))
         app.add_handler(CallbackQueryHandler(self._on_unknown_button))
         app.add_error_handler(self._on_error)

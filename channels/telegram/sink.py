@@ -9,7 +9,8 @@ shared channel object. Rendering:
   because `Done.text` holds only the last step.
 - ToolStarted/Progress/Finished: one status message per turn, edited in place.
 - ApprovalNeeded: a request with ✅ Approve / ❌ Deny / ✅ Always buttons, or the same text with
-  /approve and /deny commands when the buttons cannot be sent.
+  /approve and /deny commands when the buttons cannot be sent. ApprovalBatchNeeded: the calls of
+  one step in one message (channels/telegram/batch.py), the same way.
 - Notice(private=True) in a group goes to the sender's private chat, never to the group.
 - FileOut: the file uploaded (sendPhoto for a JPEG/PNG that fits, else sendDocument).
 - Done: the final answer, formatted and split; ErrorEvent: one line.
@@ -27,8 +28,10 @@ from dataclasses import dataclass
 from bot.approvals import message_ref
 from bot.events import (
     AgentAPI,
+    ApprovalBatchNeeded,
     ApprovalNeeded,
     ApprovalView,
+    CallOutcome,
     Done,
     ErrorEvent,
     Event,
@@ -41,6 +44,7 @@ from bot.events import (
 )
 from channels.telegram.approvals import keyboard as approval_keyboard
 from channels.telegram.approvals import preview_parts, request_fallback, request_message
+from channels.telegram.batch import continuation_parts, fallback_part, page_keyboard, page_part, pages
 from channels.telegram.buttons import keyboard
 from channels.telegram.live import LiveMessage
 from channels.telegram.rendering import MESSAGE_LIMIT, Part, escape, split_message, truncate
@@ -111,6 +115,10 @@ class ChatSink:
             await self._close_segment()
             await self._flush_status()
             await self._send_approval(event.approval)
+        elif isinstance(event, ApprovalBatchNeeded):
+            await self._close_segment()
+            await self._flush_status()
+            await self._send_batch(event.approvals)
         elif isinstance(event, Notice):
             await self._close_segment()
             await self._on_notice(event)
@@ -247,6 +255,27 @@ class ChatSink:
             sent = await self._messenger.send(chat_id, request_fallback(view), thread_id=thread_id)
         await self._agent.set_approval_message_ref(view.id, message_ref(chat_id, sent.message_id),
                                                    "telegram")
+
+    async def _send_batch(self, views: tuple[ApprovalView, ...]) -> None:
+        chat_id, thread_id = self.target.chat_id, self.target.thread_id
+        for page in pages(views):
+            for part in continuation_parts(page):   # long previews, whole, before the buttons
+                await self._messenger.send(chat_id, part, thread_id=thread_id)
+            calls = [CallOutcome(view, "") for view in page.calls]
+            sent = None
+            try:
+                sent = await self._messenger.send(chat_id, page_part(page, calls, len(views)),
+                                                  markup=page_keyboard(page, calls, True),
+                                                  thread_id=thread_id)
+            except DeliveryError:
+                log.warning("telegram: batch buttons for %s not sent; sending commands instead",
+                            views[0].batch, exc_info=True)
+            if sent is None:
+                sent = await self._messenger.send(
+                    chat_id, fallback_part(page, calls, len(views)), thread_id=thread_id)
+            for view in page.calls:
+                await self._agent.set_approval_message_ref(
+                    view.id, message_ref(chat_id, sent.message_id), "telegram")
 
     async def _on_notice(self, event: Notice) -> None:
         target = self.target

@@ -4,7 +4,8 @@ Telegram shows a spinner on the button until `answerCallbackQuery`, so every tap
 with the outcome when it counted, with the agent's reason when it did not (a stranger, a second
 tap, an expired or unknown request) — and in that case nothing else changes. The request message
 is edited only when it really carries this request's buttons, so forged callback data cannot
-rewrite some other message of the bot.
+rewrite some other message of the bot. A request of a batch (several calls of one step) is
+redrawn by the agent instead, from the store, on every copy: its other calls may still wait.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from bot.approvals import ANSWER_LABELS
 from bot.events import AgentAPI
 from bot.identity import Sender
 from channels.telegram.approvals import belongs_to, outcome_message, parse_callback
+from channels.telegram.batch import parse_batch_callback
 from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
 
@@ -44,13 +46,18 @@ class TapHandler:
 
     async def handle(self, query: CallbackQuery) -> None:
         parsed = parse_callback(query.data)
-        if parsed is None or query.message is None:
+        every = parse_batch_callback(query.data)
+        if (parsed is None and every is None) or query.message is None:
             await self._answer(query, INVALID_BUTTON, alert=False)
             return
-        approval_id, choice = parsed
         resolver = Sender.of("telegram", query.from_user.id)
         message = query.message
-        resolution = await self._agent.resolve_approval(approval_id, resolver, choice)
+        if every is not None:
+            approval_id, choice = every
+            resolution = await self._agent.resolve_batch(approval_id, resolver, choice)
+        else:
+            approval_id, choice = parsed
+            resolution = await self._agent.resolve_approval(approval_id, resolver, choice)
         if not resolution.ok or resolution.request is None:
             await self._answer(query, resolution.reason, alert=True)
             return
@@ -60,10 +67,11 @@ class TapHandler:
         target = (chat_target(request.chat, request.sender) if request.chat.lstrip("-").isdigit()
                   else Target(message.chat.id, None, None, message.chat.id < 0))
         sink = ChatSink(self._messenger, self._agent, target, self._settings)
-        self._agent.resume_approval(resolution, sink)
-        sink.start_typing()
+        if self._agent.resume_approval(resolution, sink):
+            sink.start_typing()
         await self._answer(query, ANSWER_LABELS.get(choice, "Done"), alert=False)
-        if isinstance(message, Message) and belongs_to(message.reply_markup, approval_id):
+        if request.batch is None and isinstance(message, Message) \
+                and belongs_to(message.reply_markup, approval_id):
             who = request.resolved_by or resolver
             if who == resolver and query.from_user.full_name:
                 who = f"{query.from_user.full_name} ({resolver})"
