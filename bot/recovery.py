@@ -278,11 +278,14 @@ class Recovery:
                     for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"}
         for request in await self.services.approvals.in_session(row.session_id, ("denied",)):
             if request.tool_use_id not in answered:
-                await self.agent.run_answered(request, sink, _nothing_to_show)
+                await self.agent.run_answered(request, sink, self._shows_denied(request))
 
-
-async def _nothing_to_show(ok: bool | None) -> None:
-    """A denied request's message was edited when it was denied."""
+    def _shows_denied(self, request: ApprovalRequest) -> Callable[[bool | None], Awaitable[None]]:
+        """The process may have died between the Deny and the edit of the request's message:
+        it is edited (again) to say so, and loses its buttons."""
+        async def show(ok: bool | None) -> None:
+            await self.agent.show_outcome(request, "deny", request.resolved_by or "")
+        return show
 
 
 def _open_tool_uses(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

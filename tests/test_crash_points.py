@@ -145,6 +145,16 @@ async def test_an_approved_call_killed_before_it_ran_runs_once_after_the_restart
         assert kit.effects() == [token] and kit.observed().answered(token)
 
 
+async def test_a_denied_call_killed_before_the_model_heard_of_it_is_answered_after_the_restart(
+        tmp_path, backend):
+    async with crash_kit(tmp_path, backend) as kit:
+        await kit.start()
+        token = await answer_and_kill_before_the_call(kit, "d")
+        await kit.settled(token)
+        await kit.finish()
+        assert kit.effects() == [] and kit.observed().answered(token)
+
+
 async def test_a_call_killed_mid_tool_is_reported_in_doubt_and_never_run_again(tmp_path, backend):
     async with crash_kit(tmp_path, backend) as kit:
         await kit.start()
