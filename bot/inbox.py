@@ -137,9 +137,13 @@ class Inbox:
         which is much of what the inbox costs on PostgreSQL. Such a row must then be `run`."""
         now = self.clock()
         created = []
-        async with self.store.transaction() as tx:
-            for entry in entries:
-                conversation = f"{channel}:{entry.conversation}" if entry.conversation else ""
+        conversations = [f"{channel}:{e.conversation}" if e.conversation else "" for e in entries]
+        # Concurrent-safe: ON CONFLICT DO NOTHING on (channel, update_key) stores an update
+        # once, and the conversation's lock makes its rows' ids follow their commit order, so a
+        # claim's "nothing older unfinished" never misses an older row not yet committed.
+        async with self.store.transaction(serial=False) as tx:
+            await tx.lock(*(c for c in conversations if c))
+            for entry, conversation in zip(entries, conversations, strict=True):
                 row = await tx.fetchone(
                     "INSERT INTO inbox(channel, update_key, conversation, payload, state, "
                     "received_at) VALUES (?, ?, ?, ?, 'pending', ?) "
@@ -157,7 +161,9 @@ class Inbox:
     async def claim(self, row: InboxRow) -> Claim:
         """Compare-and-set `row` to claimed by this process (see the module docstring)."""
         now = self.clock()
-        async with self.store.transaction() as tx:
+        # Concurrent-safe: one compare-and-set UPDATE (its row lock settles two claimers), and
+        # every older row of the conversation committed before this one (`put` locks it).
+        async with self.store.transaction(serial=False) as tx:
             if await self._claim(tx, row.id, row.conversation, now):
                 return Claim.CLAIMED
             state = await tx.fetchone("SELECT state FROM inbox WHERE id = ?", (row.id,))
@@ -174,7 +180,8 @@ class Inbox:
 
     async def renew(self, row: InboxRow) -> bool:
         """Extend this process's lease on `row`; False when the claim was lost meanwhile."""
-        async with self.store.transaction() as tx:
+        # Concurrent-safe: one compare-and-set UPDATE on claimed_by and state.
+        async with self.store.transaction(serial=False) as tx:
             return bool(await tx.execute(
                 "UPDATE inbox SET lease_until = ? WHERE id = ? AND claimed_by = ? "
                 "AND state = 'claimed'",
@@ -192,7 +199,9 @@ class Inbox:
         """The row's turn ended: done, payload dropped; now and then expired rows deleted."""
         now = self.clock()
         self._finished += 1
-        async with self.store.transaction() as tx:
+        # Concurrent-safe: a compare-and-set UPDATE on claimed_by, and a DELETE of expired done
+        # rows that two transactions may both run (the second deletes nothing).
+        async with self.store.transaction(serial=False) as tx:
             await tx.execute("UPDATE inbox SET state = 'done', done_at = ?, payload = '', "
                              "lease_until = NULL WHERE id = ? AND claimed_by = ?",
                              (now, row.id, self.owner))

@@ -128,7 +128,12 @@ class Journal:
                     state: str | None = None) -> None:
         """Store one step: its messages, the rows its tool calls left on the turn, its usage,
         and the turn's new state when it changes."""
-        async with self.store.transaction() as tx:
+        # Concurrent-safe: inserts and a compare-and-set of the turn's state by id; the
+        # session's lock keeps its messages' ids in commit order (the history is read by id,
+        # the cache extended at commit), and receipt ids come from a counter row whose lock is
+        # held to the commit.
+        async with self.store.transaction(serial=False) as tx:
+            await tx.lock(HISTORY + "\x1f" + turn.session_id)
             await self.write_in(tx, turn, new, response, state)
 
     async def write_in(self, tx: Tx, turn: Turn, new: Messages, response: Any = None,

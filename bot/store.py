@@ -81,6 +81,9 @@ class Tx(TxHooks):
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         return await self._run(lambda conn: conn.execute(sql, params).fetchall())
 
+    async def lock(self, *keys: str) -> None:
+        """Nothing to take: a transaction here already runs alone (`BEGIN IMMEDIATE`)."""
+
     def invalidate(self, topic: str, key: str) -> None:
         """Nothing to tell: no other process serves from this store."""
 
@@ -225,8 +228,10 @@ class Store:
     # --- the write path ----------------------------------------------------------------------
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Tx]:
-        """One write transaction; statements inside are committed together or not at all."""
+    async def transaction(self, *, serial: bool = True) -> AsyncIterator[Tx]:
+        """One write transaction; statements inside are committed together or not at all.
+        Every one runs alone here, whatever `serial` says (on PostgreSQL, `serial=False` lets
+        transactions that need no more than row-level guarantees run together)."""
         async with self._write_lock:
             tx = await self._begin()
             try:

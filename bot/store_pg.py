@@ -9,8 +9,10 @@ How it runs: a pool of connections (asyncpg, chosen by bench/pg_driver.py). Read
 connection for one statement and run concurrently. Write transactions hold one connection and
 a transaction-level advisory lock, so they run one at a time across all processes, the
 guarantee SQLite gives and the domain code's check-then-write transactions rely on (see
-`transaction`). Migrations run under another advisory lock: replicas starting together apply
-each migration once. The schema version is the highest number in the `migrations` table.
+`transaction`). Hot-path transactions that need no such guarantee opt out (`serial=False`):
+they hold that lock shared, so they run together but never beside a serial one. Migrations
+run under another advisory lock: replicas starting together apply each migration once. The
+schema version is the highest number in the `migrations` table.
 
 The connection URL may carry a password: it is never logged or put into an error message
 (`redact_url`).
@@ -45,6 +47,7 @@ POOL_MAX = 10
 CONNECT_TIMEOUT_S = 10.0
 MIGRATION_LOCK = 0x6D79636C6177  # "myclaw": the advisory lock replicas take to migrate
 WRITE_LOCK = MIGRATION_LOCK + 1  # held by every write transaction until it ends
+KEY_LOCKS = 0x6D79  # the first half of `PgTx.lock`'s two-part advisory keys
 # What fails when the server is unreachable or a connection breaks (as opposed to bad SQL).
 CONNECTION_ERRORS = (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
                      asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
@@ -82,6 +85,14 @@ class PgTx(TxHooks):
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         return await self._conn.fetch(numbered(sql), *_params(params))
 
+    async def lock(self, *keys: str) -> None:
+        """Hold a lock on each of `keys` until this transaction ends: transactions locking a
+        common key run one after the other, across processes. Taken in one order (deadlock-free
+        among callers that lock before anything else); keys are hashed to 32 bits, so two keys
+        may rarely share a lock, which only makes their transactions wait for each other."""
+        for key in sorted({_key_hash(k) for k in keys}):
+            await self._conn.execute("SELECT pg_advisory_xact_lock($1, $2)", KEY_LOCKS, key)
+
     def invalidate(self, topic: str, key: str) -> None:
         """Other processes drop their cached copy of `key` under `topic` once this commits."""
         self._changes.append((topic, key))
@@ -90,6 +101,10 @@ class PgTx(TxHooks):
         """COMMIT, preceded by this transaction's notifications in the same round trip."""
         return "".join(f"SELECT pg_notify({dollar_quoted(channel)}, {dollar_quoted(p)}); "
                        for p in payloads(origin, self._changes)) + "COMMIT"
+
+
+def _key_hash(key: str) -> int:
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big", signed=True)
 
 
 def dollar_quoted(text: str) -> str:
@@ -140,6 +155,8 @@ class PostgresStore:
         self._pool_max = pool_max
         self._pool: asyncpg.Pool | None = None
         self._write_lock = asyncio.Lock()
+        # Concurrent transactions hold at most half the pool: reads always find a connection.
+        self._concurrent = asyncio.Semaphore(max(1, pool_max // 2))
         self._origin = secrets.token_hex(8)   # this process's notifications, to skip our own
         self._subscribers = Subscribers()
         self._invalidations: PgInvalidations | None = None
@@ -278,17 +295,25 @@ class PostgresStore:
     # --- the write path ----------------------------------------------------------------------
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[PgTx]:
+    async def transaction(self, *, serial: bool = True) -> AsyncIterator[PgTx]:
         """One write transaction; statements inside are committed together or not at all.
 
-        Write transactions run one at a time across every process on the database, as SQLite's
-        `BEGIN IMMEDIATE` runs them: the domain code checks, then writes, inside one transaction
-        (one pairing code per stranger, one undo per change) and relies on nobody writing in
-        between. In this process they queue on a lock before taking a pooled connection, so
-        waiting writers never starve the reads of connections."""
-        async with self._write_lock, self.pool.acquire() as conn:
+        Serial write transactions (the default) run one at a time across every process on the
+        database, as SQLite's `BEGIN IMMEDIATE` runs them: the domain code checks, then writes,
+        inside one transaction (one pairing code per stranger, one undo per change) and relies
+        on nobody writing in between. In this process they queue on a lock before taking a
+        pooled connection, so waiting writers never starve the reads of connections.
+
+        `serial=False`: the caller's correctness rests only on single-statement compare-and-set,
+        unique constraints, row locks or `tx.lock(key)`, not on nobody writing in between. Such
+        transactions hold the same advisory lock shared: they run together, while a serial one
+        still runs alone (it waits for them, and they wait for it). Each caller says why it is
+        safe."""
+        gate = self._write_lock if serial else self._concurrent
+        lock = "pg_advisory_xact_lock" if serial else "pg_advisory_xact_lock_shared"
+        async with gate, self.pool.acquire() as conn:
             tx = PgTx(conn)
-            await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})")
+            await conn.execute(f"BEGIN; SELECT {lock}({WRITE_LOCK})")
             try:
                 yield tx
                 channel = self._invalidations.channel if self._invalidations else ""
@@ -297,7 +322,9 @@ class PostgresStore:
                 await _rollback(conn)
                 tx._finished(committed=False)
                 raise
-        tx._finished(committed=True)
+            # Before anything else runs here: a serial transaction that starts next (say, one
+            # loading totals that the callbacks then add to) sees the callbacks' effect.
+            tx._finished(committed=True)
 
 
 async def _rollback(conn: asyncpg.Connection) -> None:
