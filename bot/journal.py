@@ -68,7 +68,10 @@ class Journal:
     async def new_session(self, owner: str, chat: str, channel: str) -> str:
         session_id = secrets.token_hex(8)
         now = time.time()
-        async with self.store.transaction() as tx:
+        # Concurrent-safe: the chat's lock runs its new sessions one after the other, so the
+        # last one is the only one left active, as when every transaction ran alone.
+        async with self.store.transaction(serial=False) as tx:
+            await tx.lock(ACTIVE + "\x1f" + active_key(owner, chat))
             await tx.execute("UPDATE sessions SET active = 0 WHERE sender = ? AND chat = ?",
                              (owner, chat))
             await tx.execute(

@@ -4,14 +4,16 @@ per sender (today, this month) and for everyone (today) kept in memory.
 The store is the source of truth. A total is read from it once per period (UTC day; the first
 look at a sender in a day reads their day and month together), then kept up to date as this
 process writes rows (on commit), so checking a budget before a model call costs a dictionary
-lookup, not a SUM over the table. That read happens inside a write transaction: no row of this
-process can be committed between the SUM and the moment the total is remembered, and a row
+lookup, not a SUM over the table. That read happens inside a write transaction holding the
+sender's lock, which every transaction adding a row of theirs takes before its insert: no such
+row can be committed between the SUM and the moment the total is remembered, and a row
 committed before is in the SUM (`committed` ignores totals not loaded yet), so nothing is
 counted twice or missed.
 Rows written by other processes sharing a PostgreSQL store arrive as notifications carrying
 their id and cost (bot.pg_invalidation); a total counts one when the row's id is above the
-highest id it was read with. Write transactions run one at a time across processes, so ids are
-committed in order and that comparison neither misses nor doubles a row.
+highest id it was read with. Every row of the sender not in the SUM takes its id after it, so
+that comparison neither misses nor doubles a row. The global total has no such lock: it is read
+in a serial transaction, when no row of anyone's is half-written.
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ class SpendLedger:
         commits. Returns the call's cost."""
         ts = self.clock()
         cost = self.prices.cost(model, usage) if self.prices is not None else None
+        await tx.lock(_sender_key(sender))   # see the module docstring
         row = await tx.fetchone(USAGE_SQL + " RETURNING id", (
             ts, session_id, sender, model, usage.get("input_tokens", 0),
             usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
@@ -159,17 +162,19 @@ class SpendLedger:
         return Totals(totals.day, totals.month, self._global or 0.0)
 
     async def _load(self, sender: str, period: Period) -> None:
-        async with self.store.transaction() as tx:  # no row of ours commits in between
+        with_global = self._global is None
+        # Concurrent-safe once the global total is loaded: the sender's lock keeps out every
+        # row of theirs not committed yet (`add` takes it before inserting).
+        async with self.store.transaction(serial=with_global) as tx:
+            await tx.lock(_sender_key(sender))
             row = await tx.fetchone(_SENDER_SQL, (period.day_start, sender, period.month_start))
             seen = int((await tx.fetchone(_SEEN_SQL))["seen"])
-            if self._global is None:
+            if with_global:
                 global_row = await tx.fetchone(_GLOBAL_SQL, (period.day_start,))
-                global_day, global_seen = global_row["day"], seen
-            else:
-                global_day, global_seen = self._global, self._global_seen
             if period is self._period:  # the day did not change while we read
                 self._senders[sender] = _SenderTotals(float(row["day"]), float(row["month"]), seen)
-                self._global, self._global_seen = float(global_day), global_seen
+                if with_global:
+                    self._global, self._global_seen = float(global_row["day"]), seen
         if sender not in self._senders:  # the day changed under us: read the new one
             await self._load(sender, self.period())
 
@@ -182,3 +187,8 @@ class SpendLedger:
             " FROM usage WHERE ts >= ? GROUP BY sender ORDER BY month DESC",
             (period.day_start, period.month_start))
         return {r["sender"]: (float(r["day"]), float(r["month"])) for r in rows}
+
+
+def _sender_key(sender: str) -> str:
+    """The lock that keeps a sender's rows out while their totals are read."""
+    return f"usage\x1f{sender}"

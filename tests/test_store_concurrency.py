@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bot import store_pg
 from tests.pg_support import on_both_backends
 
 backend_name = on_both_backends()
@@ -88,9 +89,13 @@ async def waits_for(holder: Holder, other: Any, work: Callable[[], Awaitable[Non
 
 
 @pytest.fixture
-async def two_processes(store_backend):
+async def two_processes(store_backend, monkeypatch):
     if store_backend.name != "postgresql":
         pytest.skip("one process serves a SQLite store")
+    # A write lock of their own: every store on this database shares the usual one, and another
+    # test process's serial transaction queued between two concurrent ones would hold up the
+    # second until the first ends, which these tests keep open on purpose.
+    monkeypatch.setattr(store_pg, "WRITE_LOCK", secrets.randbits(62))
     async with store_backend.open() as first, store_backend.open() as second:
         yield first, second
 
