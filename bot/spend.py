@@ -104,7 +104,8 @@ class SpendLedger:
         commits. Returns the call's cost."""
         ts = self.clock()
         cost = self.prices.cost(model, usage) if self.prices is not None else None
-        await tx.lock(_sender_key(sender))   # see the module docstring
+        if cost is not None and cost > 0:   # a row without a cost adds nothing to a total
+            await tx.lock(_sender_key(sender))   # see the module docstring
         row = await tx.fetchone(USAGE_SQL + " RETURNING id", (
             ts, session_id, sender, model, usage.get("input_tokens", 0),
             usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),

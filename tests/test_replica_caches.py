@@ -7,10 +7,12 @@ Each "process" is a whole App (or a store) of its own on the same schema, as two
 from __future__ import annotations
 
 import asyncio
+import secrets
 from typing import Any
 
 import pytest
 
+from bot import store_pg
 from bot.grants import Grants, Scope
 from bot.inbox import Claim, Entry, Inbox, InboxSettings
 from bot.journal import Journal
@@ -20,6 +22,7 @@ from bot.spend import SpendLedger
 from bot.store import Store
 from tests.fakes.anthropic_server import reply, text
 from tests.test_runtime import message, say
+from tests.test_store_concurrency import BOUND_S, blocked_by
 
 SONNET = Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30)
 USER = [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
@@ -113,6 +116,37 @@ async def test_spend_elsewhere_adds_to_loaded_totals_exactly_once(two):
     await a.catch_up()
     totals = await here.totals("telegram:1")
     assert (totals.day, totals.month, totals.global_day) == pytest.approx((3.0, 3.0, 4.5))
+
+
+async def test_totals_read_while_another_process_writes_a_row_of_that_sender_count_it_once(
+        two, monkeypatch):
+    a, b = two
+    monkeypatch.setattr(store_pg, "WRITE_LOCK", secrets.randbits(62))   # see test_store_concurrency
+    prices = PriceTable({"claude-sonnet-5-5": SONNET})
+    here, there = SpendLedger(a, prices), SpendLedger(b, prices)
+    await here.totals("telegram:2")       # the global total is loaded: later loads run concurrently
+    written, release = asyncio.Event(), asyncio.Event()
+    writer_pid = 0
+
+    async def write_and_hold() -> None:   # 100k output tokens: $1.50
+        nonlocal writer_pid
+        async with b.transaction(serial=False) as tx:
+            await there.add(tx, session_id="s", sender="telegram:1", model="claude-sonnet-5-5",
+                            usage={"output_tokens": 100_000})
+            writer_pid = (await tx.fetchone("SELECT pg_backend_pid() AS pid"))["pid"]
+            written.set()
+            await release.wait()
+
+    writer = asyncio.ensure_future(write_and_hold())
+    await asyncio.wait_for(written.wait(), BOUND_S)
+    loading = asyncio.ensure_future(here.totals("telegram:1"))
+    await asyncio.wait_for(blocked_by(a, writer_pid), BOUND_S)   # the sender's lock holds it
+    release.set()
+    await asyncio.wait_for(writer, BOUND_S)
+    assert (await asyncio.wait_for(loading, BOUND_S)).day == pytest.approx(1.5)
+    await a.catch_up()                    # the row's notification: already counted
+    totals = await here.totals("telegram:1")
+    assert (totals.day, totals.global_day) == pytest.approx((1.5, 1.5))
 
 
 async def test_a_chat_moved_to_a_new_session_on_another_replica_continues_there_on_this_one(
