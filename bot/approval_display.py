@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Any
 
-from bot.approvals import ApprovalRequest
+from bot.approval_records import ApprovalRequest
 from bot.errors import ChannelError
 from bot.events import (
     ApprovalBatchNeeded,

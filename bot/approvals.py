@@ -20,119 +20,30 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import secrets
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
+from bot.approval_records import (
+    ANSWER_LABELS,
+    CHOICES,
+    SUPERSEDED,
+    UNKNOWN_REQUEST,
+    ApprovalRequest,
+    Resolution,
+    Status,
+    closed_reason,
+    from_row,
+    looks_like_id,
+)
 from bot.audit import AuditEntry, write_audit
-from bot.events import ApprovalView
 from bot.grants import Grants, Scope
-from bot.store import Row, Store, Tx
+from bot.store import Store, Tx
 from bot.tool import args_hash
 
 log = logging.getLogger(__name__)
-
-Status = Literal["pending", "approved", "denied", "expired", "started", "executed", "failed",
-                 "in_doubt"]
-Choice = Literal["approve", "deny", "always"]
-CHOICES: tuple[str, ...] = ("approve", "deny", "always")
-SUPERSEDED = "superseded"
-# token_urlsafe(12) gives 16 characters; anything else cannot be one of ours. Channels build
-# their button patterns from ID_PATTERN, so a forged id is refused the same way everywhere.
-ID_PATTERN = r"[A-Za-z0-9_-]{16}"
-ID_RE = re.compile(ID_PATTERN)
-# How an answer reads, everywhere it is shown (channels may add an icon).
-ANSWER_LABELS = {"approve": "Approved", "always": "Approved, and always from now on", "deny": "Denied"}
-EXPIRED_LABEL = "Expired"
-SUPERSEDED_LABEL = "Cancelled (a newer message arrived)"
-UNKNOWN_REQUEST = "Unknown approval request."
-
-
-@dataclass
-class ApprovalRequest:
-    id: str                 # unguessable (secrets.token_urlsafe), short enough for callback_data
-    session_id: str
-    sender: str
-    chat: str
-    channel: str
-    tool: str
-    tool_use_id: str
-    args: dict[str, Any]
-    args_hash: str
-    risk: str
-    summary: str            # the dry_run summary, or NO_PREVIEW
-    status: Status
-    created_at: float
-    expires_at: float
-    resolved_by: str | None = None
-    resolved_at: float | None = None
-    autonomy: str | None = None   # the sender's level when the request was made
-    allowlist: frozenset[str] | None = None  # the run's tool allowlist (a scheduled job's)
-    scope: Scope | None = None    # what "Always" covers; None when Always is not offered
-    batch: str | None = None      # the requests asked in the same model step share it
-    position: int = 0             # the call's place in its batch (the model's order)
-
-    def view(self) -> ApprovalView:
-        return ApprovalView(self.id, self.tool, self.risk, self.summary, self.sender, self.chat,
-                            self.channel, dict(self.args), self.expires_at,
-                            f"{self.scope.label} in this chat" if self.scope else "",
-                            self.batch or "", self.position)
-
-    @property
-    def args_intact(self) -> bool:
-        """True when the stored args still hash to what was shown (nobody edited the row)."""
-        return args_hash(self.args) == self.args_hash
-
-
-@dataclass(frozen=True)
-class Resolution:
-    """The outcome of one tap. `ok` is False when nothing changed; `reason` says why."""
-
-    ok: bool
-    reason: str
-    status: Status | None = None
-    request: ApprovalRequest | None = None
-    lapsed_now: bool = False   # this tap found it past its expiry and closed it: tell everyone
-    lapsed: tuple[ApprovalRequest, ...] = ()   # what that closed (a whole batch lapses at once)
-    batch_done: bool = False   # this answer decided the last pending request of its batch
-    decided: tuple[ApprovalRequest, ...] = ()  # every request this answer decided
-
-
-def _from_row(row: Row) -> ApprovalRequest:
-    return ApprovalRequest(
-        id=row["id"], session_id=row["session_id"], sender=row["sender"], chat=row["chat"],
-        channel=row["channel"], tool=row["tool"], tool_use_id=row["tool_use_id"],
-        args=json.loads(row["args"]), args_hash=row["args_hash"], risk=row["risk"],
-        summary=row["summary"], status=row["status"], created_at=row["created_at"],
-        expires_at=row["expires_at"], resolved_by=row["resolved_by"],
-        resolved_at=row["resolved_at"], autonomy=row["autonomy"],
-        allowlist=None if row["allowlist"] is None else frozenset(json.loads(row["allowlist"])),
-        scope=Scope(row["scope_key"], row["scope_label"]) if row["scope_key"] else None,
-        batch=row["batch"], position=row["batch_position"],
-    )
-
-
-def _clock_text(ts: float, now: float) -> str:
-    """'21:40 UTC' for today, '2025-03-01 21:40 UTC' otherwise — short enough for a phone."""
-    moment = datetime.fromtimestamp(ts, UTC)
-    same_day = moment.date() == datetime.fromtimestamp(now, UTC).date()
-    return moment.strftime("%H:%M UTC" if same_day else "%Y-%m-%d %H:%M UTC")
-
-
-def _closed_reason(request: ApprovalRequest, now: float) -> str:
-    """Why a request that is no longer pending cannot be answered."""
-    who = request.resolved_by or "someone"
-    if request.status in ("approved", "started", "executed", "failed", "in_doubt"):
-        return f"This request was already approved by {who}."
-    if request.status == "denied":
-        return f"This request was already denied by {who}."
-    if request.resolved_by == SUPERSEDED:
-        return "This request was cancelled because a newer message arrived."
-    return f"This request expired at {_clock_text(request.expires_at, now)}."
 
 
 class Approvals:
@@ -187,17 +98,17 @@ class Approvals:
 
     async def batch_members(self, batch: str) -> list[ApprovalRequest]:
         """Every request of a batch, in the model's order."""
-        if not _looks_like_id(batch):
+        if not looks_like_id(batch):
             return []
         rows = await self.store.fetchall(
             "SELECT * FROM approvals WHERE batch = ? ORDER BY batch_position", (batch,))
-        return [_from_row(row) for row in rows]
+        return [from_row(row) for row in rows]
 
     async def get(self, approval_id: str) -> ApprovalRequest | None:
-        if not _looks_like_id(approval_id):
+        if not looks_like_id(approval_id):
             return None
         row = await self.store.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
-        return _from_row(row) if row else None
+        return from_row(row) if row else None
 
     # --- resolution ------------------------------------------------------------------------
 
@@ -207,7 +118,7 @@ class Approvals:
             resolution = Resolution(False, "Unknown answer; use approve, deny or always.")
             await self._audit_refusal(approval_id, resolver, choice, resolution)
             return resolution
-        if not _looks_like_id(approval_id):
+        if not looks_like_id(approval_id):
             resolution = Resolution(False, UNKNOWN_REQUEST)
             await self._audit_refusal(approval_id, resolver, choice, resolution)
             return resolution
@@ -222,12 +133,12 @@ class Approvals:
         row = await tx.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
         if row is None:
             return Resolution(False, UNKNOWN_REQUEST)
-        request = _from_row(row)
+        request = from_row(row)
         if resolver != request.sender and resolver not in self.approvers:
             return Resolution(False, f"Only {request.sender} or an approver can answer this request.",
                               request.status, request)
         if request.status != "pending":
-            return Resolution(False, _closed_reason(request, now), request.status, request)
+            return Resolution(False, closed_reason(request, now), request.status, request)
         if request.expires_at <= now:
             return await self._lapse(tx, request, now)
         if choice == "always" and request.scope is None:
@@ -267,13 +178,13 @@ class Approvals:
         else:
             closed = await _close_batches(tx, [request.batch], now)
             request.status, request.resolved_at = "expired", now
-        return Resolution(False, _closed_reason(request, now), "expired", request,
+        return Resolution(False, closed_reason(request, now), "expired", request,
                           lapsed_now=True, lapsed=tuple(closed))
 
     async def resolve_batch(self, batch: str, resolver: str, choice: str) -> Resolution:
         """"Approve all" / "Deny all": every request of the batch still pending, in one
         compare-and-set (a request answered on its own meanwhile keeps its answer)."""
-        if choice not in ("approve", "deny") or not _looks_like_id(batch):
+        if choice not in ("approve", "deny") or not looks_like_id(batch):
             resolution = Resolution(False, UNKNOWN_REQUEST if choice in ("approve", "deny")
                                     else "Unknown answer; use approve or deny.")
             await self._audit_refusal(batch, resolver, f"{choice}-all", resolution)
@@ -293,7 +204,7 @@ class Approvals:
         now = self.clock()
         rows = await tx.fetchall("SELECT * FROM approvals WHERE batch = ? ORDER BY batch_position",
                                  (batch,))
-        members = [_from_row(row) for row in rows]
+        members = [from_row(row) for row in rows]
         if not members:
             return Resolution(False, UNKNOWN_REQUEST)
         first = members[0]
@@ -315,7 +226,7 @@ class Approvals:
             "UPDATE approvals SET status = ?, resolved_by = ?, resolved_at = ?"
             " WHERE batch = ? AND status = 'pending' AND expires_at > ? RETURNING *",
             (status, resolver, now, batch, now))
-        decided = tuple(sorted((_from_row(row) for row in rows), key=lambda r: r.position))
+        decided = tuple(sorted((from_row(row) for row in rows), key=lambda r: r.position))
         if not decided:
             return Resolution(False, "This request was already answered.", None, first)
         calls = "1 call" if len(decided) == 1 else f"{len(decided)} calls"
@@ -374,7 +285,7 @@ class Approvals:
         rows = await self.store.fetchall(
             f"SELECT * FROM approvals WHERE session_id = ? AND status IN"
             f" ({', '.join('?' * len(statuses))}) ORDER BY created_at", (session_id, *statuses))
-        return [_from_row(row) for row in rows]
+        return [from_row(row) for row in rows]
 
     # --- queries -----------------------------------------------------------------------------
 
@@ -390,7 +301,7 @@ class Approvals:
                 "UPDATE approvals SET status = 'expired', resolved_at = ? WHERE status = 'pending'"
                 " AND expires_at <= ? AND batch IS NULL RETURNING *", (now, now))
             closed = await _close_batches(tx, [row["batch"] for row in batches], now)
-            lapsed = sorted([*(_from_row(row) for row in rows), *closed],
+            lapsed = sorted([*(from_row(row) for row in rows), *closed],
                             key=lambda r: (r.created_at, r.position))
             for request in lapsed:
                 await write_audit(tx, AuditEntry(
@@ -403,7 +314,7 @@ class Approvals:
         rows = await self.store.fetchall(
             "SELECT * FROM approvals WHERE session_id = ? AND status = 'pending' AND expires_at > ?"
             " ORDER BY created_at", (session_id, self.clock()))
-        return [_from_row(row) for row in rows]
+        return [from_row(row) for row in rows]
 
     async def supersede_session(self, tx: Tx, session_id: str) -> list[ApprovalRequest]:
         """The user wrote again instead of answering: every pending request of the session ends
@@ -415,7 +326,7 @@ class Approvals:
             " (SELECT batch FROM approvals WHERE session_id = ? AND status = 'pending'"
             " AND batch IS NOT NULL))) RETURNING *",
             (SUPERSEDED, self.clock(), session_id, session_id))
-        return sorted((_from_row(row) for row in rows), key=lambda r: (r.created_at, r.position))
+        return sorted((from_row(row) for row in rows), key=lambda r: (r.created_at, r.position))
 
     async def pending(self, channel: str | None = None) -> list[ApprovalRequest]:
         sql = "SELECT * FROM approvals WHERE status = 'pending' AND expires_at > ?"
@@ -424,7 +335,7 @@ class Approvals:
             sql += " AND channel = ?"
             params += (channel,)
         rows = await self.store.fetchall(sql + " ORDER BY created_at", params)
-        return [_from_row(row) for row in rows]
+        return [from_row(row) for row in rows]
 
     async def set_message_ref(self, approval_id: str, ref: str, channel: str = "") -> None:
         """Remember a message showing the request (the requester's, or an approver's copy), so
@@ -443,7 +354,7 @@ class Approvals:
         return [(row["channel"], row["ref"]) for row in rows]
 
     async def message_ref(self, approval_id: str) -> str | None:
-        if not _looks_like_id(approval_id):
+        if not looks_like_id(approval_id):
             return None
         row = await self.store.fetchone("SELECT message_ref FROM approvals WHERE id = ?",
                                         (approval_id,))
@@ -459,25 +370,5 @@ async def _close_batches(tx: Tx, batches: list[str], now: float) -> list[Approva
         rows = await tx.fetchall(
             "UPDATE approvals SET status = 'expired', resolved_at = ? WHERE batch = ?"
             " AND status IN ('pending', 'approved') RETURNING *", (now, batch))
-        closed.extend(sorted((_from_row(row) for row in rows), key=lambda r: r.position))
+        closed.extend(sorted((from_row(row) for row in rows), key=lambda r: r.position))
     return closed
-
-
-_MESSAGE_REF = re.compile(r"(-?\d{1,20}):(\d{1,20})")
-
-
-def message_ref(chat_id: int, message_id: int) -> str:
-    """Where a channel showed a request ("chat:message"), stored with it so the channel can
-    edit that message when the request is answered elsewhere."""
-    return f"{chat_id}:{message_id}"
-
-
-def parse_message_ref(ref: str | None) -> tuple[int, int] | None:
-    """(chat id, message id) of a stored `message_ref`, None when it is not one."""
-    match = _MESSAGE_REF.fullmatch(ref or "")
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def _looks_like_id(value: Any) -> bool:
-    """Forged ids are refused before they reach SQL (any string, any type, is safe here)."""
-    return isinstance(value, str) and ID_RE.fullmatch(value) is not None

@@ -8,7 +8,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from bot.approvals import ANSWER_LABELS
+from bot.approval_records import ANSWER_LABELS
 from bot.events import Button, IncomingMessage, Notice, Sink
 from bot.grants import GrantError
 from bot.jobs import JobError

@@ -31,7 +31,7 @@ from bot.events import ApprovalNeeded, Done, ErrorEvent, Notice, Sink
 from bot.history import error_result
 
 if TYPE_CHECKING:
-    from bot.approvals import ApprovalRequest
+    from bot.approval_records import ApprovalRequest
     from bot.runtime import Agent
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from typing import Any
 
 from bot import commands, history, members, turns
 from bot.approval_display import ApprovalDisplay, requests_event
-from bot.approvals import ApprovalRequest
+from bot.approval_records import ApprovalRequest
 from bot.dispatch import Dispatcher, Planned, StepCancelled, Turn, error_block, tainted_since_user
 from bot.events import (
     ApprovalView,

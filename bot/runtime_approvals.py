@@ -11,7 +11,7 @@ from typing import Any
 
 from bot import turns
 from bot.approval_display import requests_event
-from bot.approvals import Resolution
+from bot.approval_records import Resolution
 from bot.audit import write_audit
 from bot.dispatch import Planned, Turn, error_block
 from bot.events import (

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from bot.approvals import ApprovalRequest, Approvals
+from bot.approval_records import ApprovalRequest
+from bot.approvals import Approvals
 from bot.grants import Scope
 from bot.store import Store
 from bot.tool import args_hash

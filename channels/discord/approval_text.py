@@ -8,7 +8,7 @@ import re
 
 import discord
 
-from bot.approvals import ANSWER_LABELS, EXPIRED_LABEL, SUPERSEDED, SUPERSEDED_LABEL
+from bot.approval_records import ANSWER_LABELS, EXPIRED_LABEL, SUPERSEDED, SUPERSEDED_LABEL
 from bot.identity import Sender
 
 

@@ -20,11 +20,7 @@ from typing import Any
 
 import discord
 
-from bot.approvals import (
-    ID_PATTERN,
-    SUPERSEDED,
-    message_ref,
-)
+from bot.approval_records import ID_PATTERN, SUPERSEDED, message_ref
 from bot.errors import MyclawError
 from bot.events import AgentAPI, ApprovalView, CallOutcome
 from bot.identity import Sender

@@ -21,7 +21,7 @@ from typing import Any
 
 import discord
 
-from bot.approvals import ID_PATTERN, SUPERSEDED
+from bot.approval_records import ID_PATTERN, SUPERSEDED
 from bot.events import ApprovalResolved, ApprovalView, CallOutcome
 from bot.tool import NO_PREVIEW
 from channels.discord.approval_text import label_for, literal_block, mention

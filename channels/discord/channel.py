@@ -30,7 +30,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from bot.approvals import parse_message_ref
+from bot.approval_records import parse_message_ref
 from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, ApprovalResolved, IncomingMessage

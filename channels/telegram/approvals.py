@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.approvals import ANSWER_LABELS, ID_PATTERN
+from bot.approval_records import ANSWER_LABELS, ID_PATTERN
 from bot.events import ApprovalView
 from channels.telegram.rendering import Part, escape, truncate, utf16_len
 

@@ -34,7 +34,7 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, ContextTypes, MessageHandler
 from telegram.ext import filters as tg_filters
 
-from bot.approvals import parse_message_ref
+from bot.approval_records import parse_message_ref
 from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, ApprovalResolved, IncomingMessage

@@ -25,7 +25,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from bot.approvals import message_ref
+from bot.approval_records import message_ref
 from bot.events import (
     AgentAPI,
     ApprovalBatchNeeded,

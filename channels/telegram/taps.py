@@ -16,7 +16,7 @@ import time
 from telegram import CallbackQuery, Message
 from telegram.error import TelegramError
 
-from bot.approvals import ANSWER_LABELS
+from bot.approval_records import ANSWER_LABELS
 from bot.events import AgentAPI
 from bot.identity import Sender
 from channels.telegram.approvals import belongs_to, outcome_message, parse_callback
