@@ -15,6 +15,8 @@ from bot import store_pg
 from tests.pg_support import on_both_backends
 
 backend_name = on_both_backends()
+# Two processes sharing a store exist only on PostgreSQL (SQLite is served by one process).
+POSTGRESQL_ONLY = pytest.mark.parametrize("backend_name", ["postgresql"])
 BOUND_S = 20.0   # a failure bound only: nothing waits for it to pass
 
 INSERT = ("INSERT INTO granted_senders(sender, level, granted_at, granted_by)"
@@ -90,8 +92,6 @@ async def waits_for(holder: Holder, other: Any, work: Callable[[], Awaitable[Non
 
 @pytest.fixture
 async def two_processes(store_backend, monkeypatch):
-    if store_backend.name != "postgresql":
-        pytest.skip("one process serves a SQLite store")
     # A write lock of their own: every store on this database shares the usual one, and another
     # test process's serial transaction queued between two concurrent ones would hold up the
     # second until the first ends, which these tests keep open on purpose.
@@ -100,6 +100,7 @@ async def two_processes(store_backend, monkeypatch):
         yield first, second
 
 
+@POSTGRESQL_ONLY
 async def test_concurrent_transactions_of_two_processes_do_not_wait_for_each_other(two_processes):
     first, second = two_processes
     async with Holder(first, serial=False):
@@ -108,6 +109,7 @@ async def test_concurrent_transactions_of_two_processes_do_not_wait_for_each_oth
     assert {"telegram:2", "telegram:3"} <= await granted(first)
 
 
+@POSTGRESQL_ONLY
 async def test_a_serial_transaction_waits_for_concurrent_ones_and_they_wait_for_it(two_processes):
     first, second = two_processes
     await waits_for(Holder(first, serial=False), second,
@@ -119,6 +121,7 @@ async def test_a_serial_transaction_waits_for_concurrent_ones_and_they_wait_for_
     assert {"serial", "concurrent", "serial again"} <= await granted(first)
 
 
+@POSTGRESQL_ONLY
 async def test_concurrent_transactions_locking_one_key_run_one_after_the_other(two_processes):
     first, second = two_processes
     async with Holder(first, serial=False, key="telegram:chat"):
