@@ -5,7 +5,8 @@ sink by (channel name, chat, sender) and never learns anything about the platfor
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 from bot.events import Sink
 from bot.identity import channel_of
@@ -39,6 +40,20 @@ class Delivery:
         channel = channel_of(sender)
         outlet = self._outlets.get(channel)
         return outlet.private_sink_for(sender) if outlet is not None else None
+
+    async def tell_privately(self, recipients: Iterable[str], events: Sequence[Any]) -> None:
+        """Each recipient that can be reached privately gets `events`, in order."""
+        for recipient in recipients:
+            sink = self.private(recipient)
+            if sink is None:
+                continue
+            try:
+                for event in events:
+                    await sink.emit(event)
+            finally:
+                close = getattr(sink, "close", None)
+                if close is not None:
+                    await close()
 
     @property
     def channels(self) -> list[str]:

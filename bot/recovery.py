@@ -208,16 +208,8 @@ class Recovery:
                           f"{c['detail']}" for c in doubts)
         note = Notice("⚠️ After a restart, these calls may or may not have completed (the "
                       f"process stopped before their outcome was recorded):\n{lines}")
-        for approver in sorted(self.services.approvals.approvers - {turn.sender}):
-            sink = delivery.private(approver)
-            if sink is None:
-                continue
-            try:
-                await sink.emit(note)
-            finally:
-                close = getattr(sink, "close", None)
-                if close is not None:
-                    await close()
+        await delivery.tell_privately(sorted(self.services.approvals.approvers - {turn.sender}),
+                                      [note])
 
     # --- a turn waiting for approvals --------------------------------------------------------
 

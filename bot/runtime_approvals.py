@@ -125,17 +125,7 @@ class ApprovalFlow:
         delivery = self.services.delivery
         if delivery is None or not self.config["approvals"]["notify_approvers"]:
             return
-        for approver in sorted(self.services.approvals.approvers - {about}):
-            sink = delivery.private(approver)
-            if sink is None:
-                continue
-            try:
-                for event in events:
-                    await sink.emit(event)
-            finally:
-                close = getattr(sink, "close", None)
-                if close is not None:
-                    await close()
+        await delivery.tell_privately(sorted(self.services.approvals.approvers - {about}), events)
 
     def add_approval_surface(self, channel: str, surface: ApprovalSurface) -> None:
         """A running channel that can show approvals answered elsewhere (see resolve_elsewhere)."""

@@ -164,16 +164,9 @@ class SessionControl:
             Button("Allow: read_only", f"/pair allow {code} read_only"),
             Button("Allow: supervised", f"/pair allow {code} supervised"),
             Button("Deny", f"/pair deny {code}")))
-        for approver in sorted(self.services.approvals.approvers | {"cli:local"}):
-            sink = self.services.delivery.private(approver) if self.services.delivery else None
-            if sink is None:
-                continue
-            try:
-                await sink.emit(note)
-            finally:
-                close = getattr(sink, "close", None)
-                if close is not None:
-                    await close()
+        if self.services.delivery is not None:
+            await self.services.delivery.tell_privately(
+                sorted(self.services.approvals.approvers | {"cli:local"}), [note])
 
     async def tell_paired(self, code: str, text: str) -> None:
         """Tell the stranger who asked with `code` the outcome, where they asked."""
