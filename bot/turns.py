@@ -93,8 +93,7 @@ async def set_state(tx: Tx, turn_id: str, state: str, *, only_from: tuple[str, .
 
 async def set_state_now(store: Store, turn_id: str, state: str,
                         only_from: tuple[str, ...] = OPEN_STATES) -> bool:
-    # One compare-and-set UPDATE by id: safe beside other writers (serial=False).
-    async with store.transaction(serial=False) as tx:
+    async with store.transaction() as tx:
         return await set_state(tx, turn_id, state, only_from=only_from)
 
 
