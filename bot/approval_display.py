@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from bot.approval_records import ApprovalRequest
@@ -93,3 +94,14 @@ def call_outcome(request: ApprovalRequest) -> CallOutcome:
     choice = {"pending": "", "denied": "deny", "expired": "expire"}.get(request.status, "approve")
     return CallOutcome(request.view(), choice, request.resolved_by or "",
                        request.resolved_at or 0.0)
+
+
+def batch_heading(first_number: int, calls: Sequence[CallOutcome],
+                  total: int) -> tuple[bool, str, str]:
+    """Whether a call of a batch page still waits, the page's title ("Approval needed" while one
+    does) and its span of calls (" (calls 3–5 of 9)", empty when the page shows them all), the
+    same on every channel."""
+    pending = any(not call.choice for call in calls)
+    last = first_number + len(calls) - 1
+    span = f" (calls {first_number}–{last} of {total})" if len(calls) < total else ""
+    return pending, "Approval needed" if pending else "Approval request", span

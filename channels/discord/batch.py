@@ -21,6 +21,7 @@ from typing import Any
 
 import discord
 
+from bot.approval_display import batch_heading
 from bot.approval_records import ID_PATTERN, SUPERSEDED
 from bot.events import ApprovalResolved, ApprovalView, CallOutcome
 from bot.tool import NO_PREVIEW
@@ -105,11 +106,8 @@ def continuation_texts(page: Page) -> list[str]:
 
 def page_text(page: Page, calls: Sequence[CallOutcome], total: int) -> str:
     """The page: each call with its preview and, once answered, its outcome."""
-    pending = any(not call.choice for call in calls)
     first = calls[0].approval
-    span = f" (calls {page.first}–{page.first + len(calls) - 1} of {total})" \
-        if len(calls) < total else ""
-    title = "Approval needed" if pending else "Approval request"
+    pending, title, span = batch_heading(page.first, calls, total)
     lines = [f"🔐 **{title}: {total} calls**{span}\nRequested by {mention(first.sender)}"]
     for number, call in enumerate(calls, start=page.first):
         view = call.approval

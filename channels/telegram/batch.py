@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
+from bot.approval_display import batch_heading
 from bot.approval_records import ANSWER_LABELS, ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
 from bot.events import ApprovalResolved, ApprovalView, CallOutcome
 from channels.telegram.approvals import ICON, RISK_ICON, callback_data, clock
@@ -101,11 +102,8 @@ def continuation_parts(page: Page) -> list[Part]:
 
 def page_part(page: Page, calls: Sequence[CallOutcome], total: int) -> Part:
     """The page's text, each call with its preview and, once answered, its outcome."""
-    pending = any(not call.choice for call in calls)
     first = calls[0].approval
-    span = f" (calls {page.first}–{page.first + len(calls) - 1} of {total})" \
-        if len(calls) < total else ""
-    title = "Approval needed" if pending else "Approval request"
+    pending, title, span = batch_heading(page.first, calls, total)
     html = [f"🔐 <b>{title}: {total} calls</b>{escape(span)}\n"
             f"Requested by: {escape(first.sender)}"]
     plain = [f"🔐 {title}: {total} calls{span}\nRequested by: {first.sender}"]
