@@ -7,6 +7,7 @@ Nothing here reaches the network; fakes of remote services live in tests/fakes/ 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from bot import config as config_mod
+from bot import logs
 from bot.policy import Profile
 from bot.registry import Registry
 from bot.services import Services
@@ -49,6 +51,21 @@ def make_config(tmp_path: Path, overrides: dict[str, Any] | None = None,
     cfg = config_mod.from_dict(raw, env=dict(FAKE_ENV if env is None else env))
     cfg.workspace.mkdir(parents=True, exist_ok=True)
     return cfg
+
+
+@pytest.fixture(autouse=True)
+def root_logging_restored():
+    """A test that runs the CLI in-process installs myclaw's log handler on the root logger; it is
+    taken off afterwards so its redacting filter (which drops exc_info) cannot reach later tests."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        if isinstance(handler, logs.MyclawHandler):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(level)
+    logging.captureWarnings(False)
 
 
 @pytest.fixture
