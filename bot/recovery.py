@@ -44,6 +44,7 @@ NOT_FINISHED_RESULT = (
     "interrupted: the process was restarted while this call was running. It has no side "
     "effects, so calling it again is safe if you still need it.")
 NOT_STARTED_RESULT = "not run: the process was restarted before this call started."
+IN_DOUBT_NOTE = "⚠️ In doubt: the bot was restarted while this ran; it may or may not have completed."
 
 
 def _clock(ts: float) -> str:
@@ -124,11 +125,16 @@ class Recovery:
 
     async def _redeliver(self, row: turns.TurnRow, sink: Sink) -> None:
         """An answer stored but maybe never shown (the process died while sending it): sent
-        again — twice rather than never."""
+        again — twice rather than never. A stored report of calls in doubt goes out again as
+        the report it is (to the user, the approvers and on the requests' messages)."""
         stored, _ = await self.agent.journal.stored(row.session_id)
         last = stored[-1] if stored and stored[-1]["role"] == "assistant" else None
         text = "".join(b.get("text", "") for b in last["content"]
                        if isinstance(b, dict) and b.get("type") == "text") if last else ""
+        doubts = await turns.calls_in_doubt(self.services.store, row.id)
+        if doubts:
+            await self._deliver_report(await self.agent.stored_turn(row, sink), text, doubts)
+            return
         if text:
             await sink.emit(Done(text))
         await turns.set_state_now(self.services.store, row.id, turns.DELIVERED, (turns.ANSWERED,))
@@ -189,16 +195,26 @@ class Recovery:
                     session_id=call["session_id"], tool=call["tool"],
                     args_hash=call["args_hash"], detail=call["detail"], turn_id=turn.turn_id,
                     call_id=call["call_id"], approval_id=call["approval_id"]))
-            if turn.turn_id is not None:
-                await turns.set_state(tx, turn.turn_id, turns.IN_DOUBT)
+            if turn.turn_id is not None:   # the report is the turn's answer, shown below
+                await turns.set_state(tx, turn.turn_id, turns.ANSWERED)
         if approval is not None:
             await self.services.approvals.mark_finished(approval.id, None)
-            await self.agent.show_outcome(approval, "approve", approval.resolved_by or "",
-                                          note="⚠️ In doubt: the bot was restarted while this "
-                                               "ran; it may or may not have completed.")
         log.warning("turn %s: %d call(s) in doubt after a restart", turn.turn_id, len(doubts))
+        await self._deliver_report(turn, text, doubts)
+
+    async def _deliver_report(self, turn: Turn, text: str, doubts: list[dict[str, Any]]) -> None:
+        """Show a stored report of calls in doubt; until the turn is marked in_doubt, a restart
+        shows it again (a kill between the store and the send loses nothing)."""
+        for approval_id in sorted({c["approval_id"] for c in doubts if c["approval_id"]}):
+            request = await self.services.approvals.get(approval_id)
+            if request is not None:
+                await self.agent.show_outcome(request, "approve", request.resolved_by or "",
+                                              note=IN_DOUBT_NOTE)
         await turn.sink.emit(Notice(text))
         await self._tell_approvers(turn, doubts)
+        if turn.turn_id is not None:
+            await turns.set_state_now(self.services.store, turn.turn_id, turns.IN_DOUBT,
+                                      (turns.ANSWERED,))
 
     async def _tell_approvers(self, turn: Turn, doubts: list[dict[str, Any]]) -> None:
         delivery = self.services.delivery
@@ -232,8 +248,8 @@ class Recovery:
         for request in await self.services.approvals.approved_unfinished(row.session_id):
             last = await turns.approved_call(self.services.store, request.id)
             if last is not None and last["outcome"] != "started":
-                await self.services.approvals.mark_finished(request.id,
-                                                            last["outcome"] == "executed")
+                ok = None if last["outcome"] == "in_doubt" else last["outcome"] == "executed"
+                await self.services.approvals.mark_finished(request.id, ok)
 
     async def _finish_approved(self, row: turns.TurnRow, sink: Sink) -> None:
         """Approved calls that never started run now, once; started ones are in doubt. Calls

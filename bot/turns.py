@@ -2,7 +2,8 @@
 
     running ──▶ waiting (an approval is asked) ──▶ running ──▶ answered ──▶ delivered
        └──▶ failed (the model call failed; the user was told) | stopped (/stop, shutdown)
-            | superseded (a newer message arrived) | expired (approvals lapsed) | in_doubt
+            | superseded (a newer message arrived) | expired (approvals lapsed)
+    answered (a report of calls in doubt, after a restart) ──▶ in_doubt
 
 A turn's row is written in the transactions the turn writes anyway (its user message, its
 steps, its final answer), plus one small write once its answer was handed to the channel
@@ -25,13 +26,13 @@ from bot.store import Row, Store, Tx
 
 RUNNING = "running"
 WAITING = "waiting"
-ANSWERED = "answered"     # the answer is stored; not yet known to be shown
+ANSWERED = "answered"     # the answer (or an in-doubt report) is stored; not yet known shown
 DELIVERED = "delivered"
 FAILED = "failed"
 STOPPED = "stopped"
 SUPERSEDED = "superseded"
 EXPIRED = "expired"
-IN_DOUBT = "in_doubt"
+IN_DOUBT = "in_doubt"     # a call's outcome is unknown; the report of it was shown
 OPEN_STATES = (RUNNING, WAITING)
 UNFINISHED_STATES = (*OPEN_STATES, ANSWERED)
 
@@ -141,6 +142,16 @@ async def calls_in_flight(store: Store, turn_id: str) -> list[dict[str, Any]]:
         "SELECT * FROM audit s WHERE s.turn_id = ? AND s.outcome = 'started' AND NOT EXISTS"
         " (SELECT 1 FROM audit f WHERE f.turn_id = s.turn_id AND f.call_id = s.call_id"
         " AND f.id > s.id)"
+        " ORDER BY s.id", (turn_id,))
+    return [dict(row) for row in rows]
+
+
+async def calls_in_doubt(store: Store, turn_id: str) -> list[dict[str, Any]]:
+    """The calls of a turn reported in doubt after a restart (their 'started' audit rows)."""
+    rows = await store.fetchall(
+        "SELECT * FROM audit s WHERE s.turn_id = ? AND s.outcome = 'started' AND EXISTS"
+        " (SELECT 1 FROM audit d WHERE d.turn_id = s.turn_id AND d.call_id = s.call_id"
+        " AND d.outcome = 'in_doubt')"
         " ORDER BY s.id", (turn_id,))
     return [dict(row) for row in rows]
 

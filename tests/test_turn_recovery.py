@@ -425,3 +425,91 @@ async def test_a_call_run_after_a_restart_has_its_message_edited_before_the_conv
     fake_anthropic.responder = answer
     await recover(app)
     assert edits_when_asked == [1] and writer.executed == ["tea"]
+
+
+class HangsOnTheNotice(Outlets):
+    """A channel that dies while sending a notice (`sending` is set then)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sending = asyncio.Event()
+
+    def sink_for(self, chat: str, sender: str) -> CollectingSink:
+        outlet = self
+
+        class Sink(CollectingSink):
+            async def emit(self, event: Any) -> None:
+                if isinstance(event, Notice):
+                    outlet.sending.set()
+                    await asyncio.Event().wait()
+                await super().emit(event)
+        return self.sinks.setdefault(chat, Sink())
+
+
+async def test_a_report_of_a_call_in_doubt_cut_off_by_a_second_crash_is_sent_after_the_next_start(
+        app_factory, fake_anthropic, abandoned):
+    first = await app_factory(SENDERS)
+    writer = SlowWriter()
+    first.services.registry.register(writer, "tests")
+    fake_anthropic.script(tool_use("slow_writer", {"note": "pay rent"}))
+    abandoned.append(asyncio.create_task(first.agent.handle(message("note: pay rent"),
+                                                            CollectingSink())))
+    await writer.started.wait()
+
+    second = await app_factory(SENDERS)          # recovers, and dies sending the report
+    second.services.registry.register(writer, "tests")
+    hanging = HangsOnTheNotice()
+    second.services.delivery.register("telegram", hanging)
+    await second.recover()
+    await hanging.sending.wait()
+    abandoned.extend(second.agent.queue._background)
+    assert await turn_states(second) == ["answered"]
+
+    app, outlets, _ = await restarted(app_factory, writer)
+    await recover(app)
+    (notice,) = outlets.events("1", Notice)
+    assert "the call to slow_writer may or may not have completed" in notice.text
+    assert "pay rent" in notice.text
+    (owner,) = outlets.events("private:telegram:9", Notice)
+    assert "slow_writer for telegram:1" in owner.text
+    assert await turn_states(app) == ["in_doubt"]
+    assert writer.runs == 1 and len(fake_anthropic.requests) == 1
+    counted = await app.services.store.fetchone(
+        "SELECT COUNT(*) AS n FROM audit WHERE outcome = 'in_doubt'")
+    assert counted["n"] == 1
+    await recover(app)
+    assert len(outlets.events("1", Notice)) == 1     # told once, not on every start
+
+
+async def test_an_approved_call_in_doubt_whose_report_was_cut_off_is_reported_on_its_message_again(
+        app_factory, fake_anthropic, abandoned):
+    first = await app_factory(SENDERS)
+    writer = SlowWriter(risk="medium")
+    first.services.registry.register(writer, "tests")
+    fake_anthropic.script(tool_use("slow_writer", {"note": "transfer"}))
+    asked = CollectingSink()
+    await first.agent.handle(message("transfer it"), asked)
+    (needed,) = asked.of(ApprovalNeeded)
+    await first.agent.set_approval_message_ref(needed.approval.id, "1:58", "telegram")
+    won = await first.agent.resolve_approval(needed.approval.id, "telegram:1", "approve")
+    first.agent.resume_approval(won, CollectingSink())
+    await writer.started.wait()
+    abandoned.extend(first.agent.queue._background)
+
+    second = await app_factory(SENDERS)
+    second.services.registry.register(writer, "tests")
+    hanging = HangsOnTheNotice()
+    second.services.delivery.register("telegram", hanging)
+    await second.recover()
+    await hanging.sending.wait()
+    abandoned.extend(second.agent.queue._background)
+
+    app, outlets, surface = await restarted(app_factory, writer)
+    await recover(app)
+    assert writer.runs == 1
+    assert (await app.services.approvals.get(needed.approval.id)).status == "in_doubt"
+    (edit,) = surface.edits
+    assert edit.message_ref == "1:58" and edit.note.startswith("⚠️ In doubt")
+    (notice,) = outlets.events("1", Notice)
+    assert "the call to slow_writer may or may not have completed" in notice.text
+    assert await turn_states(app) == ["in_doubt"]
