@@ -15,9 +15,9 @@ import random
 import pytest
 
 from tests.crashkit import Backend, Kit, backend_of, crash_kit, eventually
+from tests.pg_support import on_both_backends
 
-# SQLite only for now: on PostgreSQL a run still strands a turn now and then (under investigation;
-# `CRASH_SEED=... pytest` with backend_name = on_both_backends() reproduces it).
+backend_name = on_both_backends()
 pytestmark = pytest.mark.timeout(300)   # under a minute when idle; a loaded machine starts slower
 
 CHATS = 5
@@ -77,10 +77,6 @@ async def first_failure(*tasks: asyncio.Future) -> None:
             task.cancel()
 
 
-# Known failure, not fixed yet: a kill while recovery reports a call in doubt (the turn already
-# marked in_doubt, the user's notice not yet sent) leaves that user untold after the next start
-# (seen with CRASH_SEED=1010064084). Kept running, and reported as XFAIL/XPASS, until it is fixed.
-@pytest.mark.xfail(reason="in-doubt notice lost when a kill lands during recovery", strict=False)
 async def test_a_randomized_run_with_kills_loses_nothing_and_runs_nothing_twice(tmp_path, backend):
     seed = crash_seed()
     rng = random.Random(seed)
