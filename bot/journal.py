@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from bot import turns
@@ -135,9 +137,17 @@ class Journal:
         # session's lock keeps its messages' ids in commit order (the history is read by id,
         # the cache extended at commit), and receipt ids come from a counter row whose lock is
         # held to the commit.
-        async with self.store.transaction(serial=False) as tx:
-            await tx.lock(HISTORY + "\x1f" + turn.session_id)
+        async with self.session_transaction(turn.session_id) as tx:
             await self.write_in(tx, turn, new, response, state)
+
+    @asynccontextmanager
+    async def session_transaction(self, session_id: str) -> AsyncIterator[Tx]:
+        """A write transaction that runs beside other sessions' (on PostgreSQL) and after any
+        other of this session: for writes that touch one session's rows only (by session id,
+        or by id with a compare-and-set)."""
+        async with self.store.transaction(serial=False) as tx:
+            await tx.lock(HISTORY + "\x1f" + session_id)
+            yield tx
 
     async def write_in(self, tx: Tx, turn: Turn, new: Messages, response: Any = None,
                        state: str | None = None) -> None:

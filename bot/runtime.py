@@ -154,7 +154,9 @@ class Agent(SessionControl, ApprovalFlow):
         # checked then. A history read from the store is repaired in full.
         base = await self._prepared(turn, stored, size, repair=not cached)
         user = {"role": "user", "content": content}
-        async with store.transaction() as tx:
+        # Concurrent-safe: every write here is to this session's rows (its approvals and turns
+        # by session id, its messages), and the session's lock orders it after the others.
+        async with self.journal.session_transaction(session_id) as tx:
             if waiting:
                 # Calls still waiting for a tap: the new message supersedes them (their tool_use
                 # gets a "not completed" result from repair). Done before anything else, so a

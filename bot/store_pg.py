@@ -43,7 +43,9 @@ log = logging.getLogger(__name__)
 Params = Sequence[Any]
 Row = asyncpg.Record
 POOL_MIN = 1
-POOL_MAX = 10
+# Half of it may run concurrent writes (below); 20 per replica keeps four replicas within
+# PostgreSQL's default 100 connections.
+POOL_MAX = 20
 CONNECT_TIMEOUT_S = 10.0
 MIGRATION_LOCK = 0x6D79636C6177  # "myclaw": the advisory lock replicas take to migrate
 WRITE_LOCK = MIGRATION_LOCK + 1  # held by every write transaction until it ends

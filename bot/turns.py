@@ -94,7 +94,8 @@ async def set_state(tx: Tx, turn_id: str, state: str, *, only_from: tuple[str, .
 
 async def set_state_now(store: Store, turn_id: str, state: str,
                         only_from: tuple[str, ...] = OPEN_STATES) -> bool:
-    async with store.transaction() as tx:
+    # One compare-and-set UPDATE by id: safe beside other writers.
+    async with store.transaction(serial=False) as tx:
         return await set_state(tx, turn_id, state, only_from=only_from)
 
 
