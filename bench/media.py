@@ -10,7 +10,8 @@ random-noise photo of the same weight (fewer pixels, but the costliest to decode
 (bot.offload's pool, where the scaling runs) — our own time, without the fake's. Targets: photo
 minus text under 50 ms of our own time (p50); peak memory for a 20 MB photo under +100 MiB
 (measured in a fresh process as the rise of the peak RSS of it and of its workers while the
-photo goes from bytes to stored reference and prompt block).
+photo goes from bytes to stored reference and prompt block). Also printed, for comparison:
+what Pillow's own `thumbnail()` and a JPEG encode of the same photos cost in one process.
 """
 
 from __future__ import annotations
@@ -104,6 +105,24 @@ def noise_jpeg(min_bytes: int) -> bytes:
         width = int(width * 1.02)
 
 
+def pillow_floor_ms(data: bytes, runs: int) -> float:
+    """CPU p50 of what a bot using Pillow's defaults does with this photo: open it, `thumbnail`
+    it to the size we send (a reduced-scale decode, then bicubic), encode a JPEG."""
+    from PIL import Image
+
+    from bot.media.images import fitted
+    from bot.media.limits import MediaLimits
+
+    limits, samples = MediaLimits(), []
+    for _ in range(runs + 2):
+        cpu = time.process_time()
+        with Image.open(io.BytesIO(data)) as image:
+            image.thumbnail(fitted(*image.size, limits.max_edge_px, limits.max_model_pixels))
+            image.save(io.BytesIO(), "JPEG", quality=85)
+        samples.append((time.process_time() - cpu) * 1000)
+    return percentile(samples[2:], 50)
+
+
 async def latency(turns: int) -> None:
     from bot.app import App
     from bot.events import ImagePart, IncomingMessage
@@ -143,6 +162,9 @@ async def latency(turns: int) -> None:
         wall = percentile(walls[kind], 50) - percentile(walls["text"], 50)
         print(f"  added by the {kind} photo: our CPU {added:.1f} ms (target < {LATENCY_TARGET_MS:.0f} ms) "
               f"{'OK' if added < LATENCY_TARGET_MS else 'OVER TARGET'};   wall {wall:.1f} ms")
+    for kind, photo in photos.items():
+        print(f"  for comparison, the {kind} photo through Pillow's own thumbnail() (reduced-scale "
+              f"decode, bicubic) and a JPEG encode: {pillow_floor_ms(photo, turns):.1f} ms of CPU")
     print(f"  (machine load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
 
 
