@@ -141,8 +141,8 @@ class Inbox:
         # Concurrent-safe: ON CONFLICT DO NOTHING on (channel, update_key) stores an update
         # once, and the conversation's lock makes its rows' ids follow their commit order, so a
         # claim's "nothing older unfinished" never misses an older row not yet committed.
-        async with self.store.transaction(serial=False) as tx:
-            await tx.lock(*(c for c in conversations if c))
+        async with self.store.transaction(serial=False,
+                                          lock=[c for c in conversations if c]) as tx:
             for entry, conversation in zip(entries, conversations, strict=True):
                 row = await tx.fetchone(
                     "INSERT INTO inbox(channel, update_key, conversation, payload, state, "

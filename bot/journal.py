@@ -72,8 +72,8 @@ class Journal:
         now = time.time()
         # Concurrent-safe: the chat's lock runs its new sessions one after the other, so the
         # last one is the only one left active, as when every transaction ran alone.
-        async with self.store.transaction(serial=False) as tx:
-            await tx.lock(ACTIVE + "\x1f" + active_key(owner, chat))
+        async with self.store.transaction(serial=False,
+                                          lock=[ACTIVE + "\x1f" + active_key(owner, chat)]) as tx:
             await tx.execute("UPDATE sessions SET active = 0 WHERE sender = ? AND chat = ?",
                              (owner, chat))
             await tx.execute(
@@ -145,8 +145,8 @@ class Journal:
         """A write transaction that runs beside other sessions' (on PostgreSQL) and after any
         other of this session: for writes that touch one session's rows only (by session id,
         or by id with a compare-and-set)."""
-        async with self.store.transaction(serial=False) as tx:
-            await tx.lock(HISTORY + "\x1f" + session_id)
+        async with self.store.transaction(serial=False,
+                                          lock=[HISTORY + "\x1f" + session_id]) as tx:
             yield tx
 
     async def write_in(self, tx: Tx, turn: Turn, new: Messages, response: Any = None,

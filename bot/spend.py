@@ -166,8 +166,7 @@ class SpendLedger:
         with_global = self._global is None
         # Concurrent-safe once the global total is loaded: the sender's lock keeps out every
         # row of theirs not committed yet (`add` takes it before inserting).
-        async with self.store.transaction(serial=with_global) as tx:
-            await tx.lock(_sender_key(sender))
+        async with self.store.transaction(serial=with_global, lock=[_sender_key(sender)]) as tx:
             row = await tx.fetchone(_SENDER_SQL, (period.day_start, sender, period.month_start))
             seen = int((await tx.fetchone(_SEEN_SQL))["seen"])
             if with_global:

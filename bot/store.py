@@ -228,10 +228,12 @@ class Store:
     # --- the write path ----------------------------------------------------------------------
 
     @asynccontextmanager
-    async def transaction(self, *, serial: bool = True) -> AsyncIterator[Tx]:
+    async def transaction(self, *, serial: bool = True,
+                          lock: Iterable[str] = ()) -> AsyncIterator[Tx]:
         """One write transaction; statements inside are committed together or not at all.
-        Every one runs alone here, whatever `serial` says (on PostgreSQL, `serial=False` lets
-        transactions that need no more than row-level guarantees run together)."""
+        Every one runs alone here, whatever `serial` and `lock` say (on PostgreSQL, `serial=False`
+        lets transactions that need no more than row-level guarantees run together, and `lock`
+        orders those sharing a key)."""
         async with self._write_lock:
             tx = await self._begin()
             try:

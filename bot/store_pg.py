@@ -92,8 +92,8 @@ class PgTx(TxHooks):
         common key run one after the other, across processes. Taken in one order (deadlock-free
         among callers that lock before anything else); keys are hashed to 32 bits, so two keys
         may rarely share a lock, which only makes their transactions wait for each other."""
-        for key in sorted({_key_hash(k) for k in keys}):
-            await self._conn.execute("SELECT pg_advisory_xact_lock($1, $2)", KEY_LOCKS, key)
+        if keys:
+            await self._conn.execute(_key_locks_sql(keys))
 
     def invalidate(self, topic: str, key: str) -> None:
         """Other processes drop their cached copy of `key` under `topic` once this commits."""
@@ -107,6 +107,13 @@ class PgTx(TxHooks):
 
 def _key_hash(key: str) -> int:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big", signed=True)
+
+
+def _key_locks_sql(keys: Iterable[str]) -> str:
+    """The statements taking each key's lock, in one order; one round trip for all of them
+    (the keys are hashed to integers here, so nothing from outside reaches the SQL text)."""
+    return "".join(f"; SELECT pg_advisory_xact_lock({KEY_LOCKS}, {key})"
+                   for key in sorted({_key_hash(k) for k in keys}))[2:]
 
 
 def dollar_quoted(text: str) -> str:
@@ -297,7 +304,8 @@ class PostgresStore:
     # --- the write path ----------------------------------------------------------------------
 
     @asynccontextmanager
-    async def transaction(self, *, serial: bool = True) -> AsyncIterator[PgTx]:
+    async def transaction(self, *, serial: bool = True,
+                          lock: Iterable[str] = ()) -> AsyncIterator[PgTx]:
         """One write transaction; statements inside are committed together or not at all.
 
         Serial write transactions (the default) run one at a time across every process on the
@@ -310,12 +318,14 @@ class PostgresStore:
         unique constraints, row locks or `tx.lock(key)`, not on nobody writing in between. Such
         transactions hold the same advisory lock shared: they run together, while a serial one
         still runs alone (it waits for them, and they wait for it). Each caller says why it is
-        safe."""
+        safe. `lock`: keys locked as by `tx.lock` before anything else, in the same round trip
+        as the BEGIN."""
         gate = self._write_lock if serial else self._concurrent
-        lock = "pg_advisory_xact_lock" if serial else "pg_advisory_xact_lock_shared"
+        gate_lock = "pg_advisory_xact_lock" if serial else "pg_advisory_xact_lock_shared"
         async with gate, self.pool.acquire() as conn:
             tx = PgTx(conn)
-            await conn.execute(f"BEGIN; SELECT {lock}({WRITE_LOCK})")
+            keys = _key_locks_sql(lock)
+            await conn.execute(f"BEGIN; SELECT {gate_lock}({WRITE_LOCK}){'; ' if keys else ''}{keys}")
             try:
                 yield tx
                 channel = self._invalidations.channel if self._invalidations else ""
