@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from bot import config as config_mod
+from bot.config_schema import SCHEMA
 from bot.security_audit import audit
 
 ROOT = Path(__file__).parent.parent
@@ -462,7 +463,7 @@ def test_the_example_config_loads_and_documents_every_key():
     text = (DEPLOY / "myclaw.example.toml").read_text(encoding="utf-8")
     config = config_mod.load(str(DEPLOY / "myclaw.example.toml"), env={"HOME": "/nonexistent"})
     assert config.source == DEPLOY / "myclaw.example.toml"
-    missing = schema_keys(config_mod.SCHEMA, tomllib.loads(text))
+    missing = schema_keys(SCHEMA, tomllib.loads(text))
     for key, pattern in COMMENTED_OUT.items():
         assert re.search(pattern, text, re.MULTILINE), f"{key} is not documented"
         missing.remove(key)

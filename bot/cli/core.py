@@ -10,7 +10,8 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from bot.config import SENDER_HINT, SENDER_KEY, Config
+from bot.config import Config
+from bot.config_schema import SENDER_HINT, SENDER_KEY
 from bot.identity import Stranger
 from bot.store_factory import make_store
 
