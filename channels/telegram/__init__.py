@@ -1,6 +1,7 @@
 """The Telegram channel (python-telegram-bot): one module per concern.
 
     channel    routing updates to the agent; start and stop
+    reading    which messages are for the bot, read as the agent's IncomingMessage
     ordering   per-chat ordered, cross-chat concurrent update processing
     webhook    the webhook endpoint (polling uses PTB's updater)
     http       the Bot API transport over aiohttp

@@ -9,7 +9,8 @@
 - The sender is always `telegram:<from.id>` (the user, never the chat). Autonomy, pairing, silence
   for ignored senders and every command are the agent's business: the channel only forwards text.
 - In groups listed in `[telegram] groups` the bot answers when mentioned (@name), replied to, or
-  sent a command (bare or /cmd@thisbot); in any other group it stays silent.
+  sent a command (bare or /cmd@thisbot); in any other group it stays silent. Which messages are
+  read, and as what text, is reading.py's; attachments are fetched by media.py.
 - Every update is stored in the durable inbox before Telegram is told it arrived (intake.py;
   polling.py advances the getUpdates offset only past stored updates; the webhook answers 200
   only after the insert). Each chat's updates are handled in order, different chats
@@ -26,10 +27,9 @@ import hashlib
 import logging
 import re
 from collections.abc import Hashable
-from dataclasses import dataclass
 from typing import Any
 
-from telegram import Bot, BotCommand, Message, MessageEntity, Update
+from telegram import Bot, BotCommand, Update
 from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, ContextTypes, MessageHandler
 from telegram.ext import filters as tg_filters
@@ -44,9 +44,10 @@ from channels.telegram.approvals import outcome_message
 from channels.telegram.batch import redrawn as batch_redrawn
 from channels.telegram.http import AiohttpRequest
 from channels.telegram.intake import TelegramIntake
-from channels.telegram.media import Attachments
+from channels.telegram.media import Attachments, has_attachments
 from channels.telegram.ordering import InboxProcessor
 from channels.telegram.polling import Poller
+from channels.telegram.reading import GROUP_TYPES, MessageReader
 from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
 from channels.telegram.taps import INVALID_BUTTON, TapHandler, chat_target
@@ -56,7 +57,6 @@ log = logging.getLogger(__name__)
 
 TOKEN_SHAPE = re.compile(r"^\d{3,20}:[A-Za-z0-9_-]{10,100}$")
 ALLOWED_UPDATES = ["message", "callback_query"]
-GROUP_TYPES = ("group", "supergroup")
 ANOTHER_POLLER = ("another process is already polling Telegram with this bot token (Telegram "
                   "allows one getUpdates consumer): stop it, or run every replica with "
                   "[telegram] mode = \"webhook\" behind a load balancer")
@@ -105,28 +105,12 @@ def exclusive_locks(config: Config) -> dict[str, str]:
     return {f"telegram-poller:{digest}": ANOTHER_POLLER}
 
 
-@dataclass(frozen=True)
-class _Addressed:
-    """Whether a group message is meant for the bot, and its text without the mention."""
-
-    yes: bool
-    text: str
-
-
-def _strip_spans(text: str, spans: list[tuple[int, int]]) -> str:
-    """Remove entity spans (offsets in UTF-16 units, as Telegram counts them)."""
-    encoded = text.encode("utf-16-le")
-    for offset, length in sorted(spans, reverse=True):
-        encoded = encoded[:offset * 2] + encoded[(offset + length) * 2:]
-    return " ".join(encoded.decode("utf-16-le").split(" ")).strip()
-
-
 class TelegramChannel:
     def __init__(self, config: Config, agent: AgentAPI, settings: SinkSettings | None = None):
         self.config = config
         self.agent = agent
         self.settings = settings or SinkSettings()
-        self._groups = {str(g) for g in config["telegram"]["groups"]}
+        self._groups = frozenset(str(g) for g in config["telegram"]["groups"])
         self._app: Application | None = None
         self._messenger: Messenger | None = None
         self._attachments: Attachments | None = None
@@ -134,8 +118,7 @@ class TelegramChannel:
         self._webhook: WebhookServer | None = None
         self._intake: TelegramIntake | None = None
         self._poller: Poller | None = None
-        self._username = ""
-        self._bot_id = 0
+        self._reader: MessageReader | None = None
         self._connected = False
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -177,7 +160,7 @@ class TelegramChannel:
             await app.bot.shutdown()  # close the HTTP clients initialize() had opened
             raise _start_error(exc, self.config, token) from exc
         self._app = app
-        self._username, self._bot_id = app.bot.username, app.bot.id
+        self._reader = MessageReader(self._groups, app.bot.username, app.bot.id)
         self._messenger = Messenger(app.bot)
         self._attachments = Attachments(app.bot, self.config["media"])
         self._taps = TapHandler(self._messenger, self.agent, self.settings)
@@ -202,7 +185,7 @@ class TelegramChannel:
             log.info("telegram: %d approval request(s) still pending; their buttons keep working",
                      len(pending))
         self._connected = self._poller is None or self._poller.running   # a conflict may have come
-        log.info("telegram connected as @%s (%s)", self._username, tg["mode"])
+        log.info("telegram connected as @%s (%s)", app.bot.username, tg["mode"])
 
     async def _register_commands(self, app: Application) -> None:
         commands = [BotCommand(name, text[:256]) for name, text in self.agent.command_descriptions()]
@@ -294,7 +277,8 @@ class TelegramChannel:
         message = update.message
         if message is None or message.from_user is None or message.from_user.is_bot:
             return
-        incoming = self._incoming(message)
+        assert self._reader is not None
+        incoming = self._reader.incoming(message)
         if incoming is None:
             return
         assert self._messenger is not None and self._intake is not None
@@ -305,62 +289,12 @@ class TelegramChannel:
         sink = ChatSink(self._messenger, self.agent, target, self.settings)
         sink.start_typing()
         try:
-            if self._attachments is not None and _has_attachments(message):
+            if self._attachments is not None and has_attachments(message):
                 attachments = self._attachments     # fetched by the agent once it admits the sender
                 incoming = dataclasses.replace(incoming, download=lambda: attachments.parts(message))
             await self._intake.hand_over(self.agent, update, incoming, sink)
         finally:
             await sink.close()
-
-    def _incoming(self, message: Message) -> IncomingMessage | None:
-        """The agent's view of a message, or None when the bot must stay silent."""
-        user = message.from_user
-        assert user is not None
-        is_group = message.chat.type in GROUP_TYPES
-        if message.chat.type not in ("private", *GROUP_TYPES):
-            return None
-        # A caption is the text of a photo, document or voice note (their files are fetched by
-        # _on_message); a sticker arrives as empty text and the agent answers it politely.
-        text = message.text or message.caption or ""
-        if is_group:
-            if str(message.chat_id) not in self._groups:
-                return None
-            addressed = self._addressed(message, text)
-            if not addressed.yes:
-                return None
-            text = addressed.text
-        text = self._strip_command_suffix(text)
-        return IncomingMessage(sender=Sender.of("telegram", user.id), chat=str(message.chat_id), text=text,
-                               channel="telegram", message_id=str(message.message_id),
-                               is_group=is_group, display_name=user.full_name,
-                               forwarded_from=_forwarded_from(message, user.id))
-
-    def _addressed(self, message: Message, text: str) -> _Addressed:
-        entities = message.parse_entities() if message.text else message.parse_caption_entities()
-        mention_spans = []
-        for entity, value in entities.items():
-            if entity.type == MessageEntity.MENTION and value[1:].lower() == self._username.lower():
-                mention_spans.append((entity.offset, entity.length))
-            elif entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == self._bot_id:
-                mention_spans.append((entity.offset, entity.length))
-        command = text.split(maxsplit=1)[0] if text.startswith("/") else ""
-        _, _, target = command.partition("@")
-        replied = message.reply_to_message
-        to_bot = bool(replied and replied.from_user and replied.from_user.id == self._bot_id)
-        if target and target.lower() != self._username.lower():
-            return _Addressed(False, text)   # a command for another bot in the same group
-        yes = bool(mention_spans) or to_bot or bool(command)
-        return _Addressed(yes, _strip_spans(text, mention_spans) if mention_spans else text)
-
-    def _strip_command_suffix(self, text: str) -> str:
-        """"/help@this_bot args" → "/help args" (only our own name is removed)."""
-        if not text.startswith("/"):
-            return text
-        head, sep, rest = text.partition(" ")
-        name, _, target = head.partition("@")
-        if target and target.lower() == self._username.lower():
-            return f"{name}{sep}{rest}"
-        return text
 
     async def _on_tap(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         assert self._taps is not None and update.callback_query is not None
@@ -416,27 +350,6 @@ class TelegramChannel:
                 await self._messenger.bot.send_message(chat.id, line)
             except TelegramError:
                 log.warning("telegram: could not tell chat %s about the failure", chat.id, exc_info=True)
-
-
-def _forwarded_from(message: Message, user_id: int) -> str:
-    """Who wrote a forwarded message ("" when it is not one, or the sender forwarded their own)."""
-    origin = message.forward_origin
-    if origin is None:
-        return ""
-    author = getattr(origin, "sender_user", None)
-    if author is not None:
-        return "" if author.id == user_id else Sender.of("telegram", author.id)
-    hidden = getattr(origin, "sender_user_name", None)
-    if hidden:
-        return f"a Telegram user who hides their account ({hidden})"
-    chat = getattr(origin, "sender_chat", None) or getattr(origin, "chat", None)
-    if chat is not None:
-        return f"the Telegram chat {chat.title or chat.id}"
-    return "someone else"
-
-
-def _has_attachments(message: Message) -> bool:
-    return bool(message.photo or message.document or message.voice or message.audio)
 
 
 def create(config: Config, agent: AgentAPI) -> TelegramChannel:

@@ -30,6 +30,11 @@ def _mb(size: int) -> str:
     return f"{size / 1_000_000:.1f} MB"
 
 
+def has_attachments(message: Message) -> bool:
+    """Whether the message carries a file that `Attachments.parts` would fetch."""
+    return bool(message.photo or message.document or message.voice or message.audio)
+
+
 class Attachments:
     def __init__(self, bot: Bot, media: dict[str, Any]):
         self.bot = bot
