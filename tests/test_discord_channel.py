@@ -300,7 +300,7 @@ async def test_text_before_a_tool_and_the_final_answer_are_both_shown_in_order(s
 
 
 def test_the_bot_asks_discord_only_for_the_intents_it_uses():
-    from channels.discord.channel import intents
+    from channels.discord.gateway import intents
 
     wanted = intents()
     enabled = {name for name, value in wanted if value}
@@ -317,7 +317,7 @@ def test_starting_the_client_does_not_warn_about_voice_which_myclaw_never_uses()
         "from discord.voice_client import VoiceClient\n"
         "logging.basicConfig(format='%(name)s: %(message)s')\n"
         "print('would warn:', VoiceClient.warn_nacl or VoiceClient.warn_dave)\n"
-        "from channels.discord.channel import MyclawClient\n"
+        "from channels.discord.gateway import MyclawClient\n"
         "MyclawClient(None, None, intents=discord.Intents.none())\n"
         "logging.getLogger('discord.client').warning('other warnings still show')\n")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

@@ -99,7 +99,7 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=CUSTOM_
 
 
 def _desk(interaction: discord.Interaction) -> ApprovalDesk:
-    return interaction.client.approval_desk     # set by channels.discord.MyclawClient
+    return interaction.client.approval_desk     # set by channels.discord.gateway.MyclawClient
 
 
 def buttons_for(approval: ApprovalView) -> discord.ui.View:

@@ -34,7 +34,7 @@ class CommandButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLATE
         return cls(match["command"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        # set by channels.discord.channel.MyclawClient
+        # set by channels.discord.gateway.MyclawClient
         await interaction.client.myclaw.on_command_tap(interaction, self.command)
 
 

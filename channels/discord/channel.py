@@ -7,20 +7,16 @@ other guild it stays silent. Other bots are ignored. Everything channel-agnostic
 pairing, undo, stop) is the agent's: this module only translates.
 
 `create(config, agent)` returns a `DiscordChannel`; `start()` logs in, syncs the slash commands,
-connects to the gateway and returns once READY (or raises `ChannelError` with one line).
-
-Replicas split the bot by shard (`[discord] shard_count`, `shard_ids`; discord.py's
-AutoShardedClient): Discord sends each guild's events to one shard (DMs to shard 0), so each
-guild is served by the one replica holding its shard. `exclusive_locks` names one lock per shard
-served, so two replicas never serve the same shard. Approvals and sessions live in the shared
-store: a tap reaching any replica resolves the request once and continues the conversation.
+connects to the gateway and returns once READY (or raises `ChannelError` with one line). The
+client, its intents, login, readiness and the split of the bot by shard across replicas (with
+`exclusive_locks`, one lock per shard served) are gateway.py's. Approvals and sessions live in the
+shared store: a tap reaching any replica resolves the request once and continues the conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import re
 from collections.abc import Iterator
@@ -35,23 +31,22 @@ from bot.config import Config
 from bot.errors import ChannelError
 from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
 from bot.identity import Sender
-from channels.discord.approvals import (
-    ApprovalButton,
-    ApprovalDesk,
-    discord_user_id,
-    label_for,
-    outcome_text,
-)
-from channels.discord.batch import BatchButton
+from channels.discord.approvals import ApprovalDesk, discord_user_id, label_for, outcome_text
 from channels.discord.batch import redrawn as batch_redrawn
-from channels.discord.buttons import CommandButton
+from channels.discord.gateway import (
+    MyclawClient,
+    log_connection_end,
+    login,
+    new_client,
+    sync_commands,
+    wait_until_ready,
+)
 from channels.discord.intake import DiscordIntake
 from channels.discord.media import attachment_parts
 from channels.discord.sink import ChannelOutlet, DirectOutlet, InteractionOutlet, TurnSink
 
 log = logging.getLogger(__name__)
 
-READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 SLASH_COMMANDS = {   # name -> description when the agent offers none
     "whoami": "Who you are to the bot: sender id, autonomy level, tools",
@@ -69,68 +64,6 @@ def create(config: Config, agent: AgentAPI) -> DiscordChannel:
     return DiscordChannel(config, agent)
 
 
-def shards(config: Config) -> tuple[int, tuple[int, ...]]:
-    """(shards in all, the ones this process serves); (0, ()) when the bot is not sharded."""
-    section = config["discord"]
-    count = int(section["shard_count"])
-    return count, tuple(section["shard_ids"]) or tuple(range(count))
-
-
-def exclusive_locks(config: Config) -> dict[str, str]:
-    """One lock per shard this process serves ({name: why another process cannot start}),
-    keyed by a hash of the token (never the token); unsharded counts as shard 0 of 1."""
-    token = config.secret("DISCORD_BOT_TOKEN") or ""
-    digest = hashlib.sha256(token.encode()).hexdigest()
-    count, ids = shards(config)
-    count, ids = (count, ids) if count else (1, (0,))
-    return {f"discord-shard:{digest}:{count}:{i}":
-            f"another process already serves Discord shard {i} of {count} with this bot token: "
-            "give each replica its own [discord] shard_ids (the same shard_count everywhere)"
-            for i in ids}
-
-
-def intents() -> discord.Intents:
-    """Only what is used: guild metadata (roles), guild and DM messages, and their text."""
-    wanted = discord.Intents.none()
-    wanted.guilds = True
-    wanted.guild_messages = True
-    wanted.dm_messages = True
-    wanted.message_content = True     # privileged: replies to the bot that do not ping it need it
-    return wanted
-
-
-class _VoiceNotUsed(logging.Filter):
-    """discord.py warns at every start that PyNaCl and davey (voice support) are missing; myclaw
-    never joins voice, so those two lines are noise. Only they are dropped."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().endswith("is not installed, voice will NOT be supported")
-
-
-_VOICE_NOT_USED = _VoiceNotUsed()
-
-
-class MyclawClient(discord.Client):
-    """A discord.py client that forwards messages to the channel and knows the approval desk."""
-
-    def __init__(self, channel: DiscordChannel, desk: ApprovalDesk, **options: Any):
-        logging.getLogger("discord.client").addFilter(_VOICE_NOT_USED)  # once: same object
-        super().__init__(**options)
-        self.myclaw = channel
-        self.approval_desk = desk
-
-    async def setup_hook(self) -> None:
-        self.add_dynamic_items(ApprovalButton, BatchButton, CommandButton)
-
-    async def on_message(self, message: discord.Message) -> None:
-        with self.myclaw.in_flight():
-            await self.myclaw.on_message(message)
-
-
-class ShardedMyclawClient(MyclawClient, discord.AutoShardedClient):
-    """The same client over several gateway connections, one per shard this process serves."""
-
-
 class DiscordChannel:
     def __init__(self, config: Config, agent: AgentAPI):
         section = config["discord"]
@@ -138,7 +71,6 @@ class DiscordChannel:
         self.agent = agent
         self.guilds = frozenset(str(g) for g in section["guilds"])
         self.approvals_in_dm = bool(section["approvals_in_dm"])
-        self.guild_ready_timeout = float(section["guild_ready_timeout"])
         self.desk = ApprovalDesk(agent, self.approvals_in_dm)
         self.intake = DiscordIntake(agent.inbox)
         self.client: MyclawClient | None = None
@@ -167,25 +99,19 @@ class DiscordChannel:
         token = self.config.secret("DISCORD_BOT_TOKEN")
         if token is None:
             raise ChannelError("Discord: DISCORD_BOT_TOKEN is not set")
-        count, ids = shards(self.config)
-        options: dict[str, Any] = dict(intents=intents(), max_messages=None,
-                                       allowed_mentions=discord.AllowedMentions.none(),
-                                       guild_ready_timeout=self.guild_ready_timeout)
-        client = (ShardedMyclawClient(self, self.desk, shard_count=count, shard_ids=list(ids),
-                                      **options) if count
-                  else MyclawClient(self, self.desk, **options))
+        client = new_client(self, self.desk, self.config)
         self.client = client
         tree = self._command_tree(client)
         try:
             await self.desk.load_pending()
-            await _login(client, token)
-            await _sync_commands(tree)
+            await login(client, token)
+            await sync_commands(tree)
             self._connection = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
-            await self._wait_until_ready(client, self._connection)
+            await wait_until_ready(client, self._connection)
         except BaseException:
             await self.stop()
             raise
-        self._connection.add_done_callback(_log_connection_end)
+        self._connection.add_done_callback(log_connection_end)
         log.info("discord: connected as %s (%s)", client.user, client.user.id if client.user else "?")
         await self._resume(client)
 
@@ -196,18 +122,6 @@ class DiscordChannel:
             task = asyncio.create_task(run(lambda inbox_id, m=message, t=text: self._answer(m, t, inbox_id)))
             self._handlers.add(task)
             task.add_done_callback(self._handlers.discard)
-
-    async def _wait_until_ready(self, client: discord.Client, connection: asyncio.Task[None]) -> None:
-        ready = asyncio.create_task(client.wait_until_ready())
-        try:
-            done, _ = await asyncio.wait({ready, connection}, timeout=READY_TIMEOUT,
-                                         return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            ready.cancel()
-        if connection in done:
-            raise _gateway_error(connection.exception())
-        if ready not in done:
-            raise ChannelError(f"Discord: the gateway did not become ready within {READY_TIMEOUT:.0f}s")
 
     async def stop(self) -> None:
         """Let turns in progress finish (up to STOP_TIMEOUT), then disconnect."""
@@ -384,45 +298,3 @@ def _strip_mentions(content: str, bot_id: int, message: discord.Message) -> str:
 def _role_names(user: discord.abc.User) -> tuple[str, ...]:
     roles = getattr(user, "roles", None) or []
     return tuple(role.name for role in roles if not role.is_default())
-
-
-async def _login(client: discord.Client, token: str) -> None:
-    try:
-        await client.login(token)
-    except discord.LoginFailure as exc:
-        raise ChannelError("Discord rejected the bot token (DISCORD_BOT_TOKEN): 401 Unauthorized") from exc
-    except discord.HTTPException as exc:
-        raise ChannelError(_one_line(f"Discord login failed: HTTP {exc.status} {exc.text or ''}")) from exc
-    except (aiohttp.ClientError, OSError) as exc:
-        raise ChannelError(_one_line(f"Discord: cannot reach the API ({type(exc).__name__}: {exc})")) from exc
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-async def _sync_commands(tree: app_commands.CommandTree) -> None:
-    """Register the slash commands; a failure leaves them unavailable but the bot still works."""
-    try:
-        synced = await tree.sync()
-    except discord.HTTPException:
-        log.warning("discord: slash commands could not be synced", exc_info=True)
-        return
-    log.info("discord: %d slash commands synced", len(synced))
-
-
-def _gateway_error(exc: BaseException | None) -> ChannelError:
-    if isinstance(exc, discord.PrivilegedIntentsRequired):
-        return ChannelError("Discord refused the Message Content intent: enable it for the bot in the "
-                            "Developer Portal (Bot → Privileged Gateway Intents)")
-    if isinstance(exc, discord.ConnectionClosed) and exc.code == 4004:
-        return ChannelError("Discord rejected the bot token (DISCORD_BOT_TOKEN) at the gateway")
-    return ChannelError(_one_line(f"Discord: the gateway connection failed ({type(exc).__name__}: {exc})"))
-
-
-def _log_connection_end(task: asyncio.Task[None]) -> None:
-    if task.cancelled():
-        return
-    exc = task.exception()
-    if exc is not None:
-        log.error("discord: the gateway connection ended", exc_info=exc)
