@@ -6,8 +6,8 @@ bot/mcp/tools.py adapts them, named `<server>__<tool>`) and waits for the connec
 ends (the process died, the HTTP server went away) the tools are unregistered — they vanish from
 every catalog — and the server is restarted with capped exponential backoff.
 
-A stdio server's environment holds only PATH plus what its config names: none of the bot's secrets,
-not even HOME.
+How a server is reached (a child process over stdio, or HTTP) and how its death is noticed is
+bot/mcp/transport.py's; this module supervises servers and speaks the protocol over that transport.
 """
 
 from __future__ import annotations
@@ -16,16 +16,12 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
-import sys
 import time
 from typing import Any
 
 import anyio
 import httpx2
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS, stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Implementation
 from pydantic import ValidationError
@@ -48,6 +44,7 @@ from bot.mcp.tools import (
     strict_schema,
     tool_meta,
 )
+from bot.mcp.transport import open_transport
 from bot.registry import RegistrationError, Registry
 from bot.tool import CallContext, ToolExternalError, ToolNetworkError
 
@@ -70,7 +67,6 @@ __all__ = [
     "lower_snake",
     "parse_spec",
     "result_to_dict",
-    "stdio_parameters",
     "strict_schema",
     "tool_meta",
 ]
@@ -84,73 +80,6 @@ STOP_ATTEMPTS, STOP_WAIT_SECONDS = 3, 5.0  # shutdown re-cancels a task that ign
 
 class ConnectionLost(ConnectionError):
     """The server's connection ended while the bot was using it."""
-
-
-# --- transport -----------------------------------------------------------------------------
-
-
-def stdio_parameters(spec: ServerSpec, bot_env: dict[str, str]) -> StdioServerParameters:
-    """Spawn parameters whose environment is exactly PATH plus the configured `env`."""
-    path = spec.env.get("PATH") or bot_env.get("PATH") or os.defpath
-    command = shutil.which(spec.command, path=path)
-    if command is None:
-        raise ServerConfigError(f"MCP server {spec.name}: command {spec.command!r} not found on PATH")
-    child_env = {"PATH": path, **spec.env}
-    if sys.platform == "win32":
-        return StdioServerParameters(command=command, args=list(spec.args), env=child_env)
-    # The SDK merges some of the bot's own variables (HOME, USER, SHELL, ...) into every child
-    # environment; `env -u` drops those the config did not name, without putting values in argv.
-    unset = [arg for var in DEFAULT_INHERITED_ENV_VARS if var not in child_env for arg in ("-u", var)]
-    env_program = shutil.which("env", path=os.defpath) or "/usr/bin/env"
-    argv = [env_program, *unset, "--", command, *spec.args]
-    # The SDK starts the server in a session of its own, so a killed bot would leave it running:
-    # a parent-death signal (kept across the exec) makes it die with the bot instead.
-    setpriv = shutil.which("setpriv", path=os.defpath) if sys.platform.startswith("linux") else None
-    if setpriv is not None:
-        argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
-    return StdioServerParameters(command=argv[0], args=argv[1:], env=child_env)
-
-
-class _WatchedStream:
-    """The transport's read stream, reporting its end: the only sign a server died while idle."""
-
-    def __init__(self, inner: Any, lost: asyncio.Event):
-        self._inner, self._lost = inner, lost
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._lost.set()
-            raise
-
-    def __aiter__(self) -> _WatchedStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedStream:
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        await self.aclose()
-
-
-@contextlib.asynccontextmanager
-async def _watched(transport: Any, lost: asyncio.Event):
-    async with transport as (read_stream, write_stream):
-        yield _WatchedStream(read_stream, lost), write_stream
 
 
 # --- one server ----------------------------------------------------------------------------
@@ -204,7 +133,8 @@ class ServerRunner:
     async def _serve_once(self) -> None:
         self._lost = asyncio.Event()
         async with contextlib.AsyncExitStack() as stack:
-            client = Client(await self._transport(stack), read_timeout_seconds=self.spec.startup_timeout,
+            transport = await open_transport(self.spec, self.manager.bot_env, stack, self._lost)
+            client = Client(transport, read_timeout_seconds=self.spec.startup_timeout,
                             cache=None, client_info=Implementation(name="myclaw", version="1"))
             await stack.enter_async_context(client)
             remote_tools = await _list_tools(client)
@@ -218,14 +148,6 @@ class ServerRunner:
                 self._client = None
                 self.unregister_tools()  # before the state changes: "down" never lists tools
         raise ConnectionLost("the server closed the connection")
-
-    async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
-        if self.spec.transport == "stdio":
-            params = stdio_parameters(self.spec, self.manager.bot_env)
-            return _watched(stdio_client(params, errlog=sys.stderr), self._lost)
-        http = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=self.spec.headers, timeout=httpx2.Timeout(30.0, read=300.0)))
-        return _watched(streamable_http_client(self.spec.url, http_client=http), self._lost)
 
     def _register(self, remote_tools: list[Any]) -> None:
         registry = self.manager.registry
