@@ -14,7 +14,9 @@ from types import SimpleNamespace
 import pytest
 from mcp_types import Tool as RemoteTool
 
-from bot.mcp.client import MCPManager, ServerSpec, local_name, strict_schema, tool_meta
+from bot.mcp.client import MCPManager
+from bot.mcp.config import ServerSpec
+from bot.mcp.tools import local_name, strict_schema, tool_meta
 from bot.policy import Profile
 from bot.registry import Registry
 from bot.tool import NO_PREVIEW, CallContext, ToolExternalError, ToolNetworkError

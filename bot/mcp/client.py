@@ -26,50 +26,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Implementation
 from pydantic import ValidationError
 
-from bot.mcp.config import (
-    DEFAULT_CALL_TIMEOUT,
-    DEFAULT_STARTUP_TIMEOUT,
-    ServerConfigError,
-    ServerSpec,
-    lower_snake,
-    parse_spec,
-)
-from bot.mcp.tools import (
-    MAX_DESCRIPTION,
-    MAX_NAME,
-    MAX_RESULT_CHARS,
-    MCPTool,
-    local_name,
-    result_to_dict,
-    strict_schema,
-    tool_meta,
-)
+from bot.mcp.config import ServerConfigError, ServerSpec, parse_spec
+from bot.mcp.tools import MCPTool, result_to_dict, tool_meta
 from bot.mcp.transport import open_transport
 from bot.registry import RegistrationError, Registry
 from bot.tool import CallContext, ToolExternalError, ToolNetworkError
-
-# The configuration and tool-adapter names moved out of this module are still importable from it.
-__all__ = [
-    "DEFAULT_CALL_TIMEOUT",
-    "DEFAULT_STARTUP_TIMEOUT",
-    "MAX_DESCRIPTION",
-    "MAX_LIST_PAGES",
-    "MAX_NAME",
-    "MAX_RESULT_CHARS",
-    "STABLE_AFTER_SECONDS",
-    "ConnectionLost",
-    "MCPManager",
-    "MCPTool",
-    "ServerConfigError",
-    "ServerRunner",
-    "ServerSpec",
-    "local_name",
-    "lower_snake",
-    "parse_spec",
-    "result_to_dict",
-    "strict_schema",
-    "tool_meta",
-]
 
 log = logging.getLogger(__name__)
 
