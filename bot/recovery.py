@@ -24,10 +24,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bot import turns
+from bot.approval_display import requests_event
 from bot.audit import AuditEntry, write_audit
 from bot.dispatch import Turn
 from bot.errors import LLMError
-from bot.events import ApprovalNeeded, Done, ErrorEvent, Notice, Sink
+from bot.events import ApprovalView, Done, ErrorEvent, Notice, Sink
 from bot.history import error_result
 
 if TYPE_CHECKING:
@@ -239,8 +240,11 @@ class Recovery:
         if not unshown:
             return
         turn = await self.agent.stored_turn(row, sink)
-        for view in unshown:
-            await sink.emit(ApprovalNeeded(view))
+        asked_together: dict[str, list[ApprovalView]] = {}
+        for view in unshown:    # a batch is shown again as the one page it was asked as
+            asked_together.setdefault(view.batch or view.id, []).append(view)
+        for views in asked_together.values():
+            await sink.emit(requests_event(sorted(views, key=lambda v: v.position)))
         await self.agent.notify_approvers(turn, unshown)
 
     async def _settle_finished_approvals(self, row: turns.TurnRow) -> None:

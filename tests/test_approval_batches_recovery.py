@@ -4,7 +4,10 @@ order, after the restart."""
 
 from __future__ import annotations
 
-from bot.events import ApprovalBatchNeeded, CollectingSink, Done
+import asyncio
+from typing import Any
+
+from bot.events import ApprovalBatchNeeded, ApprovalNeeded, CollectingSink, Done
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.pg_support import on_both_backends
 from tests.runtime_tools import Writer
@@ -53,3 +56,39 @@ async def test_a_batch_decided_before_a_crash_runs_once_in_order_after_the_resta
     assert ["milk" in r["content"] for r in results] == [True, False]   # in the model's order
     assert not any(r.get("is_error") for r in results)
     assert len(fake_anthropic.requests) == 2
+
+
+class HangsOnTheBatch(CollectingSink):
+    """A channel that dies while sending a batch of requests (`sending` is set then)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sending = asyncio.Event()
+
+    async def emit(self, event: Any) -> None:
+        if isinstance(event, ApprovalBatchNeeded):
+            self.sending.set()
+            await asyncio.Event().wait()
+        await super().emit(event)
+
+
+async def test_a_batch_never_shown_before_the_crash_is_shown_as_one_batch_after_the_restart(
+        app_factory, fake_anthropic):
+    first = await app_factory(SENDERS)
+    first.services.registry.register(Writer(), "tests")
+    fake_anthropic.script(reply(text("Writing."), tool_use("writer", {"note": "milk"}),
+                                tool_use("writer", {"note": "eggs"})))
+    channel = HangsOnTheBatch()
+    dead = asyncio.create_task(first.agent.handle(message("write both"), channel))
+    try:
+        await channel.sending.wait()
+        app, outlets, _ = await restarted(app_factory, Writer())
+        await recover(app)
+    finally:                       # the first process "died": its turn is never finished
+        dead.cancel()
+        await asyncio.gather(dead, return_exceptions=True)
+    (shown,) = outlets.events("1", ApprovalBatchNeeded)
+    assert [v.args["note"] for v in shown.approvals] == ["milk", "eggs"]
+    assert outlets.events("1", ApprovalNeeded) == []
+    (copy,) = outlets.events("private:telegram:9", ApprovalBatchNeeded)
+    assert [v.id for v in copy.approvals] == [v.id for v in shown.approvals]
