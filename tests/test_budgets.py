@@ -14,9 +14,12 @@ from bot.spend import SpendLedger
 from bot.store import Store
 from tests.conftest import make_config
 from tests.fakes.anthropic_server import reply, text, tool_use
+from tests.pg_support import on_both_backends
 from tests.runtime_tools import Recorder
 from tests.test_runtime import say
 from tests.test_spend import Clock
+
+backend_name = on_both_backends()
 
 SENDERS = {"telegram:1": "full", "telegram:2": "full", "telegram:3": "read_only",
            "telegram:4": "full"}

@@ -9,8 +9,11 @@ import pytest
 from channels.telegram import TelegramChannel
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.fakes.telegram_server import channel_overrides
+from tests.pg_support import on_both_backends
 from tests.telegram_support import FAST
 from tests.test_telegram_approvals import ADA, data_of, has_buttons
+
+backend_name = on_both_backends()
 
 SUPERVISED = {"senders": {f"telegram:{ADA}": "supervised"}}
 

@@ -8,9 +8,12 @@ import pytest
 
 from channels.telegram import TelegramChannel
 from tests.fakes.telegram_server import channel_overrides
+from tests.pg_support import on_both_backends
 from tests.telegram_support import FAST
 from tests.test_discord_e2e import GUILD, buttons, discord_fake  # noqa: F401
 from tests.test_telegram_e2e import sent_to
+
+backend_name = on_both_backends()
 
 ADA, STRANGER = 4242, 7777
 

@@ -14,11 +14,13 @@ from bot.cli.core import usage_report
 from bot.errors import ConfigError
 from bot.prices import Price, PriceTable
 from bot.spend import Period, SpendLedger
-from bot.store import Store
 from tests.conftest import make_config
 from tests.fakes.anthropic_server import reply, text, tool_use
+from tests.pg_support import on_both_backends
 from tests.runtime_tools import Recorder
 from tests.test_runtime import say
+
+backend_name = on_both_backends()
 
 SONNET = Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30)
 
@@ -104,23 +106,22 @@ async def record(ledger: SpendLedger, sender: str, output_tokens: int) -> float:
 
 
 async def test_running_totals_are_read_once_then_kept_in_memory_and_roll_over_at_midnight(
-        tmp_path):
+        store):
     clock = Clock(datetime(2026, 12, 31, 23, 0, tzinfo=UTC))
-    async with Store(tmp_path / "db.sqlite") as store:
-        ledger = SpendLedger(store, PriceTable({"claude-sonnet-5-5": SONNET}), clock)
-        await record(ledger, "telegram:1", 100_000)          # $1.50, before any total is read
-        assert (await ledger.totals("telegram:1")).day == pytest.approx(1.5)
-        await record(ledger, "telegram:1", 100_000)          # added in memory
-        await record(ledger, "telegram:2", 100_000)
-        totals = await ledger.totals("telegram:1")
-        assert (totals.day, totals.month, totals.global_day) == pytest.approx((3.0, 3.0, 4.5))
-        async with store.transaction() as tx:  # proof the next read does not hit the store
-            await tx.execute("DELETE FROM usage")
-        assert (await ledger.totals("telegram:1")).day == pytest.approx(3.0)
-        clock.now += 3600                                     # 2027-01-01 00:00 UTC
-        await record(ledger, "telegram:1", 10_000)
-        totals = await ledger.totals("telegram:1")
-        assert (totals.day, totals.month, totals.global_day) == pytest.approx((0.15, 0.15, 0.15))
+    ledger = SpendLedger(store, PriceTable({"claude-sonnet-5-5": SONNET}), clock)
+    await record(ledger, "telegram:1", 100_000)          # $1.50, before any total is read
+    assert (await ledger.totals("telegram:1")).day == pytest.approx(1.5)
+    await record(ledger, "telegram:1", 100_000)          # added in memory
+    await record(ledger, "telegram:2", 100_000)
+    totals = await ledger.totals("telegram:1")
+    assert (totals.day, totals.month, totals.global_day) == pytest.approx((3.0, 3.0, 4.5))
+    async with store.transaction() as tx:  # proof the next read does not hit the store
+        await tx.execute("DELETE FROM usage")
+    assert (await ledger.totals("telegram:1")).day == pytest.approx(3.0)
+    clock.now += 3600                                     # 2027-01-01 00:00 UTC
+    await record(ledger, "telegram:1", 10_000)
+    totals = await ledger.totals("telegram:1")
+    assert (totals.day, totals.month, totals.global_day) == pytest.approx((0.15, 0.15, 0.15))
 
 
 def test_periods_are_utc_days_and_months_with_the_year_turning_over():
