@@ -52,6 +52,7 @@ class PromptBuilder:
             text += "\n\n" + agent["system_prompt"].strip()
         self.system = [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
         self.model = agent["model"]
+        self.small_model = agent["small_model"]
         self.max_tokens = agent["max_tokens"]
         self._tools: dict[tuple, list[dict[str, Any]]] = {}
 
@@ -69,8 +70,11 @@ class PromptBuilder:
         return marked
 
     def params(self, turn: Turn, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        # A run allowed no tools at all (a scheduled job that only writes, say a daily quote)
+        # needs no more than the small model.
+        writes_only = turn.run_allowlist is not None and not turn.run_allowlist
         params: dict[str, Any] = {
-            "model": self.model,
+            "model": self.small_model if writes_only else self.model,
             "max_tokens": self.max_tokens,
             "system": self.system,
             "messages": with_last_breakpoint(messages),

@@ -136,6 +136,22 @@ async def test_a_supervised_owners_job_runs_low_risk_tools_asks_for_medium_and_r
     assert len(results) == 3 and len(refused) == 1 and "allowlist" in str(refused[0]["content"])
 
 
+async def test_a_job_allowed_no_tools_costs_one_call_of_the_small_model(world, fake_anthropic):
+    app, clock, outlet, scheduler = world
+    await app.services.jobs.create(Job(
+        id="", owner="telegram:1", channel="telegram", chat="1", name="quote",
+        schedule=parse_at("in 1 minute", now=START, timezone="UTC"), level="full",
+        prompt="a short quote to start the day"))
+    fake_anthropic.script(text("Well begun is half done."))
+    requests = len(fake_anthropic.requests)
+    clock.now = START + 61
+    assert await tick(scheduler, app) == 1
+    (call,) = fake_anthropic.requests[requests:]
+    assert call.json["model"] == app.config["agent"]["small_model"] != app.config["agent"]["model"]
+    assert "tools" not in call.json
+    assert [d.text for d in outlet.events(Done)] == ["Well begun is half done."]
+
+
 async def test_a_job_never_runs_above_the_owners_level_now(world, fake_anthropic):
     app, clock, outlet, scheduler = world
     writer = Writer()
