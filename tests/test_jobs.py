@@ -11,6 +11,7 @@ import pytest
 
 from bot.app import App
 from bot.events import ApprovalNeeded, CollectingSink, Done, IncomingMessage, Notice
+from bot.expiry import ExpirySweeper
 from bot.job_runner import AgentJobRunner
 from bot.jobs import Job, JobError, JobLimits, Jobs
 from bot.schedule import parse_at, parse_cron
@@ -150,6 +151,30 @@ async def test_a_job_allowed_no_tools_costs_one_call_of_the_small_model(world, f
     assert call.json["model"] == app.config["agent"]["small_model"] != app.config["agent"]["model"]
     assert "tools" not in call.json
     assert [d.text for d in outlet.events(Done)] == ["Well begun is half done."]
+
+
+async def test_a_job_run_whose_approval_lapses_ends_with_a_note_to_its_owner(
+        world, fake_anthropic):
+    app, clock, outlet, scheduler = world
+    writer = Writer()
+    app.services.registry.register(writer, "tests")
+    await app.services.jobs.create(Job(
+        id="", owner="telegram:2", channel="telegram", chat="2", name="w",
+        schedule=parse_at("in 1 minute", now=START, timezone="UTC"), level="supervised",
+        prompt="write", tools=("writer",)))
+    fake_anthropic.script(reply(tool_use("writer", {"note": "n"})))
+    clock.now = START + 61
+    await tick(scheduler, app)
+    (needed,) = outlet.events(ApprovalNeeded)
+    clock.now = needed.approval.expires_at + 1
+    assert await ExpirySweeper(app.agent).sweep() == 1
+    await app.agent.queue.drain(5)
+    assert writer.executed == []
+    (note,) = [n for n in outlet.events(Notice) if n.text.startswith("⌛")]
+    assert "writer expired — nothing ran" in note.text
+    row = await app.services.store.fetchone("SELECT state FROM turns WHERE sender = ?",
+                                            ("telegram:2",))
+    assert row["state"] == "expired"
 
 
 async def test_a_job_never_runs_above_the_owners_level_now(world, fake_anthropic):
