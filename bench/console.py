@@ -66,7 +66,7 @@ async def main(args: argparse.Namespace) -> None:
         try:
             await app.start_services()
             await seed(app, args.approvals)
-            console = app.services.extras["console"]
+            console = app.console
             base = f"http://127.0.0.1:{console.port}"
             token = await console.context.auth.issue_login()
             async with aiohttp.ClientSession() as http:

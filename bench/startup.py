@@ -204,7 +204,10 @@ def commands_for(name: str, home: Path, fakes: Fakes | None, libs: tuple[str, ..
     env = child_env(home, channels)
     rest = fakes.discord_rest if fakes else ""
     gateway = fakes.discord_gateway if fakes else ""
-    app = [sys.executable, "-c", APP_BOOTSTRAP, rest, gateway, "--config", str(config), "run"]
+    # --log-level: the terminal chat keeps log lines out of the conversation unless asked for
+    # one, and the ready line is one.
+    app = [sys.executable, "-c", APP_BOOTSTRAP, rest, gateway, "--config", str(config),
+           "--log-level", "INFO", "run"]
     floor = [sys.executable, "-c", FLOOR_BOOTSTRAP, *libs]
     return [Command(name, app, env, []), Command(name, floor, env, [])]
 
