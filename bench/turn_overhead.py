@@ -19,11 +19,12 @@ from _common import NullSink, fake_anthropic, make_config, summary
 async def run(turns: int, warmup: int) -> None:
     import anthropic
 
-    from bot.app import App
+    from bot.app import App, long_lived_heap
     from bot.events import IncomingMessage
 
     with fake_anthropic(responder="tool-then-text") as base_url:
-        app = await App.open(make_config(base_url))
+        with long_lived_heap():   # as `myclaw run` starts
+            app = await App.open(make_config(base_url))
         captured: list[dict[str, Any]] = []
         original = app.services.llm.create
 

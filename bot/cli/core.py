@@ -36,11 +36,12 @@ def add_commands(subparsers: Any) -> None:
 
 
 async def cmd_run(args: argparse.Namespace, config: Config) -> int:
-    from bot.app import App, harden_process, require_api_key
+    from bot.app import App, harden_process, long_lived_heap, require_api_key
 
     require_api_key(config)
     harden_process()
-    app = await App.open(config)
+    with long_lived_heap():
+        app = await App.open(config)
     try:
         names = app.configured_channels()
         if not names:
@@ -52,11 +53,12 @@ async def cmd_run(args: argparse.Namespace, config: Config) -> int:
 
 
 async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
-    from bot.app import App, harden_process, require_api_key
+    from bot.app import App, harden_process, long_lived_heap, require_api_key
 
     require_api_key(config)
     harden_process()
-    app = await App.open(config)
+    with long_lived_heap():
+        app = await App.open(config)
     try:
         return await _terminal(app, args)
     finally:
