@@ -112,8 +112,8 @@ def _key_hash(key: str) -> int:
 def _key_locks_sql(keys: Iterable[str]) -> str:
     """The statements taking each key's lock, in one order; one round trip for all of them
     (the keys are hashed to integers here, so nothing from outside reaches the SQL text)."""
-    return "".join(f"; SELECT pg_advisory_xact_lock({KEY_LOCKS}, {key})"
-                   for key in sorted({_key_hash(k) for k in keys}))[2:]
+    return "; ".join(f"SELECT pg_advisory_xact_lock({KEY_LOCKS}, {key})"
+                     for key in sorted({_key_hash(k) for k in keys}))
 
 
 def dollar_quoted(text: str) -> str:
