@@ -141,13 +141,14 @@ def entropy_floor_ms(data: bytes, runs: int) -> float:
 
 
 async def latency(turns: int) -> None:
-    from bot.app import App
+    from bot.app import App, long_lived_heap
     from bot.events import ImagePart, IncomingMessage
 
     photos = {"camera": camera_jpeg(5_000_000), "noise": noise_jpeg(5_000_000)}
     kinds = ("text", *photos)
     with fake_anthropic() as base_url:
-        app = await App.open(make_config(base_url))
+        with long_lived_heap():   # as `myclaw run` starts
+            app = await App.open(make_config(base_url))
         walls: dict[str, list[float]] = {k: [] for k in kinds}
         cpus: dict[str, list[float]] = {k: [] for k in kinds}
         in_workers: dict[str, list[float]] = {k: [] for k in kinds}
