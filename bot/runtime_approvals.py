@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot import turns
-from bot.approval_display import requests_event
+from bot.approval_display import call_outcome, requests_event
 from bot.approval_records import Resolution
 from bot.audit import write_audit
 from bot.dispatch import Planned, Turn, error_block
@@ -144,7 +144,15 @@ class ApprovalFlow:
         return resolution
 
     async def set_approval_message_ref(self, approval_id: str, ref: str, channel: str = "") -> None:
-        await self.services.approvals.set_message_ref(approval_id, ref, channel)
+        approvals = self.services.approvals
+        await approvals.set_message_ref(approval_id, ref, channel)
+        # Answered while this copy was on its way (a tap on another copy, say the one shown
+        # before a restart): the outcome reached the copies known then, so this one shows it
+        # now instead of keeping buttons that can no longer do anything.
+        request = await approvals.get(approval_id)
+        if request is not None and request.status != "pending":
+            outcome = call_outcome(request)
+            await self.display.show_outcome(request, outcome.choice, outcome.resolver)
 
     async def pending_approvals(self, channel: str) -> list[ApprovalView]:
         return [r.view() for r in await self.services.approvals.pending(channel)]

@@ -513,3 +513,21 @@ async def test_an_approved_call_in_doubt_whose_report_was_cut_off_is_reported_on
     (notice,) = outlets.events("1", Notice)
     assert "the call to slow_writer may or may not have completed" in notice.text
     assert await turn_states(app) == ["in_doubt"]
+
+
+async def test_a_copy_of_a_request_whose_sending_ended_after_the_tap_shows_the_outcome(
+        app_factory, fake_anthropic):
+    app, _, surface = await restarted(app_factory, Writer())
+    fake_anthropic.script(tool_use("writer", {"note": "tea"}))
+    asked = CollectingSink()
+    await app.agent.handle(message("write tea"), asked)
+    (needed,) = asked.of(ApprovalNeeded)
+    await app.agent.set_approval_message_ref(needed.approval.id, "1:60", "telegram")
+    # Shown again (after a restart, say) while the user taps the first copy: the tap wins and
+    # its outcome reaches the copies known by then; the second copy is stored after that.
+    fake_anthropic.script(text("Written."))
+    assert (await app.agent.resolve_approval(needed.approval.id, "telegram:1", "deny")).ok
+    assert [e.message_ref for e in surface.edits] == ["1:60"]
+    await app.agent.set_approval_message_ref(needed.approval.id, "1:61", "telegram")
+    assert "1:61" in [e.message_ref for e in surface.edits]
+    assert {e.choice for e in surface.edits} == {"deny"}
