@@ -8,6 +8,7 @@ named on the command line.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -213,12 +214,16 @@ SCHEMA: dict[str, Any] = _obj({
         "max_share_of_model_slots": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
     }),
 })
-_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(SCHEMA)   # built on the first check, not at import
 
 
 def first_problem(raw: dict[str, Any]) -> str | None:
     """The first departure from the schema (in key order) as one line, or None when the file fits."""
-    error = next(iter(sorted(_VALIDATOR.iter_errors(raw), key=lambda e: list(e.path))), None)
+    error = next(iter(sorted(_validator().iter_errors(raw), key=lambda e: list(e.path))), None)
     return _describe(error) if error is not None else None
 
 
