@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import os
 import secrets
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,26 +33,11 @@ from tests.crash_model import EFFECTS, ScriptedModel, asks_about
 from tests.crash_store import StoreProbe
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.telegram_server import FakeTelegram
+from tests.waiting import SETTLE_TIMEOUT_S, eventually
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST_USER = 1001
 START_TIMEOUT_S = 60.0
-SETTLE_TIMEOUT_S = 45.0
-
-
-async def eventually(predicate: Callable[[], Any], what: str, timeout: float = SETTLE_TIMEOUT_S) -> Any:
-    """Poll `predicate` (sync or async) until it returns something true; fail after `timeout`."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = predicate()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"waited {timeout:.0f}s for {what}")
-        await asyncio.sleep(0.02)   # the polling interval of this helper, not a synchronisation
 
 
 @dataclass(frozen=True)

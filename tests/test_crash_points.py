@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.crash_checks import DOUBT
-from tests.crashkit import Backend, backend_of, crash_kit, eventually
+from tests.crashkit import Backend, backend_of, crash_kit
 from tests.pg_support import on_both_backends
+from tests.waiting import eventually
 
 backend_name = on_both_backends()
 

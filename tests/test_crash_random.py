@@ -14,8 +14,9 @@ import random
 
 import pytest
 
-from tests.crashkit import Backend, Kit, backend_of, crash_kit, eventually
+from tests.crashkit import Backend, Kit, backend_of, crash_kit
 from tests.pg_support import on_both_backends
+from tests.waiting import eventually
 
 backend_name = on_both_backends()
 pytestmark = pytest.mark.timeout(300)   # under a minute when idle; a loaded machine starts slower

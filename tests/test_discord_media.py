@@ -11,6 +11,7 @@ from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.stt_server import FakeSTT
 from tests.media_support import EXE, jpeg, pdf, png
+from tests.waiting import eventually
 
 ALICE = 4_200_000_000_000_001
 ALICE_DM = 6_000_000_000_000_001
@@ -139,13 +140,19 @@ async def test_a_strangers_attachment_is_never_downloaded_but_pairing_still_star
 
 async def test_an_ignored_senders_voice_message_is_never_downloaded(bot, discord_fake, fake_anthropic):
     async with FakeSTT(transcript="hello") as stt:
-        await bot(senders={f"discord:{ALICE}": "supervised", "unknown": "ignore"},
-                  media={"transcription": {"base_url": stt.base_url, "model": "whisper-1"}})
+        app = await bot(senders={f"discord:{ALICE}": "supervised", "unknown": "ignore"},
+                        media={"transcription": {"base_url": stt.base_url, "model": "whisper-1"}})
         await discord_fake.send_message(author_id=STRANGER, content="", channel_id=ALICE_DM + 5,
                                         attachments=(("voice-message.ogg", b"OggS", "audio/ogg"),))
         fake_anthropic.script(text("Hello Alice."))
-        await send(discord_fake, "hi")                 # handled after the stranger's message
+        await send(discord_fake, "hi")                 # a control: Alice is answered
         await discord_fake.wait_for_text(ALICE_DM, "Hello Alice.")
+
+        async def strangers_message_handled() -> bool:  # its conversation runs apart from Alice's
+            row = await app.services.store.fetchone(
+                "SELECT state FROM inbox WHERE conversation = ?", (f"discord:{ALICE_DM + 5}",))
+            return row is not None and row["state"] == "done"
+        await eventually(strangers_message_handled, "the stranger's message to be handled")
         assert discord_fake.cdn_downloads == [] and stt.requests == []
 
 
