@@ -5,13 +5,12 @@ order, after the restart."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from bot.events import ApprovalBatchNeeded, ApprovalNeeded, CollectingSink, Done
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.pg_support import on_both_backends
 from tests.runtime_tools import Writer
-from tests.test_turn_recovery import SENDERS, message, recover, restarted
+from tests.test_turn_recovery import SENDERS, HangsOn, message, recover, restarted
 
 backend_name = on_both_backends()
 
@@ -58,27 +57,13 @@ async def test_a_batch_decided_before_a_crash_runs_once_in_order_after_the_resta
     assert len(fake_anthropic.requests) == 2
 
 
-class HangsOnTheBatch(CollectingSink):
-    """A channel that dies while sending a batch of requests (`sending` is set then)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sending = asyncio.Event()
-
-    async def emit(self, event: Any) -> None:
-        if isinstance(event, ApprovalBatchNeeded):
-            self.sending.set()
-            await asyncio.Event().wait()
-        await super().emit(event)
-
-
 async def test_a_batch_never_shown_before_the_crash_is_shown_as_one_batch_after_the_restart(
         app_factory, fake_anthropic):
     first = await app_factory(SENDERS)
     first.services.registry.register(Writer(), "tests")
     fake_anthropic.script(reply(text("Writing."), tool_use("writer", {"note": "milk"}),
                                 tool_use("writer", {"note": "eggs"})))
-    channel = HangsOnTheBatch()
+    channel = HangsOn(ApprovalBatchNeeded)
     dead = asyncio.create_task(first.agent.handle(message("write both"), channel))
     try:
         await channel.sending.wait()

@@ -137,15 +137,16 @@ async def test_a_turn_cut_off_while_the_model_was_answering_is_answered_once_aft
     assert user_texts(fake_anthropic.last_request.json) == [["what is 2+2?"], ["thanks"]]
 
 
-class HangsOnTheAnswer(CollectingSink):
-    """A channel that dies while sending the final answer (`sending` is set then)."""
+class HangsOn(CollectingSink):
+    """A channel that dies while sending an event of `kind` (`sending` is set then)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: type, sending: asyncio.Event | None = None) -> None:
         super().__init__()
-        self.sending = asyncio.Event()
+        self.kind = kind
+        self.sending = sending or asyncio.Event()
 
     async def emit(self, event: Any) -> None:
-        if isinstance(event, Done):
+        if isinstance(event, self.kind):
             self.sending.set()
             await asyncio.Event().wait()
         await super().emit(event)
@@ -155,7 +156,7 @@ async def test_an_answer_stored_but_not_sent_before_the_crash_is_sent_after_the_
         app_factory, fake_anthropic, abandoned):
     first = await app_factory(SENDERS)
     fake_anthropic.script(text("the answer is 4"))
-    channel = HangsOnTheAnswer()
+    channel = HangsOn(Done)
     abandoned.append(asyncio.create_task(first.agent.handle(message("2+2?"), channel)))
     await channel.sending.wait()
     assert await turn_states(first) == ["answered"]
@@ -344,27 +345,13 @@ async def test_a_scheduled_run_cut_off_by_a_crash_is_not_repeated(app_factory, f
     assert await turn_states(app) == ["stopped"]
 
 
-class HangsOnTheRequest(CollectingSink):
-    """A channel that dies while sending an approval request (`sending` is set then)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sending = asyncio.Event()
-
-    async def emit(self, event: Any) -> None:
-        if isinstance(event, ApprovalNeeded):
-            self.sending.set()
-            await asyncio.Event().wait()
-        await super().emit(event)
-
-
 async def test_a_request_never_shown_before_the_crash_is_shown_after_the_restart_and_runs_once(
         app_factory, fake_anthropic, abandoned):
     first = await app_factory(SENDERS)
     writer = Writer()
     first.services.registry.register(writer, "tests")
     fake_anthropic.script(tool_use("writer", {"note": "bread"}))
-    channel = HangsOnTheRequest()
+    channel = HangsOn(ApprovalNeeded)
     abandoned.append(asyncio.create_task(first.agent.handle(message("write bread"), channel)))
     await channel.sending.wait()
 
@@ -428,22 +415,14 @@ async def test_a_call_run_after_a_restart_has_its_message_edited_before_the_conv
 
 
 class HangsOnTheNotice(Outlets):
-    """A channel that dies while sending a notice (`sending` is set then)."""
+    """A channel whose chats die while sending a notice (`sending` is set then)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.sending = asyncio.Event()
 
     def sink_for(self, chat: str, sender: str) -> CollectingSink:
-        outlet = self
-
-        class Sink(CollectingSink):
-            async def emit(self, event: Any) -> None:
-                if isinstance(event, Notice):
-                    outlet.sending.set()
-                    await asyncio.Event().wait()
-                await super().emit(event)
-        return self.sinks.setdefault(chat, Sink())
+        return self.sinks.setdefault(chat, HangsOn(Notice, self.sending))
 
 
 async def test_a_report_of_a_call_in_doubt_cut_off_by_a_second_crash_is_sent_after_the_next_start(
