@@ -117,6 +117,37 @@ async def stall_forever(body: dict[str, Any]) -> Any:
     await asyncio.Event().wait()
 
 
+async def cut_off_mid_call(app_factory, fake_anthropic, abandoned) -> SlowWriter:
+    """A process that dies while a call with side effects ("pay rent") runs, unasked."""
+    first = await app_factory(SENDERS)
+    writer = SlowWriter()
+    first.services.registry.register(writer, "tests")
+    fake_anthropic.script(tool_use("slow_writer", {"note": "pay rent"}))
+    abandoned.append(asyncio.create_task(first.agent.handle(message("note: pay rent"),
+                                                            CollectingSink())))
+    await writer.started.wait()
+    return writer
+
+
+async def cut_off_after_approval(app_factory, fake_anthropic, abandoned,
+                                 ref: str) -> tuple[SlowWriter, Any]:
+    """A process that dies while an approved call ("transfer") runs; its request was shown as
+    message `ref`. Returns the tool and the request."""
+    first = await app_factory(SENDERS)
+    writer = SlowWriter(risk="medium")
+    first.services.registry.register(writer, "tests")
+    fake_anthropic.script(tool_use("slow_writer", {"note": "transfer"}))
+    asked = CollectingSink()
+    await first.agent.handle(message("transfer it"), asked)
+    (needed,) = asked.of(ApprovalNeeded)
+    await first.agent.set_approval_message_ref(needed.approval.id, ref, "telegram")
+    won = await first.agent.resolve_approval(needed.approval.id, "telegram:1", "approve")
+    first.agent.resume_approval(won, CollectingSink())
+    await writer.started.wait()
+    abandoned.extend(first.agent.queue._background)
+    return writer, needed
+
+
 async def test_a_turn_cut_off_while_the_model_was_answering_is_answered_once_after_a_restart(
         app_factory, fake_anthropic, abandoned):
     first = await app_factory(SENDERS)
@@ -191,13 +222,7 @@ async def test_a_turn_cut_off_after_its_tool_ran_goes_on_from_the_stored_result(
 
 async def test_a_call_cut_off_mid_run_is_reported_in_doubt_to_user_model_and_owner_and_never_rerun(
         app_factory, fake_anthropic, abandoned):
-    first = await app_factory(SENDERS)
-    writer = SlowWriter()
-    first.services.registry.register(writer, "tests")
-    fake_anthropic.script(tool_use("slow_writer", {"note": "pay rent"}))
-    abandoned.append(asyncio.create_task(first.agent.handle(message("note: pay rent"),
-                                                            CollectingSink())))
-    await writer.started.wait()
+    writer = await cut_off_mid_call(app_factory, fake_anthropic, abandoned)
     requests_before = len(fake_anthropic.requests)
 
     app, outlets, _ = await restarted(app_factory, writer)
@@ -254,18 +279,7 @@ async def test_an_approved_call_that_never_ran_runs_exactly_once_after_a_restart
 
 async def test_an_approved_call_cut_off_mid_run_is_in_doubt_and_its_message_says_so(
         app_factory, fake_anthropic, abandoned):
-    first = await app_factory(SENDERS)
-    writer = SlowWriter(risk="medium")
-    first.services.registry.register(writer, "tests")
-    fake_anthropic.script(tool_use("slow_writer", {"note": "transfer"}))
-    asked = CollectingSink()
-    await first.agent.handle(message("transfer it"), asked)
-    (needed,) = asked.of(ApprovalNeeded)
-    await first.agent.set_approval_message_ref(needed.approval.id, "1:56", "telegram")
-    won = await first.agent.resolve_approval(needed.approval.id, "telegram:1", "approve")
-    first.agent.resume_approval(won, CollectingSink())
-    await writer.started.wait()
-    abandoned.extend(first.agent.queue._background)
+    writer, needed = await cut_off_after_approval(app_factory, fake_anthropic, abandoned, "1:56")
 
     app, outlets, surface = await restarted(app_factory, writer)
     await recover(app)
@@ -425,23 +439,23 @@ class HangsOnTheNotice(Outlets):
         return self.sinks.setdefault(chat, HangsOn(Notice, self.sending))
 
 
-async def test_a_report_of_a_call_in_doubt_cut_off_by_a_second_crash_is_sent_after_the_next_start(
-        app_factory, fake_anthropic, abandoned):
-    first = await app_factory(SENDERS)
-    writer = SlowWriter()
-    first.services.registry.register(writer, "tests")
-    fake_anthropic.script(tool_use("slow_writer", {"note": "pay rent"}))
-    abandoned.append(asyncio.create_task(first.agent.handle(message("note: pay rent"),
-                                                            CollectingSink())))
-    await writer.started.wait()
-
-    second = await app_factory(SENDERS)          # recovers, and dies sending the report
+async def dies_reporting(app_factory, writer: SlowWriter, abandoned) -> Any:
+    """A second process that recovers the first one's turn and dies sending the report."""
+    second = await app_factory(SENDERS)
     second.services.registry.register(writer, "tests")
     hanging = HangsOnTheNotice()
     second.services.delivery.register("telegram", hanging)
     await second.recover()
     await hanging.sending.wait()
     abandoned.extend(second.agent.queue._background)
+    return second
+
+
+async def test_a_report_of_a_call_in_doubt_cut_off_by_a_second_crash_is_sent_after_the_next_start(
+        app_factory, fake_anthropic, abandoned):
+    writer = await cut_off_mid_call(app_factory, fake_anthropic, abandoned)
+
+    second = await dies_reporting(app_factory, writer, abandoned)
     assert await turn_states(second) == ["answered"]
 
     app, outlets, _ = await restarted(app_factory, writer)
@@ -462,26 +476,9 @@ async def test_a_report_of_a_call_in_doubt_cut_off_by_a_second_crash_is_sent_aft
 
 async def test_an_approved_call_in_doubt_whose_report_was_cut_off_is_reported_on_its_message_again(
         app_factory, fake_anthropic, abandoned):
-    first = await app_factory(SENDERS)
-    writer = SlowWriter(risk="medium")
-    first.services.registry.register(writer, "tests")
-    fake_anthropic.script(tool_use("slow_writer", {"note": "transfer"}))
-    asked = CollectingSink()
-    await first.agent.handle(message("transfer it"), asked)
-    (needed,) = asked.of(ApprovalNeeded)
-    await first.agent.set_approval_message_ref(needed.approval.id, "1:58", "telegram")
-    won = await first.agent.resolve_approval(needed.approval.id, "telegram:1", "approve")
-    first.agent.resume_approval(won, CollectingSink())
-    await writer.started.wait()
-    abandoned.extend(first.agent.queue._background)
+    writer, needed = await cut_off_after_approval(app_factory, fake_anthropic, abandoned, "1:58")
 
-    second = await app_factory(SENDERS)
-    second.services.registry.register(writer, "tests")
-    hanging = HangsOnTheNotice()
-    second.services.delivery.register("telegram", hanging)
-    await second.recover()
-    await hanging.sending.wait()
-    abandoned.extend(second.agent.queue._background)
+    await dies_reporting(app_factory, writer, abandoned)
 
     app, outlets, surface = await restarted(app_factory, writer)
     await recover(app)
