@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bot.approval_records import ApprovalRequest
@@ -105,3 +105,17 @@ def batch_heading(first_number: int, calls: Sequence[CallOutcome],
     last = first_number + len(calls) - 1
     span = f" (calls {first_number}–{last} of {total})" if len(calls) < total else ""
     return pending, "Approval needed" if pending else "Approval request", span
+
+
+def previews_moved_out(calls: Sequence[ApprovalView], fits: Callable[[frozenset[str]], bool],
+                       size: Callable[[str], int] = len) -> frozenset[str] | None:
+    """The ids of a batch page's calls whose previews move out of the page (posted before it),
+    longest first, until `fits(moved_out)`; None when it does not fit even with all of them out.
+    `size` measures a preview as the channel counts its limit."""
+    moved: set[str] = set()
+    while not fits(frozenset(moved)):
+        inside = [view for view in calls if view.id not in moved]
+        if not inside:
+            return None
+        moved.add(max(inside, key=lambda view: size(view.summary or "")).id)
+    return frozenset(moved)

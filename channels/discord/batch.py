@@ -21,7 +21,7 @@ from typing import Any
 
 import discord
 
-from bot.approval_display import batch_heading
+from bot.approval_display import batch_heading, previews_moved_out
 from bot.approval_records import ID_PATTERN, SUPERSEDED
 from bot.events import ApprovalResolved, ApprovalView, CallOutcome
 from bot.tool import NO_PREVIEW
@@ -69,20 +69,20 @@ class BatchButton(discord.ui.DynamicItem[discord.ui.Button], template=BATCH_TEMP
 
 def pages(views: Sequence[ApprovalView]) -> list[Page]:
     """The batch cut into pages; in each, the longest previews move out until the page fits."""
-    out: list[Page] = []
-    for start in range(0, len(views), CALLS_PER_PAGE):
-        calls = tuple(views[start:start + CALLS_PER_PAGE])
-        outside: set[str] = set()
-        pending = [CallOutcome(view, "") for view in calls]
-        budget = MESSAGE_LIMIT - OUTCOME_CHARS * len(calls)
-        while len(page_text(Page(calls, start + 1, frozenset(outside)), pending,
-                            len(views))) > budget:
-            inside = [v for v in calls if v.id not in outside]
-            if not inside:   # cannot happen with 4 calls: headers alone are far below the limit
-                break
-            outside.add(max(inside, key=lambda v: len(v.summary or "")).id)
-        out.append(Page(calls, start + 1, frozenset(outside)))
-    return out
+    return [_page(views, start) for start in range(0, len(views), CALLS_PER_PAGE)]
+
+
+def _page(views: Sequence[ApprovalView], start: int) -> Page:
+    calls = tuple(views[start:start + CALLS_PER_PAGE])
+    pending = [CallOutcome(view, "") for view in calls]
+    budget = MESSAGE_LIMIT - OUTCOME_CHARS * len(calls)
+
+    def fits(outside: frozenset[str]) -> bool:
+        return len(page_text(Page(calls, start + 1, outside), pending, len(views))) <= budget
+    outside = previews_moved_out(calls, fits)
+    if outside is None:   # cannot happen with 4 calls: headers alone are far below the limit
+        outside = frozenset(view.id for view in calls)
+    return Page(calls, start + 1, outside)
 
 
 def continuation_texts(page: Page) -> list[str]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.approval_display import batch_heading
+from bot.approval_display import batch_heading, previews_moved_out
 from bot.approval_records import ANSWER_LABELS, ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
 from bot.events import ApprovalResolved, ApprovalView, CallOutcome
 from channels.telegram.approvals import ICON, RISK_ICON, callback_data, clock
@@ -60,22 +60,21 @@ def belongs_to_batch(markup: InlineKeyboardMarkup | None, batch: str) -> bool:
 
 def pages(views: Sequence[ApprovalView]) -> list[Page]:
     """The batch cut into pages; in each, the longest previews move out until the page fits."""
-    out: list[Page] = []
-    for start in range(0, len(views), CALLS_PER_PAGE):
-        calls = tuple(views[start:start + CALLS_PER_PAGE])
-        outside: set[str] = set()
-        pending = [CallOutcome(view, "") for view in calls]
-        budget = MESSAGE_LIMIT - OUTCOME_UNITS * len(calls)
-        page = Page(calls, start + 1, frozenset())
-        while utf16_len(page_part(page, pending, len(views)).html) > budget:
-            inside = [v for v in calls if v.id not in outside]
-            if not inside:   # eight long "Always" scopes: the buttons still name them
-                page = Page(calls, start + 1, frozenset(outside), explain_always=False)
-                break
-            outside.add(max(inside, key=lambda v: utf16_len(v.summary or "")).id)
-            page = Page(calls, start + 1, frozenset(outside))
-        out.append(page)
-    return out
+    return [_page(views, start) for start in range(0, len(views), CALLS_PER_PAGE)]
+
+
+def _page(views: Sequence[ApprovalView], start: int) -> Page:
+    calls = tuple(views[start:start + CALLS_PER_PAGE])
+    pending = [CallOutcome(view, "") for view in calls]
+    budget = MESSAGE_LIMIT - OUTCOME_UNITS * len(calls)
+
+    def fits(outside: frozenset[str]) -> bool:
+        page = Page(calls, start + 1, outside)
+        return utf16_len(page_part(page, pending, len(views)).html) <= budget
+    outside = previews_moved_out(calls, fits, utf16_len)
+    if outside is None:   # eight long "Always" scopes: the buttons still name them
+        return Page(calls, start + 1, frozenset(view.id for view in calls), explain_always=False)
+    return Page(calls, start + 1, outside)
 
 
 def page_of(views: Sequence[ApprovalView], approval_id: str) -> Page | None:
