@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from PIL import Image
 
-from bot.media.attachments import expand, placeholder, recent_hashes, reference
+from bot.media.attachments import expand, holds_reference, placeholder, recent_hashes, reference
 from bot.media.documents import prepare_document
 from bot.media.images import fitted, prepare_image
 from bot.media.inbox import Inbox, shown_name, write_new_file
@@ -147,6 +147,19 @@ def test_an_attachment_becomes_a_placeholder_after_keep_turns_user_turns():
     assert hidden[0]["content"][0] == {"type": "text", "text":
                                        "[photo 1280×960 sent 2026-12-01 10:32 UTC, saved as inbox/p.jpg]"}
     assert placeholder(ref) in hidden[0]["content"][0]["text"]
+
+
+def test_a_reference_is_found_anywhere_in_a_long_history_and_only_where_it_is():
+    chatter = [m for i in range(200) for m in (_turn({"type": "text", "text": f"hi {i}"}), _answer())]
+    tool_round = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x",
+                                                     "input": {"type": "attachment"}}]},
+                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                                "content": "attachment"}]},
+                  {"role": "user", "content": "a plain string"}]
+    assert not holds_reference(chatter + tool_round)
+    ref = reference("image", "h1", "image/jpeg", sent_at=0)
+    assert holds_reference([_turn(ref), *chatter, *tool_round])
+    assert holds_reference([*chatter, _turn(ref)])
 
 
 def test_expansion_is_deterministic_and_leaves_earlier_messages_untouched():

@@ -61,6 +61,19 @@ def is_reference(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == ATTACHMENT
 
 
+def holds_reference(messages: list[Message]) -> bool:
+    """Whether any message has an attachment reference: asked before every model call, over the
+    whole history, so written as one plain loop (a generator of `is_reference` calls per block
+    cost 0.1-0.5 ms a call on long histories)."""
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == ATTACHMENT:
+                    return True
+    return False
+
+
 def _when(sent_at: float) -> str:
     return datetime.fromtimestamp(sent_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
 

@@ -26,6 +26,7 @@ from bot.media.attachments import (
     TEXT_CHARS_PER_TOKEN,
     AttachmentStore,
     expand,
+    holds_reference,
     is_reference,
     recent_hashes,
     reference,
@@ -179,7 +180,7 @@ class MediaIntake:
         """References → image/document blocks (recent) or placeholders (older); see attachments.py."""
         keep = self.limits.keep_images_turns
         wanted = recent_hashes(messages, keep, self.max_attachment_tokens)
-        if not wanted and not any(is_reference(b) for m in messages for b in _blocks(m)):
+        if not wanted and not holds_reference(messages):
             return messages
         return expand(messages, keep, await self.attachments.load(wanted))
 
@@ -208,11 +209,6 @@ def _spill(data: bytes) -> str:
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
     return path
-
-
-def _blocks(message: Block) -> list[Any]:
-    content = message.get("content")
-    return content if isinstance(content, list) else []
 
 
 def _name(part: Part) -> str:
