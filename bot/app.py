@@ -108,7 +108,7 @@ class App:
         from bot.jobs import JobLimits, Jobs
         from bot.llm import LLMClient
         from bot.prices import PriceTable
-        from bot.ratelimit import MessageRateLimiter
+        from bot.ratelimit import rate_limiter
         from bot.receipts import Receipts, receipt_key
         from bot.senders import Senders
         from bot.spend import SpendLedger
@@ -124,7 +124,7 @@ class App:
         services = Services(
             config=config, store=store, registry=build_registry(config),
             llm=LLMClient(config, budgets=budgets), spend=spend, budgets=budgets,
-            rate_limits=MessageRateLimiter.from_config(config),
+            rate_limits=rate_limiter(config, store),
             approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
                                 approvers=approvers(config), clock=clock,
                                 grants=Grants(store, approvals_cfg["grant_ttl_seconds"], clock)),

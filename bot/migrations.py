@@ -315,4 +315,17 @@ ALTER TABLE approvals ADD COLUMN batch TEXT;
 ALTER TABLE approvals ADD COLUMN batch_position INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX approvals_by_batch ON approvals(batch, status);
 """),
+    (14, "rate-limit buckets and once-only notices shared by every process on the store", """
+CREATE TABLE rate_buckets (
+    sender TEXT PRIMARY KEY,
+    tokens REAL NOT NULL,
+    updated REAL NOT NULL,
+    noticed INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE notices_sent (
+    key TEXT PRIMARY KEY,
+    sent_at REAL NOT NULL
+);
+CREATE INDEX notices_sent_by_time ON notices_sent(sent_at);
+"""),
 ]

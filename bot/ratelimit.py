@@ -7,6 +7,11 @@ the burst ends once the bucket has filled up again (the sender kept within the r
 while), so a sender hovering at the limit is not told again with every other message.
 Terminal senders (`cli:*`) are the operator and are not limited; unknown senders never get here
 (pairing has its own limits). The clock is injectable so tests drive time by hand.
+
+Where the buckets live follows the store: an SQLite store serves one process, which keeps them
+in memory (`MessageRateLimiter`); replicas sharing a PostgreSQL store keep them in the store
+(`StoredRateLimiter`), so a sender whose messages land on several replicas is still held to one
+rate and told once. Both take the same step (`take`).
 """
 
 from __future__ import annotations
@@ -15,12 +20,18 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-MAX_TRACKED = 10_000  # buckets kept; past it, full ones (same as a fresh one) are dropped
+MAX_TRACKED = 10_000  # buckets kept in memory; past it, full ones (same as a fresh one) are dropped
+TOPIC = "rate"
+_READ_SQL = "SELECT tokens, updated, noticed FROM rate_buckets WHERE sender = ?"
+_WRITE_SQL = ("INSERT INTO rate_buckets(sender, tokens, updated, noticed) VALUES (?, ?, ?, ?)"
+              " ON CONFLICT(sender) DO UPDATE SET tokens = excluded.tokens,"
+              " updated = excluded.updated, noticed = excluded.noticed")
 
 
-@dataclass
-class _Bucket:
+@dataclass(frozen=True)
+class Bucket:
     tokens: float
     updated: float
     noticed: bool = False  # the current burst was already told
@@ -32,47 +43,45 @@ class RateDecision:
     notice: str | None = None  # said once per burst when not allowed
 
 
+def take(bucket: Bucket | None, now: float, per_minute: int) -> tuple[Bucket, RateDecision]:
+    """One message against `bucket` (None: the sender's first, a full bucket): the bucket after
+    it and whether the message may go through. Time running backwards refills nothing."""
+    if bucket is None:
+        bucket = Bucket(float(per_minute), now)
+    elapsed = max(0.0, now - bucket.updated)
+    tokens = min(float(per_minute), bucket.tokens + elapsed * per_minute / 60)
+    noticed = bucket.noticed and tokens < per_minute   # a full minute's calm ends the burst
+    if tokens >= 1:
+        return Bucket(tokens - 1, now, noticed), RateDecision(True)
+    if noticed:
+        return Bucket(tokens, now, True), RateDecision(False)
+    wait = math.ceil((1 - tokens) * 60 / per_minute)
+    return Bucket(tokens, now, True), RateDecision(False, (
+        f"You are sending messages faster than I can take them (at most {per_minute} "
+        f"a minute). I skipped that message; please wait about {wait} s and send it again. "
+        "Until you slow down, further messages are skipped without another notice."))
+
+
+def _exempt(per_minute: int, sender: str) -> bool:
+    return per_minute <= 0 or sender.startswith("cli:")
+
+
 class MessageRateLimiter:
+    """The buckets of one process, in memory."""
+
     def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic):
         self.per_minute = per_minute
         self.clock = clock
-        self._buckets: dict[str, _Bucket] = {}
+        self._buckets: dict[str, Bucket] = {}
 
-    @classmethod
-    def from_config(cls, config: object,
-                    clock: Callable[[], float] = time.monotonic) -> MessageRateLimiter:
-        return cls(int(config["rate_limits"]["messages_per_minute"]), clock)  # type: ignore[index]
-
-    def admit(self, sender: str) -> RateDecision:
-        if self.per_minute <= 0 or sender.startswith("cli:"):
+    async def admit(self, sender: str) -> RateDecision:
+        if _exempt(self.per_minute, sender):
             return RateDecision(True)
         now = self.clock()
-        bucket = self._bucket(sender, now)
-        if bucket.tokens >= self.per_minute:
-            bucket.noticed = False  # a full minute's calm ends the burst
-        if bucket.tokens >= 1:
-            bucket.tokens -= 1
-            return RateDecision(True)
-        if bucket.noticed:
-            return RateDecision(False)
-        bucket.noticed = True
-        wait = math.ceil((1 - bucket.tokens) * 60 / self.per_minute)
-        return RateDecision(False, (
-            f"You are sending messages faster than I can take them (at most {self.per_minute} "
-            f"a minute). I skipped that message; please wait about {wait} s and send it again. "
-            "Until you slow down, further messages are skipped without another notice."))
-
-    def _bucket(self, sender: str, now: float) -> _Bucket:
-        bucket = self._buckets.get(sender)
-        if bucket is None:
-            if len(self._buckets) >= MAX_TRACKED:
-                self._drop_full(now)
-            bucket = self._buckets[sender] = _Bucket(float(self.per_minute), now)
-            return bucket
-        elapsed = max(0.0, now - bucket.updated)
-        bucket.tokens = min(float(self.per_minute), bucket.tokens + elapsed * self.per_minute / 60)
-        bucket.updated = now
-        return bucket
+        if sender not in self._buckets and len(self._buckets) >= MAX_TRACKED:
+            self._drop_full(now)
+        self._buckets[sender], decision = take(self._buckets.get(sender), now, self.per_minute)
+        return decision
 
     def _drop_full(self, now: float) -> None:
         rate = self.per_minute / 60
@@ -80,3 +89,33 @@ class MessageRateLimiter:
                 if b.tokens + (now - b.updated) * rate >= self.per_minute]
         for sender in full or list(self._buckets)[: len(self._buckets) // 2]:
             del self._buckets[sender]
+
+
+class StoredRateLimiter:
+    """The buckets in the store, one row per sender, shared by every process serving from it.
+    The clock is wall time (the processes share it; a monotonic clock is per machine)."""
+
+    def __init__(self, store: Any, per_minute: int, clock: Callable[[], float] = time.time):
+        self.store = store
+        self.per_minute = per_minute
+        self.clock = clock
+
+    async def admit(self, sender: str) -> RateDecision:
+        if _exempt(self.per_minute, sender):
+            return RateDecision(True)
+        # The sender's key lock orders two processes taking from the same bucket at once.
+        async with self.store.transaction(serial=False, lock=[f"{TOPIC}\x1f{sender}"]) as tx:
+            row = await tx.fetchone(_READ_SQL, (sender,))
+            stored = None if row is None else Bucket(
+                float(row["tokens"]), float(row["updated"]), bool(row["noticed"]))
+            bucket, decision = take(stored, self.clock(), self.per_minute)
+            await tx.execute(_WRITE_SQL, (sender, bucket.tokens, bucket.updated, int(bucket.noticed)))
+        return decision
+
+
+def rate_limiter(config: Any, store: Any) -> MessageRateLimiter | StoredRateLimiter:
+    """The limiter `[rate_limits]` asks for, kept where the store's other processes see it."""
+    per_minute = int(config["rate_limits"]["messages_per_minute"])
+    if store.dialect == "sqlite":
+        return MessageRateLimiter(per_minute)
+    return StoredRateLimiter(store, per_minute)

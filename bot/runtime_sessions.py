@@ -129,7 +129,7 @@ class SessionControl:
         limiter = self.services.rate_limits
         if limiter is None:
             return True
-        decision = limiter.admit(message.sender)
+        decision = await limiter.admit(message.sender)
         if decision.notice:
             await sink.emit(Notice(decision.notice))
         return decision.allowed

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from bot.inbox import Inbox
     from bot.jobs import Jobs
     from bot.llm import LLMClient
-    from bot.ratelimit import MessageRateLimiter
+    from bot.ratelimit import MessageRateLimiter, StoredRateLimiter
     from bot.receipts import Receipts
     from bot.registry import Registry
     from bot.senders import Senders
@@ -51,6 +51,7 @@ class Services:
     delivery: Delivery | None = None   # sinks for chats nobody is typing in
     spend: SpendLedger | None = None        # every model call's cost, running totals
     budgets: Budgets | None = None          # spend limits checked before a model call
-    rate_limits: MessageRateLimiter | None = None  # messages per minute per sender
+    # messages per minute per sender (in the store when other processes share it)
+    rate_limits: MessageRateLimiter | StoredRateLimiter | None = None
     network: Network = field(default_factory=Network)
     inbox: Inbox | None = None              # incoming updates, stored before they are acknowledged

@@ -67,6 +67,6 @@ async def test_commands_still_work_while_a_sender_is_rate_limited(app_factory, f
     assert "Sender: telegram:1" in whoami.of(Notice)[0].text
 
 
-def test_the_terminal_operator_is_not_rate_limited():
+async def test_the_terminal_operator_is_not_rate_limited():
     limiter = MessageRateLimiter(1, clock=lambda: 0.0)
-    assert all(limiter.admit("cli:local").allowed for _ in range(50))
+    assert all([(await limiter.admit("cli:local")).allowed for _ in range(50)])
