@@ -20,13 +20,13 @@ from datetime import UTC, datetime
 
 from bot.audit import AuditEntry, write_audit
 from bot.errors import LLMError
+from bot.notices import OnceNotices
 from bot.spend import Period, SpendLedger, Totals
 
 log = logging.getLogger(__name__)
 
 WARN_AT = 0.8
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
-MAX_WARNED = 100_000  # warnings remembered per period; a full set is simply cleared
 
 
 class BudgetExceeded(LLMError):
@@ -73,8 +73,8 @@ class Budgets:
         self._sender_monthly = float(budgets["sender_monthly"])
         self._global_daily = float(budgets["global_daily"])
         self._levels = {level: float(v) for level, v in budgets["levels"].items()}
-        self._warned: set[tuple[str, str, str]] = set()
-        self._refusals: set[tuple[str, str, str]] = set()
+        # Said once per sender, limit and period, whichever process or run gets there first.
+        self._once = OnceNotices(ledger.store, ledger.clock)
 
     @property
     def configured(self) -> bool:
@@ -129,12 +129,9 @@ class Budgets:
         for measure in self.measures(totals, self.limits(sender, level), period):
             if not measure.limit or not WARN_AT * measure.limit <= measure.spent:
                 continue
-            key = (sender, measure.kind, measure.period_key)
-            if key in self._warned:
+            if not await self._once.first(_key("budget-warning", sender, measure.kind,
+                                               measure.period_key)):
                 continue
-            if len(self._warned) >= MAX_WARNED:
-                self._warned.clear()
-            self._warned.add(key)
             if measure.spent < measure.limit:
                 return self._warning_text(measure, period)
         return None
@@ -169,17 +166,18 @@ class Budgets:
     async def _report_refusal(self, sender: str, admission: Admission) -> bool:
         """Audit the first refusal per sender, limit and day; True when this was the first."""
         message = admission.message
-        key = (sender, admission.limit, self.ledger.period().day)
-        if key in self._refusals:
-            return False
-        if len(self._refusals) >= MAX_WARNED:
-            self._refusals.clear()
-        self._refusals.add(key)
-        log.warning("budget: refused a model call for %s: %s", sender, message)
-        async with self.ledger.store.transaction() as tx:
+        key = _key("budget-refusal", sender, admission.limit, self.ledger.period().day)
+        async with self.ledger.store.transaction(serial=False) as tx:
+            if not await self._once.claim(tx, key):
+                return False
             await write_audit(tx, AuditEntry(sender=sender, decision="budget",
                                              outcome="refused", detail=message[:500]))
+        log.warning("budget: refused a model call for %s: %s", sender, message)
         return True
+
+
+def _key(*parts: str) -> str:
+    return "\x1f".join(parts)
 
 
 def _third_person(refusal: str) -> str:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.budgets import Budgets, until
+from bot.budgets import BudgetExceeded, Budgets, until
 from bot.events import CollectingSink, Done, ErrorEvent, Notice
 from bot.prices import PriceTable
 from bot.spend import SpendLedger
@@ -170,6 +170,42 @@ async def test_the_80_percent_notice_comes_again_in_the_next_period(tmp_path):
         assert "90%" in await budgets.warning("telegram:1", "full")
     finally:
         await store.close()
+
+
+def budgets_on(store, tmp_path, moment: datetime, **limits) -> tuple[Budgets, SpendLedger]:
+    """Budgets of one process (or one run of it) on `store`."""
+    config = make_config(tmp_path, {"budgets": {"sender_daily": 0, "global_daily": 0, **limits}})
+    ledger = SpendLedger(store, PriceTable.from_config(config), Clock(moment))
+    return Budgets(config, ledger), ledger
+
+
+async def test_the_80_percent_notice_is_said_once_whichever_process_or_run_comes_first(
+        store, store_backend, tmp_path):
+    moment = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    budgets, ledger = budgets_on(store, tmp_path, moment, sender_daily=1.0)
+    await spend(ledger, "telegram:1", 0.85)
+    async with store_backend.open() as other_store:
+        elsewhere, _ = budgets_on(other_store, tmp_path, moment, sender_daily=1.0)
+        restarted, _ = budgets_on(store, tmp_path, moment, sender_daily=1.0)
+        said = [await b.warning("telegram:1", "full") for b in (elsewhere, budgets, restarted)]
+    assert "85% of your model budget for today" in said[0] and said[1:] == [None, None]
+
+
+async def test_a_budget_refusal_is_audited_and_announced_once_across_processes(
+        store, store_backend, tmp_path):
+    moment = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    budgets, ledger = budgets_on(store, tmp_path, moment, sender_daily=1.0)
+    await spend(ledger, "telegram:1", 1.2)
+    notes = []
+    async with store_backend.open() as other_store:
+        elsewhere, _ = budgets_on(other_store, tmp_path, moment, sender_daily=1.0)
+        for process in (budgets, elsewhere, budgets):
+            with pytest.raises(BudgetExceeded) as refused:
+                await process.admit("telegram:1", "full")
+            notes.append(refused.value.approver_note)
+    assert notes[0].startswith("Budget: telegram:1 was refused") and notes[1:] == ["", ""]
+    audited = await store.fetchall("SELECT detail FROM audit WHERE decision = 'budget'")
+    assert len(audited) == 1 and audited[0]["detail"].startswith("You have used today's")
 
 
 @pytest.mark.parametrize(("seconds", "text_"), [(59, "in 1 min"), (3 * 3600 + 20 * 60, "in 3 h 20 min"),
