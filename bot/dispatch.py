@@ -88,6 +88,9 @@ class Turn:
     # wrote them, and other people's are shown to the model as data (bot.members).
     shared: bool = False
     turn_id: str | None = None   # the turn's row in the store (bot.turns), when it has one
+    # Whether the history may hold an attachment reference, which each model call then expands
+    # (False only when known: a cached history without one and a message without media).
+    attachments: bool = True
 
     def take_records(self) -> list[Record]:
         """The rows left by the calls so far; the turn keeps none of them."""

@@ -7,6 +7,10 @@ shape (two user messages in a row, tool calls followed by something other than t
 drops the session too: the next read loads it from the store, where it is repaired in full.
 Bounded by the total size of the cached histories, least recently used first out.
 
+Each entry also knows whether its history holds an attachment reference (a photo or document
+the model is shown or told about): a cached history is asked that before every model call, so
+it is worked out once when the history is cached and then only for the messages appended.
+
 Another process sharing a PostgreSQL store may write a session too: its notification `forget`s
 the session here. `generation` counts those, so a fill that read the store while one arrived
 is not kept (it may hold what was there before the other write).
@@ -18,13 +22,16 @@ import json
 from collections import OrderedDict
 from typing import Any
 
+from bot.media.attachments import holds_reference
+
 Messages = list[dict[str, Any]]
 
 
 class HistoryCache:
     def __init__(self, max_chars: int = 32_000_000):
         self.max_chars = max_chars
-        self._entries: OrderedDict[str, tuple[Messages, int]] = OrderedDict()
+        # session id -> (its messages, their stored size, whether any is an attachment reference)
+        self._entries: OrderedDict[str, tuple[Messages, int, bool]] = OrderedDict()
         self._chars = 0
         self.generation = 0
 
@@ -38,6 +45,11 @@ class HistoryCache:
             return list(entry[0]), entry[1]
         return None
 
+    def holds_attachments(self, session_id: str) -> bool | None:
+        """Whether the cached history has an attachment reference (None: not cached)."""
+        entry = self._entries.get(session_id)
+        return None if entry is None else entry[2]
+
     def put(self, session_id: str, messages: Messages, size: int,
             generation: int | None = None) -> None:
         """Cache a history read from the store; not kept when another process wrote since
@@ -45,13 +57,13 @@ class HistoryCache:
         self.drop(session_id)
         if generation is not None and generation != self.generation:
             return
-        self._entries[session_id] = (list(messages), size)
+        self._entries[session_id] = (list(messages), size, holds_reference(messages))
         self._chars += size
         self._evict()
 
     def _evict(self) -> None:
         while self._chars > self.max_chars and len(self._entries) > 1:
-            _, (_, dropped) = self._entries.popitem(last=False)
+            _, (_, dropped, _) = self._entries.popitem(last=False)
             self._chars -= dropped
 
     def extend(self, session_id: str, new: Messages, added_chars: int | None = None) -> None:
@@ -65,9 +77,10 @@ class HistoryCache:
             return
         if added_chars is None:
             added_chars = sum(len(json.dumps(m["content"], ensure_ascii=False)) for m in new)
-        messages, size = entry
+        messages, size, attachments = entry
         messages.extend(new)  # in place: the cache owns this list (get() hands out copies)
-        self._entries[session_id] = (messages, size + added_chars)
+        self._entries[session_id] = (messages, size + added_chars,
+                                     attachments or holds_reference(new))
         self._entries.move_to_end(session_id)
         self._chars += added_chars
         self._evict()

@@ -99,6 +99,11 @@ class Journal:
         self.cache.put(session_id, stored, size, generation)
         return stored, size, False
 
+    def holds_attachments(self, session_id: str) -> bool:
+        """Whether the session's history may hold an attachment reference (True unless its
+        cached copy is known to have none)."""
+        return self.cache.holds_attachments(session_id) is not False
+
     async def stored(self, session_id: str) -> tuple[Messages, int]:
         """The history as the store has it, and the length of its stored JSON (a cheap size
         for the token budget)."""

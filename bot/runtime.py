@@ -146,6 +146,7 @@ class Agent(SessionControl, ApprovalFlow):
                                 run_allowlist)
         turn.turn_id = turns.new_turn_id()
         stored, size, cached = await self.journal.history(session_id)
+        turn.attachments = bool(message.parts) or self.journal.holds_attachments(session_id)
         waiting = _open_tool_uses(stored)
         if waiting and turn.shared and await self._held_by_another(turn):
             return
@@ -288,7 +289,9 @@ class Agent(SessionControl, ApprovalFlow):
         if turn.shared:  # other people's words go as data from them, and taint the turn
             messages, others = members.for_member(messages, turn.sender)
             turn.tainted = turn.tainted or others
-        params = self.prompt.params(turn, await self.media.expand(messages))
+        if turn.attachments:
+            messages = await self.media.expand(messages)
+        params = self.prompt.params(turn, messages)
 
         async def on_text(delta: str) -> None:
             await turn.sink.emit(TextDelta(delta))

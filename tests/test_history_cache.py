@@ -62,3 +62,19 @@ def test_tool_calls_followed_by_anything_but_all_their_results_drop_the_session(
     cache.put("half", [msg("a"), calls], 10)
     cache.extend("half", [results("t1")], 5)
     assert cache.get("half") is None
+
+
+def test_the_cache_knows_whether_a_history_holds_an_attachment_from_what_was_put_and_appended():
+    photo = {"role": "user", "content": [{"type": "attachment", "kind": "image", "hash": "h"}]}
+    cache = HistoryCache()
+    assert cache.holds_attachments("s") is None
+    cache.put("s", [msg("a"), reply("b")], 10)
+    assert cache.holds_attachments("s") is False
+    cache.extend("s", [msg("c")])
+    assert cache.holds_attachments("s") is False
+    cache.extend("s", [reply("d"), photo])
+    assert cache.holds_attachments("s") is True
+    cache.extend("s", [reply("e")])
+    assert cache.holds_attachments("s") is True
+    cache.put("loaded", [photo, reply("f")], 10)
+    assert cache.holds_attachments("loaded") is True
