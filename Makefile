@@ -109,6 +109,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/cache.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/console.py
+	$(BIN)/python bench/budgets.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
