@@ -18,7 +18,6 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot import commands, history, members, turns
@@ -131,16 +130,9 @@ class Agent(SessionControl, ApprovalFlow):
             if started is not None:  # delivered again: the turn it started goes on, not anew
                 await self.recovery.take_over(started, sink)
                 return
-        if message.forwarded_from and message.text.strip():
-            message = dataclasses.replace(message, text=members.forwarded(
-                message.text, message.forwarded_from, time.time()))
-        content = [{"type": "text", "text": message.text}]
-        if message.parts:   # photos, documents, voice: checked here, inside the session's order
-            content = await self.media.user_content(message, sink)
-            if not content:
-                return      # every part was refused and there was no text: the sender was told
-        if self.shared_sessions:
-            content = members.said_by(content, message.sender, message.display_name, time.time())
+        content = await self._content(message, sink)
+        if content is None:
+            return      # every part was refused and there was no text: the sender was told
         session_id = session_id or await self.session_id(message)
         turn = await self._turn(session_id, message.sender, message.chat, autonomy, sink,
                                 run_allowlist)
@@ -176,6 +168,20 @@ class Agent(SessionControl, ApprovalFlow):
             # where it is repaired in full.
             messages = history.repair(messages)
         await self._loop(turn, messages)
+
+    async def _content(self, message: IncomingMessage, sink: Sink) -> list[dict[str, Any]] | None:
+        """The content blocks of the user's message; None when nothing of it is left."""
+        if message.forwarded_from and message.text.strip():
+            message = dataclasses.replace(message, text=members.forwarded(
+                message.text, message.forwarded_from, time.time()))
+        content = [{"type": "text", "text": message.text}]
+        if message.parts:   # photos, documents, voice: checked here, inside the session's order
+            content = await self.media.user_content(message, sink)
+            if not content:
+                return None
+        if self.shared_sessions:
+            content = members.said_by(content, message.sender, message.display_name, time.time())
+        return content
 
     async def _held_by_another(self, turn: Turn) -> bool:
         """In a shared conversation, someone else's request waiting for an answer holds it: a
@@ -384,20 +390,6 @@ class Agent(SessionControl, ApprovalFlow):
         stored, size = await self.journal.stored(turn.session_id)
         await self._loop(turn, await self._prepared(turn, stored, size))
 
-    async def run_answered(self, request: ApprovalRequest, sink: Sink,
-                           on_ran: Callable[[bool | None], Awaitable[None]]) -> None:
-        """An answered request whose call nobody ran (or refused) yet: run it (the args hash
-        and the policy checked again, started at most once), tell `on_ran` how it ended, and
-        continue its conversation, as after the tap. A call of a batch runs with its batch,
-        once every call of it is decided (its first answered call takes the batch up)."""
-        if request.batch is None:
-            await self._resume(request, request.resolved_by or "", sink, on_ran)
-            return
-        members = await self.services.approvals.batch_members(request.batch)
-        answered = [m for m in members if m.status in ("approved", "denied")]
-        if answered and answered[0].id == request.id and \
-                not any(m.status == "pending" for m in members):
-            await self._resume_batch(request.batch, sink)
 
 def _open_tool_uses(messages: list[dict[str, Any]]) -> bool:
     """Does the history end with tool calls that have no result yet?"""

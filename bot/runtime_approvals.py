@@ -11,7 +11,7 @@ from typing import Any
 
 from bot import turns
 from bot.approval_display import call_outcome, requests_event
-from bot.approval_records import Resolution
+from bot.approval_records import ApprovalRequest, Resolution
 from bot.audit import write_audit
 from bot.dispatch import Planned, Turn, error_block
 from bot.events import (
@@ -159,6 +159,21 @@ class ApprovalFlow:
 
 
     # --- approvals resumed ---------------------------------------------------------------
+
+    async def run_answered(self, request: ApprovalRequest, sink: Sink,
+                           on_ran: Callable[[bool | None], Awaitable[None]]) -> None:
+        """An answered request whose call nobody ran (or refused) yet: run it (the args hash
+        and the policy checked again, started at most once), tell `on_ran` how it ended, and
+        continue its conversation, as after the tap. A call of a batch runs with its batch,
+        once every call of it is decided (its first answered call takes the batch up)."""
+        if request.batch is None:
+            await self._resume(request, request.resolved_by or "", sink, on_ran)
+            return
+        members = await self.services.approvals.batch_members(request.batch)
+        answered = [m for m in members if m.status in ("approved", "denied")]
+        if answered and answered[0].id == request.id and \
+                not any(m.status == "pending" for m in members):
+            await self._resume_batch(request.batch, sink)
 
     async def _resume(self, request: Any, resolver: str, sink: Sink,
                       on_ran: Callable[[bool | None], Awaitable[None]] | None = None) -> None:
