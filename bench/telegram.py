@@ -157,6 +157,17 @@ class Bot:
             return None
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def rss_mib(self) -> float | None:
+        """The child's resident memory now (VmRSS), None if unknown."""
+        try:
+            with open(f"/proc/{self.process.pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) / 1024
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+
     def log_tail(self, lines: int = 15) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -300,6 +311,9 @@ class ChatsRun:
 class Results:
     latency: dict[str, list[LatencyRun]] = field(default_factory=lambda: {b: [] for b in BOTS})
     chats: dict[str, list[ChatsRun]] = field(default_factory=lambda: {b: [] for b in BOTS})
+    # Resident memory of each bot once polling (idle) and after the latency runs.
+    idle_rss: dict[str, float | None] = field(default_factory=dict)
+    used_rss: dict[str, float | None] = field(default_factory=dict)
 
 
 async def one_message(bot: Bot, user: int, text: str, timeout: float) -> Exchange:
@@ -373,6 +387,7 @@ async def latency_phase(args: argparse.Namespace, tmp: Path, results: Results) -
                 running_bot("floor", anthropic_url, tmp / "lat-floor", senders, None,
                             args.start_timeout) as floor:
             bots = {"myclaw": mine, "floor": floor}
+            results.idle_rss = {name: bot.rss_mib() for name, bot in bots.items()}
             for bot in bots.values():
                 for i in range(args.warmup):
                     await one_message(bot, LATENCY_USER, f"warm up {i}", args.answer_timeout)
@@ -387,6 +402,7 @@ async def latency_phase(args: argparse.Namespace, tmp: Path, results: Results) -
                           f"{result.last_tenth_p50:5.2f} ms; "
                           f"{result.calls_per_message:.1f} Bot API calls/message, bot CPU "
                           f"{_fmt(result.cpu_ms_per_message, 'ms')}/message)", flush=True)
+            results.used_rss = {name: bot.rss_mib() for name, bot in bots.items()}
             await add_model_call_times(anthropic_url, [r for name in BOTS
                                                        for r in results.latency[name]])
 
@@ -497,6 +513,11 @@ def report(args: argparse.Namespace, results: Results) -> bool:
         rows.append(("bot CPU per message", _fmt(cpu["myclaw"], "ms"), _fmt(cpu["floor"], "ms"),
                      f"{cpu['myclaw'] / cpu['floor']:.2f}x" if cpu["myclaw"] and cpu["floor"]
                      else "n/a", "", ""))
+        for label, rss in (("RSS, idle once polling", results.idle_rss),
+                           ("RSS, after the latency runs", results.used_rss)):
+            mine, floor = rss.get("myclaw"), rss.get("floor")
+            rows.append((label, _fmt(mine, "MiB"), _fmt(floor, "MiB"),
+                         f"{mine / floor:.2f}x" if mine and floor else "n/a", "", ""))
         calls = {b: _median([r.calls_per_message for r in lat[b]]) for b in BOTS}
         rows.append(("Bot API calls/msg", _fmt(calls["myclaw"], ""), _fmt(calls["floor"], ""),
                      "", "", ""))
