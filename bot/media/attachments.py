@@ -62,9 +62,9 @@ def is_reference(block: Any) -> bool:
 
 
 def holds_reference(messages: list[Message]) -> bool:
-    """Whether any message has an attachment reference: asked before every model call, over the
-    whole history, so written as one plain loop (a generator of `is_reference` calls per block
-    cost 0.1-0.5 ms a call on long histories)."""
+    """Whether any message has an attachment reference. Asked of whole histories (when one is
+    cached, and before a model call whose history may hold one), so written as one plain loop:
+    a generator of `is_reference` calls per block cost 0.1-0.5 ms on long histories."""
     for message in messages:
         content = message.get("content")
         if isinstance(content, list):
