@@ -273,3 +273,23 @@ def test_every_page_of_a_large_batch_fits_telegram_before_and_after_its_calls_ar
         keyboard = page_keyboard(page, pending, True).inline_keyboard
         assert all(len(b.callback_data.encode()) <= 64 for row in keyboard for b in row)
         assert max(len(row) for row in keyboard) <= 3
+
+
+def test_a_page_whose_always_scopes_cannot_all_be_explained_still_fits_and_keeps_its_buttons():
+    from bot.events import ApprovalView, CallOutcome
+    from channels.telegram.batch import continuation_parts, page_keyboard, page_part, pages
+    from channels.telegram.rendering import utf16_len
+
+    scope = "`x`" * 200 + " in this chat"    # eight of these explained do not fit 4096
+    views = [ApprovalView(id=f"{n:016d}", tool="shell_run", risk="medium", summary=f"Run {n}",
+                          sender="telegram:4242", chat="4242", channel="telegram", args={},
+                          expires_at=0.0, always=scope, batch="B" * 16, position=n)
+             for n in range(8)]
+    (page,) = pages(views)
+    assert not page.explain_always and page.outside == {v.id for v in views}
+    pending = [CallOutcome(v, "") for v in views]
+    text = page_part(page, pending, len(views)).html
+    assert utf16_len(text) <= 4096 and "would allow" not in text
+    assert all(f"Run {n}" in part.plain for n, part in enumerate(continuation_parts(page)))
+    labels = [b.text for row in page_keyboard(page, pending, True).inline_keyboard for b in row]
+    assert sum(label.startswith("Always") for label in labels) == len(views)
