@@ -81,7 +81,17 @@ async def test_doctor_only_looks_at_an_unmigrated_database_and_migrate_applies_e
     assert line(lines, "store").startswith("ok   store: postgresql://postgres@127.0.0.1")
     assert line(lines, "store writable").startswith("ok")
     assert line(lines, "store clock").startswith("ok   store clock: this machine is 0.0")
+    assert line(lines, "replica name").startswith("warn replica name: none set")
     assert not [text for text in lines if text.startswith("FAIL")]
+
+
+async def test_doctor_is_content_with_a_replica_that_has_a_stable_name(tmp_path, pg_schema):
+    config = make_config(tmp_path, {"inbox": {"replica": "replica-a"}},
+                         env={**ENV, "MYCLAW_DATABASE_URL": pg_schema.store_url})
+    checks = {c.name: c for c in await store_checks(config)}
+    assert checks["replica name"].status == "ok" and "'replica-a'" in checks["replica name"].detail
+    sqlite = {c.name for c in await store_checks(make_config(tmp_path / "lite", env=ENV))}
+    assert "replica name" not in sqlite   # one process per SQLite store: nothing to name
 
 
 @pytest.mark.parametrize(("offset", "status"), [(5.0, "warn"), (-120.0, "FAIL")])

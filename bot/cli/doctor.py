@@ -132,6 +132,8 @@ async def store_checks(config: Config, clock: Callable[[], float] = time.time) -
                   else Check("FAIL", "store writable", writable))
     if skew is not None:
         checks.append(_skew_check(skew))
+    if url:
+        checks.append(_replica_name_check(config))
     return checks
 
 
@@ -166,6 +168,19 @@ def _skew_check(skew: float) -> Check:
     if abs(skew) > CLOCK_SKEW_WARN_S:
         return Check("warn", "store clock", f"{detail}: synchronise the clocks (NTP)")
     return Check("ok", "store clock", detail)
+
+
+def _replica_name_check(config: Config) -> Check:
+    # A process takes up the unfinished turns of earlier runs of its own name at start-up; the
+    # default name on PostgreSQL (host:pid) is new at every start.
+    named = config.env.get("MYCLAW_REPLICA") or config["inbox"]["replica"]
+    if named:
+        return Check("ok", "replica name", f"{named!r}: after a restart its unfinished turns "
+                     "are taken up at once")
+    return Check("warn", "replica name", "none set ([inbox] replica or MYCLAW_REPLICA): after a "
+                 "restart, this replica's unfinished turns wait for their inbox lease "
+                 f"({config['inbox']['lease_seconds']} s) and a call approved but not started "
+                 "is not run; give each replica a stable name of its own")
 
 
 def secret_checks(config: Config) -> list[Check]:
