@@ -6,16 +6,10 @@ import asyncio
 
 from bot.notices import KEEP_S, OnceNotices
 from tests.pg_support import on_both_backends
+from tests.test_jobs import Clock
 
 backend_name = on_both_backends()
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def test_of_many_processes_claiming_a_notice_at_once_exactly_one_says_it(store, store_backend):

@@ -7,16 +7,10 @@ import asyncio
 
 from bot.ratelimit import MessageRateLimiter, StoredRateLimiter, rate_limiter
 from tests.pg_support import on_both_backends
+from tests.test_jobs import Clock
 
 backend_name = on_both_backends()
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def test_messages_spread_over_two_processes_are_held_to_one_rate_with_one_notice(
