@@ -36,7 +36,7 @@ def fake_anthropic(delay: float = 0.0, responder: str = "echo") -> Iterator[str]
 
 def make_config(base_url: str, overrides: dict[str, Any] | None = None,
                 env: dict[str, str] | None = None) -> Any:
-    from bot import config as config_mod
+    from bot.config import settings as config_mod
 
     tmp = Path(tempfile.mkdtemp(prefix="myclaw-bench-"))
     raw: dict[str, Any] = {"agent": {"workspace": str(tmp / "ws"), "llm_max_retries": 0,

@@ -1,5 +1,5 @@
 """The replica figures of bench/replicas.py: real `myclaw run` processes in webhook mode on one
-PostgreSQL schema (tests/replica_support.py starts them), a fake Telegram in this process and
+PostgreSQL schema (tests/support/replica_support.py starts them), a fake Telegram in this process and
 the fake Anthropic in its own. Updates are posted straight to the replicas' webhook ports,
 alternately, as a load balancer would; an answer is the bot's message reading "ok: <text>" (the
 fake model echoes).
@@ -20,8 +20,8 @@ from typing import Any
 from _common import fake_anthropic, percentile
 
 from tests.fakes.telegram_server import FakeTelegram
-from tests.pg_support import PgTestSchema
-from tests.replica_support import (
+from tests.support.pg_support import PgTestSchema
+from tests.support.replica_support import (
     Poster,
     cpu_seconds,
     private_text,

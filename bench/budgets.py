@@ -49,9 +49,9 @@ async def fill(store: Any, senders: int, rows: int) -> None:
 
 async def budget_checks(store: Any, config: Any, senders: int) -> tuple[list[float], list[float]]:
     """(first look per sender, later checks), in ms."""
-    from bot.budgets import Budgets
-    from bot.prices import PriceTable
-    from bot.spend import SpendLedger
+    from bot.money.budgets import Budgets
+    from bot.money.prices import PriceTable
+    from bot.money.spend import SpendLedger
 
     budgets = Budgets(config, SpendLedger(store, PriceTable.from_config(config)))
     first, later = [], []
@@ -74,7 +74,7 @@ async def rate_checks(limiter: Any, count: int = 2000) -> list[float]:
 
 
 async def store_parts(label: str, store: Any, config: Any, args: argparse.Namespace) -> None:
-    from bot.ratelimit import StoredRateLimiter
+    from bot.access.ratelimit import StoredRateLimiter
 
     began = time.perf_counter()
     await fill(store, args.senders, args.rows)
@@ -89,8 +89,8 @@ async def store_parts(label: str, store: Any, config: Any, args: argparse.Namesp
 
 
 async def sqlite_parts(args: argparse.Namespace) -> None:
-    from bot.ratelimit import MessageRateLimiter
-    from bot.store import Store
+    from bot.access.ratelimit import MessageRateLimiter
+    from bot.store.sqlite import Store
 
     config = make_config("http://127.0.0.1:9")
     async with Store(config.store_path) as store:
@@ -103,7 +103,7 @@ async def postgres_parts(args: argparse.Namespace) -> None:
     try:
         import asyncpg
 
-        from bot.store_pg import PostgresStore
+        from bot.store.postgres import PostgresStore
         conn = await asyncpg.connect(args.postgres, timeout=3)
     except Exception as exc:   # any failure to connect means: skip, and say why
         print(f"PostgreSQL: skipped ({type(exc).__name__}: no server at --postgres)")
@@ -122,7 +122,7 @@ async def turns(args: argparse.Namespace) -> None:
     """Both apps open at once, taking turns message by message: drift of the machine's speed
     falls on both alike."""
     from bot.app import App, long_lived_heap
-    from bot.events import IncomingMessage
+    from bot.core.events import IncomingMessage
 
     settings = {
         "on": {"budgets": {"sender_daily": 1000.0, "sender_monthly": 10000.0,

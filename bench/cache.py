@@ -17,7 +17,7 @@ from _common import NullSink, make_config
 
 async def run(turns: int) -> None:
     from bot.app import App
-    from bot.events import IncomingMessage
+    from bot.core.events import IncomingMessage
     from tests.fakes.anthropic_server import FakeAnthropic, tool_then_text_responder
 
     async with FakeAnthropic() as fake:

@@ -20,7 +20,7 @@ class Answers:
         self.texts: list[str] = []
 
     async def emit(self, event: object) -> None:
-        from bot.events import Done
+        from bot.core.events import Done
 
         if isinstance(event, Done):
             self.texts.append(event.text)
@@ -28,7 +28,7 @@ class Answers:
 
 async def run(sessions: int, delay: float) -> None:
     from bot.app import App
-    from bot.events import IncomingMessage
+    from bot.core.events import IncomingMessage
 
     with fake_anthropic(delay=delay) as base_url:
         app = await App.open(make_config(base_url, {"senders": {"unknown": "supervised"}}))
@@ -68,7 +68,7 @@ async def raw_sdk_floor(base_url: str, sessions: int, build_params) -> float:
     the anthropic SDK alone (same aiohttp transport, a request the size of ours)."""
     import anthropic
 
-    from bot.dispatch import Turn
+    from bot.runtime.dispatch import Turn
 
     client = anthropic.AsyncAnthropic(api_key="bench-key", base_url=base_url, max_retries=0,
                                       http_client=anthropic.DefaultAioHttpClient())

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bot import config as config_mod  # noqa: E402
 from bot.app import App  # noqa: E402
-from bot.audit import AuditEntry, write_audit  # noqa: E402
+from bot.approvals.audit import AuditEntry, write_audit  # noqa: E402
 
 PAGES = ("/", "/audit", "/usage", "/health")
 

@@ -22,7 +22,7 @@ async def scenario(base_url: str, *, slots: int, share: float, flood_chats: int,
                    spread: float) -> list[float]:
     """The normal senders' answer times (s) with `flood_chats` chats of one sender flooding."""
     from bot.app import App
-    from bot.events import IncomingMessage
+    from bot.core.events import IncomingMessage
 
     app = await App.open(make_config(base_url, {
         "agent": {"max_concurrent_llm_calls": slots},

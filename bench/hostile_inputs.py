@@ -3,7 +3,7 @@
     .venv/bin/python bench/hostile_inputs.py [--small 10000] [--large 80000]
 
 For every renderer (Telegram, Discord, HTML reduction, log redaction): the slowest family of
-tests/looplag.py at each size, in CPU milliseconds, and the largest growth ratio (linear ≈ 8).
+tests/support/looplag.py at each size, in CPU milliseconds, and the largest growth ratio (linear ≈ 8).
 Then the fs_write preview of a repetitive 40 KB file: wall time, and the longest the event loop
 was blocked meanwhile.
 """
@@ -26,10 +26,10 @@ sys.path = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HE
 
 
 def renderer_rows(small: int, large: int) -> None:
-    from bot.logs import Redactor
+    from bot.core.logs import Redactor
     from channels.discord.rendering import split_message as discord_split
     from channels.telegram.rendering import split_message as telegram_split
-    from tests.looplag import _best_time, hostile_inputs
+    from tests.support.looplag import _best_time, hostile_inputs
     from tools._html import reduce_html
 
     redactor = Redactor(["a-configured-secret-value"])
@@ -50,10 +50,10 @@ def renderer_rows(small: int, large: int) -> None:
 
 
 async def preview_row() -> None:
-    from bot.config import from_dict
-    from bot.services import Services
-    from bot.tool import CallContext
-    from tests.looplag import LoopWatch, _tick
+    from bot.config.settings import from_dict
+    from bot.core.tool import CallContext
+    from bot.toolbox.services import Services
+    from tests.support.looplag import LoopWatch, _tick
     from tools import fs_write
 
     tmp = Path(tempfile.mkdtemp(prefix="myclaw-bench-"))

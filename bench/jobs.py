@@ -20,7 +20,7 @@ START = 1_796_126_400.0
 
 
 async def fill(path_config, count: int, due: int) -> None:
-    from bot.store import Store
+    from bot.store.sqlite import Store
 
     async with Store(path_config.store_path) as store:
         async with store.transaction() as tx:
@@ -37,8 +37,8 @@ async def fill(path_config, count: int, due: int) -> None:
 
 
 async def lookup(config, rounds: int) -> list[float]:
-    from bot.jobs import Jobs
-    from bot.store import Store
+    from bot.jobs.jobs import Jobs
+    from bot.store.sqlite import Store
 
     times = []
     async with Store(config.store_path) as store:

@@ -7,7 +7,7 @@ Latency: whole turns through the real App against the fake Anthropic in its own 
 delay), each in a fresh conversation, for a camera-like 12-megapixel photo and for a
 random-noise photo of the same weight (fewer pixels, but the costliest to decode per byte).
 "Our CPU" is the CPU time of this process (all its threads) plus that of its worker processes
-(bot.offload's pool, where the scaling runs) — our own time, without the fake's. Targets: photo
+(bot.toolbox.offload's pool, where the scaling runs) — our own time, without the fake's. Targets: photo
 minus text under 50 ms of our own time (p50); peak memory for a 20 MB photo under +100 MiB
 (measured in a fresh process as the rise of the peak RSS of it and of its workers while the
 photo goes from bytes to stored reference and prompt block). Also printed, for comparison:
@@ -142,7 +142,7 @@ def entropy_floor_ms(data: bytes, runs: int) -> float:
 
 async def latency(turns: int) -> None:
     from bot.app import App, long_lived_heap
-    from bot.events import ImagePart, IncomingMessage
+    from bot.core.events import ImagePart, IncomingMessage
 
     photos = {"camera": camera_jpeg(5_000_000), "noise": noise_jpeg(5_000_000)}
     kinds = ("text", *photos)
@@ -212,7 +212,7 @@ def reset_peak(pid: int | str = "self") -> None:
 def memory_probe(path: str) -> None:
     """Run in a fresh process: the peak RSS rise, here and in the workers, while a 20 MB photo
     becomes a stored reference and then a prompt block."""
-    from bot import config as config_mod
+    from bot.config import settings as config_mod
 
     tmp = Path(tempfile.mkdtemp(prefix="myclaw-bench-media-"))
     config = config_mod.from_dict({"agent": {"workspace": str(tmp / "ws")},
@@ -224,12 +224,12 @@ def memory_probe(path: str) -> None:
 async def _probe(config: object, data: bytes) -> None:
     import PIL.Image  # imported before the baseline: code, not processing
 
-    from bot import offload
-    from bot.events import CollectingSink, ImagePart, IncomingMessage
+    from bot.core.events import CollectingSink, ImagePart, IncomingMessage
     from bot.media.intake import MediaIntake
-    from bot.registry import Registry
-    from bot.services import Services
-    from bot.store import Store
+    from bot.store.sqlite import Store
+    from bot.toolbox import offload
+    from bot.toolbox.registry import Registry
+    from bot.toolbox.services import Services
 
     async with Store(config.store_path) as store:
         intake = MediaIntake(Services(config=config, store=store, registry=Registry()))

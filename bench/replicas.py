@@ -33,7 +33,7 @@ DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 async def turns_ms(config, turns: int, warmup: int) -> list[float]:
     from bot.app import App
-    from bot.events import IncomingMessage
+    from bot.core.events import IncomingMessage
 
     app = await App.open(config)
     samples: list[float] = []

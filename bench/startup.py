@@ -1,6 +1,6 @@
 """Start-up time and idle memory of `myclaw run`, next to the floor.
 
-For each configuration, `myclaw run` is started as a child process (the same `bot.cli.main` the
+For each configuration, `myclaw run` is started as a child process (the same `bot.ops.cli.main` the
 console script calls) with a temporary config and environment, and timed from just before the
 spawn to its log line "myclaw ready". Idle RSS is VmRSS from /proc/<pid>/status after a settle
 period. The floor is a Python process that only imports the libraries that configuration needs
@@ -52,7 +52,7 @@ if rest:
     import discord.gateway, discord.http, yarl
     discord.http.Route.BASE = rest
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway)
-from bot.cli import main
+from bot.ops.cli import main
 sys.exit(main(sys.argv[3:]))
 """
 FLOOR_BOOTSTRAP = f"""\

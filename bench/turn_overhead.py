@@ -20,7 +20,7 @@ async def run(turns: int, warmup: int) -> None:
     import anthropic
 
     from bot.app import App, long_lived_heap
-    from bot.events import IncomingMessage
+    from bot.core.events import IncomingMessage
 
     with fake_anthropic(responder="tool-then-text") as base_url:
         with long_lived_heap():   # as `myclaw run` starts
@@ -34,7 +34,7 @@ async def run(turns: int, warmup: int) -> None:
             return await original(**params)
 
         app.services.llm.create = capturing
-        # The same client configuration as bot.llm (SDK with its aiohttp transport).
+        # The same client configuration as bot.llm.client (SDK with its aiohttp transport).
         raw = anthropic.AsyncAnthropic(api_key="bench-key", base_url=base_url, max_retries=0,
                                        http_client=anthropic.DefaultAioHttpClient())
         ours: list[float] = []
@@ -48,7 +48,7 @@ async def run(turns: int, warmup: int) -> None:
             elapsed = (time.perf_counter() - started) * 1000
             assert len(captured) == 2, f"expected two model calls, got {len(captured)}"
             started = time.perf_counter()
-            for params in captured:  # the same streaming calls bot.llm makes
+            for params in captured:  # the same streaming calls bot.llm.client makes
                 stream = await raw.messages.create(stream=True, **params)
                 async with stream:
                     async for _event in stream:

@@ -25,20 +25,20 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot import offload
-from bot.config import SECRET_ENV_VARS, Config
-from bot.errors import ChannelError, ConfigError
-from bot.events import ApprovalSurface
-from bot.expiry import ExpirySweeper
-from bot.hooks import run_session_hooks
-from bot.policy import Profile
-from bot.registry import Registry
-from bot.services import Services
-from bot.store_factory import make_store
+from bot.approvals.expiry import ExpirySweeper
+from bot.config.settings import SECRET_ENV_VARS, Config
+from bot.core.errors import ChannelError, ConfigError
+from bot.core.events import ApprovalSurface
+from bot.core.policy import Profile
+from bot.store.factory import make_store
+from bot.toolbox import offload
+from bot.toolbox.hooks import run_session_hooks
+from bot.toolbox.registry import Registry
+from bot.toolbox.services import Services
 
 if TYPE_CHECKING:
-    from bot.console.server import ConsoleServer
-    from bot.custom_tools import LoadReport
+    from bot.ops.console.server import ConsoleServer
+    from bot.toolbox.custom_tools import LoadReport
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def build_tools(config: Config, cwd: Path | str | None = None) -> tuple[Registry
 
     Custom modules are looked up relative to `cwd` (default: the process's working directory).
     """
-    from bot.custom_tools import load_custom_tools
+    from bot.toolbox.custom_tools import load_custom_tools
 
     registry = Registry(Profile.from_config(config.profile()))
     registry.discover(BUILTIN_TOOLS_PACKAGE, config)
@@ -70,7 +70,7 @@ def build_registry(config: Config, cwd: Path | str | None = None) -> Registry:
 def approvers(config: Config) -> list[str]:
     """Who may answer anyone's approval requests: the configured approvers, and the operator's
     web console when it is enabled (its sessions need a login link only the operator can make)."""
-    from bot.console.auth import OPERATOR
+    from bot.ops.console.auth import OPERATOR
 
     names = list(config["approvals"]["approvers"])
     if config["console"]["enabled"]:
@@ -86,7 +86,7 @@ class Stoppable(Protocol):
 
 class App:
     def __init__(self, config: Config, services: Services):
-        from bot.runtime import Agent
+        from bot.runtime.agent import Agent
 
         self.config = config
         self.services = services
@@ -100,20 +100,20 @@ class App:
 
     @classmethod
     async def open(cls, config: Config, clock: Callable[[], float] = time.time) -> App:
-        from bot.approvals import Approvals
-        from bot.budgets import Budgets
-        from bot.delivery import Delivery
-        from bot.grants import Grants
-        from bot.inbox import Inbox, InboxSettings, replica_name
-        from bot.jobs import JobLimits, Jobs
-        from bot.llm import LLMClient
-        from bot.prices import PriceTable
-        from bot.ratelimit import rate_limiter
-        from bot.receipts import Receipts, receipt_key
-        from bot.senders import Senders
-        from bot.spend import SpendLedger
-        from bot.undo import UndoLog
-        from bot.workspace_scope import require_dedicated_workspace
+        from bot.access.ratelimit import rate_limiter
+        from bot.access.senders import Senders
+        from bot.access.workspace_scope import require_dedicated_workspace
+        from bot.approvals.grants import Grants
+        from bot.approvals.receipts import Receipts, receipt_key
+        from bot.approvals.service import Approvals
+        from bot.approvals.undo import UndoLog
+        from bot.conversation.delivery import Delivery
+        from bot.conversation.inbox import Inbox, InboxSettings, replica_name
+        from bot.jobs.jobs import JobLimits, Jobs
+        from bot.llm.client import LLMClient
+        from bot.money.budgets import Budgets
+        from bot.money.prices import PriceTable
+        from bot.money.spend import SpendLedger
 
         require_dedicated_workspace(config)
         config.workspace.mkdir(parents=True, exist_ok=True)
@@ -141,7 +141,7 @@ class App:
 
     def system_context(self) -> Any:
         """The call context for process-level hooks (not tied to any sender's session)."""
-        from bot.tool import CallContext
+        from bot.core.tool import CallContext
 
         return CallContext(sender="cli:local", session_id="", channel="cli",
                            workspace=self.config.workspace, services=self.services)
@@ -161,7 +161,7 @@ class App:
 
     async def recover(self) -> int:
         """Take up the turns a previous process of this replica left unfinished (see
-        bot.recovery), now: the channels must already be registered for delivery."""
+        bot.runtime.recovery), now: the channels must already be registered for delivery."""
         ready = asyncio.Event()
         ready.set()
         return await self.agent.recovery.queue(ready)
@@ -202,27 +202,27 @@ class App:
     async def start_services(self) -> None:
         """The long-lived parts besides channels: MCP servers, the /healthz endpoint."""
         if self.config["mcp"]["servers"]:
-            from bot.mcp.client import MCPManager
+            from bot.toolbox.mcp.client import MCPManager
 
             manager = MCPManager(self.config, self.services.registry)
             await manager.start()
             self._extras.append(manager)
         if self.config["health"]["enabled"]:
-            from bot.health import HealthServer
+            from bot.ops.health import HealthServer
 
             health = HealthServer(self.config, self.services.store, self.channels)
             await health.start()
             self._extras.append(health)
         if self.config["console"]["enabled"]:
-            from bot.console import build
+            from bot.ops.console import build
 
             console = build(self.config, self.services, self.agent, self.channels)
             await console.start()
             self.console = console
             self._extras.append(console)
         if self.config["jobs"]["enabled"]:
-            from bot.job_runner import AgentJobRunner
-            from bot.scheduler import Scheduler
+            from bot.jobs.runner import AgentJobRunner
+            from bot.jobs.scheduler import Scheduler
 
             runner = AgentJobRunner(self.agent, self.services.delivery, self.services.senders)
             scheduler = Scheduler(self.services.jobs, runner, self.services.jobs.clock,

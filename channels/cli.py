@@ -22,7 +22,7 @@ import threading
 from pathlib import Path, PurePath
 from typing import Any, TextIO
 
-from bot.events import (
+from bot.core.events import (
     AgentAPI,
     ApprovalBatchNeeded,
     ApprovalNeeded,
@@ -41,7 +41,7 @@ from bot.events import (
     ToolProgress,
     ToolStarted,
 )
-from bot.identity import Sender
+from bot.core.identity import Sender
 
 # Terminal control characters in what the model, a tool or a web page wrote (ESC sequences can
 # erase or rewrite lines, retitle the window or set the clipboard) are shown, never obeyed: an

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from bot import config as config_mod
-from bot import logs
-from bot.policy import Profile
-from bot.registry import Registry
-from bot.services import Services
-from bot.store import Store
-from bot.tool import CallContext
-from tests.pg_support import (
+from bot.config import settings as config_mod
+from bot.core import logs
+from bot.core.policy import Profile
+from bot.core.tool import CallContext
+from bot.store.sqlite import Store
+from bot.toolbox.registry import Registry
+from bot.toolbox.services import Services
+from tests.support.pg_support import (
     Backend,
     PgTestSchema,
     database_url_for_tests,
@@ -76,7 +76,7 @@ def config(tmp_path: Path) -> config_mod.Config:
 @pytest.fixture(scope="session")
 def pg_schema():
     """This run's PostgreSQL schema (created and migrated once, dropped at the end); skips, or
-    under CI=true fails, when no server is reachable (see tests/pg_support.py)."""
+    under CI=true fails, when no server is reachable (see tests/support/pg_support.py)."""
     url = database_url_for_tests()
     require_postgres(unreachable_reason(url), os.environ)
     schema = PgTestSchema(url)

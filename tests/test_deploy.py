@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from bot import config as config_mod
-from bot.config_schema import SCHEMA
-from bot.security_audit import audit
+from bot.config import settings as config_mod
+from bot.config.schema import SCHEMA
+from bot.ops.security_audit import audit
 
 ROOT = Path(__file__).parent.parent
 DEPLOY = ROOT / "deploy"
@@ -225,9 +225,9 @@ def test_the_copied_files_are_enough_to_build_the_package(dockerfile, tmp_path):
     assert "cannot be found" not in result.stderr, result.stderr  # e.g. the readme
     assert "deprecated" not in result.stderr, result.stderr  # e.g. a licence table, not SPDX
     (info,) = egg.glob("*.egg-info")
-    assert "myclaw = bot.cli:main" in (info / "entry_points.txt").read_text()
+    assert "myclaw = bot.ops.cli:main" in (info / "entry_points.txt").read_text()
     assert set((info / "top_level.txt").read_text().split()) >= {"bot", "channels", "tools"}
-    assert "bot/cli/main.py" in (info / "SOURCES.txt").read_text()
+    assert "bot/ops/cli/main.py" in (info / "SOURCES.txt").read_text()
     # The image's `pip install .`, offline: installed into a directory of its own (the
     # dependencies are this test run's), then the installed copy answers `myclaw --help`.
     target = tmp_path / "installed"
@@ -236,8 +236,10 @@ def test_the_copied_files_are_enough_to_build_the_package(dockerfile, tmp_path):
          "--no-index", "--target", str(target), str(build)],
         capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert (target / "bot" / "cli" / "main.py").is_file() and (target / "tools" / "shell_run.py").is_file()
-    check = subprocess.run([sys.executable, "-c", "import bot.cli, sys; sys.exit(bot.cli.main(['--help']))"],
+    assert (target / "bot" / "ops" / "cli" / "main.py").is_file()
+    assert (target / "tools" / "shell_run.py").is_file()
+    check = subprocess.run([sys.executable, "-c",
+                            "import bot.ops.cli, sys; sys.exit(bot.ops.cli.main(['--help']))"],
                            cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
                            capture_output=True, text=True, timeout=60, check=False)
     assert check.returncode == 0 and "usage: myclaw" in check.stdout, check.stderr[-2000:]

@@ -11,9 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
 import asyncio, json, sys, tempfile
-from bot import config as config_mod
+from bot.config import settings as config_mod
 from bot.app import App
-from bot.cli.main import build_parser
+from bot.ops.cli.main import build_parser
 
 async def main():
     build_parser()  # every subcommand module, as `myclaw` loads them

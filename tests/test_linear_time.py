@@ -1,7 +1,7 @@
 """No work whose cost an attacker chooses blocks the event loop.
 
 Every renderer and every text pass over model or tool output (Telegram and Discord rendering,
-HTML reduction, log redaction) goes through the pathological inputs of tests/looplag.py: each
+HTML reduction, log redaction) goes through the pathological inputs of tests/support/looplag.py: each
 must (a) leave the loop blocked for less than a bound while processing a 64 KB hostile input,
 and (b) grow linearly — 8× the input, at most LINEAR_GROWTH_LIMIT× the time. Diffs (the
 fs_write and fs_edit approval previews) run in a worker process within a budget: the loop keeps
@@ -16,12 +16,12 @@ import time
 import httpx
 import pytest
 
-from bot.logs import Redactor
-from bot.offload import CpuPool, OverBudget
+from bot.core.logs import Redactor
+from bot.toolbox.offload import CpuPool, OverBudget
 from channels.discord.rendering import split_message as discord_split
 from channels.telegram.rendering import split_message as telegram_split
-from tests.looplag import LARGE, LINEAR_GROWTH_LIMIT, growth, hostile_inputs, loop_not_blocked, spin
-from tests.test_netguard import FakeResolver, make_ctx
+from tests.support.looplag import LARGE, LINEAR_GROWTH_LIMIT, growth, hostile_inputs, loop_not_blocked, spin
+from tests.tools.test_netguard import FakeResolver, make_ctx
 from tools import _diff, fs_edit, fs_write, web_fetch
 from tools._html import reduce_html
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot import config as config_mod
+from bot.config import settings as config_mod
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
 from tests.fakes.telegram_server import FakeTelegram
 
@@ -120,11 +120,11 @@ NOT_RUNNABLE = {
     "/opt/myclaw/.venv/bin/myclaw doctor --security": "needs systemd as PID 1 and the installed unit",
     "journalctl -u myclaw -f": "follows the journal of the installed service forever",
     ".venv/bin/pip install -e '.[postgres]'":
-        "changes the checkout's venv; the postgres extra's driver is what tests/test_store_pg.py uses",
+        "changes the checkout's venv; the postgres extra's driver is what tests/store/test_store_pg.py uses",
     "export MYCLAW_DATABASE_URL='postgresql://myclaw:PASSWORD@db.internal:5432/myclaw'":
-        "needs a PostgreSQL server; tests/test_store_pg.py and test_store_admin.py run against one",
+        "needs a PostgreSQL server; tests/store/test_store_pg.py and test_store_admin.py run against one",
     "myclaw store copy --from sqlite:~/.local/share/myclaw/myclaw.db --to env:MYCLAW_DATABASE_URL":
-        "needs a PostgreSQL server; tests/test_store_admin.py copies between stores",
+        "needs a PostgreSQL server; tests/store/test_store_admin.py copies between stores",
 }
 
 
@@ -313,8 +313,8 @@ def test_placeholder_exports_name_variables_myclaw_reads():
 
 
 def _seed_pairing_codes(home: Path, *senders: str) -> list[str]:
-    from bot.senders import Senders
-    from bot.store import Store
+    from bot.access.senders import Senders
+    from bot.store.sqlite import Store
 
     config = config_mod.load(None, env={"HOME": str(home)})
 

@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from bot.offload import OverBudget, run_off_loop
+from bot.toolbox.offload import OverBudget, run_off_loop
 
 BUDGET_SECONDS = 2.0
 CONTEXT_LINES = 3

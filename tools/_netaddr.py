@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit
 
 import idna
 
-from bot.tool import ToolInvalidArgsError, ToolPermissionError
+from bot.core.tool import ToolInvalidArgsError, ToolPermissionError
 from tools._globaladdr import embedded_ipv4s, not_global_reason
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address

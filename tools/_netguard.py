@@ -38,7 +38,7 @@ from urllib.parse import urljoin
 import certifi
 import httpx
 
-from bot.tool import (
+from bot.core.tool import (
     CallContext,
     ToolExternalError,
     ToolInvalidArgsError,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bot.tool import (
+from bot.core.tool import (
     CallContext,
     ToolExternalError,
     ToolInvalidArgsError,

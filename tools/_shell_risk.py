@@ -13,7 +13,7 @@ import shlex
 import time
 import unicodedata
 
-from bot.tool import Risk
+from bot.core.tool import Risk
 from tools._sandbox import is_env_name
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
-from bot.tool import (
+from bot.core.tool import (
     BaseTool,
     CallContext,
     ToolInvalidArgsError,

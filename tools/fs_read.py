@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 from typing import Any
 
-from bot.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta, ToolUnsupportedError
+from bot.core.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta, ToolUnsupportedError
 from tools._sandbox import display_path, read_regular_file, resolve_in_workspace
 
 DEFAULT_MAX_BYTES = 50_000

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
-from bot.tool import BaseTool, CallContext, ToolMeta, ToolNotFoundError, UnrevertibleError
+from bot.core.tool import BaseTool, CallContext, ToolMeta, ToolNotFoundError, UnrevertibleError
 from tools._diff import Diff, unified_diff
 from tools._sandbox import (
     display_path,

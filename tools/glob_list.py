@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from bot.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
+from bot.core.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
 from tools._sandbox import (
     Protected,
     is_env_name,

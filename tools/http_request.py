@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from bot.tool import BaseTool, CallContext, Risk, ToolException, ToolInvalidArgsError, ToolMeta
+from bot.core.tool import BaseTool, CallContext, Risk, ToolException, ToolInvalidArgsError, ToolMeta
 from tools import _netguard
 from tools._urlrisk import carries_data
 from tools.web_fetch import decode

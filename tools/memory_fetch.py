@@ -17,7 +17,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
+from bot.core.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
 from tools.memory_store import require_store
 
 DEFAULT_LIMIT = 5
@@ -33,7 +33,7 @@ WHERE memories_fts MATCH ? AND m.sender = ?
 ORDER BY score, m.id DESC
 LIMIT ?
 """
-# The 'simple' configuration, as the index (bot/pg_dialect.py): no stemming, no stop words.
+# The 'simple' configuration, as the index (bot/store/pg_dialect.py): no stemming, no stop words.
 _TSQUERY_SQL = """
 SELECT m.id, m.text, m.created_at, ts_rank(m.search, q) AS score
 FROM memories AS m, to_tsquery('simple', ?) AS q

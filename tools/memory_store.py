@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bot.tool import (
+from bot.core.tool import (
     BaseTool,
     CallContext,
     ToolInvalidArgsError,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.identity import LEVELS
-from bot.jobs import Job, JobError
-from bot.schedule import ScheduleError, local_time, parse_at, parse_cron
-from bot.tool import BaseTool, CallContext, Risk, ToolInvalidArgsError, ToolMeta, ToolPermissionError
+from bot.core.identity import LEVELS
+from bot.core.tool import BaseTool, CallContext, Risk, ToolInvalidArgsError, ToolMeta, ToolPermissionError
+from bot.jobs.jobs import Job, JobError
+from bot.jobs.schedule import ScheduleError, local_time, parse_at, parse_cron
 
 NAME = "schedule"
 HINT = ("Use `at` for one time ('in 20 minutes', '2026-12-02 09:00', '09:00', local time) or "

@@ -13,10 +13,10 @@ import asyncio
 import mimetypes
 from typing import Any
 
-from bot.events import FileOut
+from bot.core.events import FileOut
+from bot.core.tool import BaseTool, CallContext, ToolMeta, ToolUnsupportedError
 from bot.media.images import FORMATS, sniff_image
-from bot.media.inbox import shown_name
-from bot.tool import BaseTool, CallContext, ToolMeta, ToolUnsupportedError
+from bot.media.received import shown_name
 from tools._sandbox import display_path, read_regular_file, resolve_in_workspace
 
 # What each channel can upload (bytes). Telegram bots: 50 MB; Discord without boosts: 10 MiB.

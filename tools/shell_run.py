@@ -16,9 +16,8 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from bot.config import SECRET_ENV_VARS
-from bot.security_audit import Finding
-from bot.tool import (
+from bot.config.settings import SECRET_ENV_VARS
+from bot.core.tool import (
     BaseTool,
     CallContext,
     Risk,
@@ -26,6 +25,7 @@ from bot.tool import (
     ToolMeta,
     ToolPermissionError,
 )
+from bot.ops.security_audit import Finding
 from tools._bwrap import OPTIONAL_FLAGS, Limits, SandboxFinder, SandboxUnavailable, probe_sync
 from tools._shell_risk import classify, holds_secrets, programs_of, reads_recursively, visible
 

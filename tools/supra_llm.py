@@ -11,10 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.errors import LLMError
-from bot.prices import PriceTable
-from bot.spend import SpendLedger
-from bot.tool import (
+from bot.core.errors import LLMError
+from bot.core.tool import (
     BaseTool,
     CallContext,
     ToolExternalError,
@@ -23,6 +21,8 @@ from bot.tool import (
     ToolQuotaError,
     ToolUnsupportedError,
 )
+from bot.money.prices import PriceTable
+from bot.money.spend import SpendLedger
 
 TOOL = "supra_llm"
 SYSTEM_PROMPT = (

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from bot.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
+from bot.core.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
 
 
 class TimeNow(BaseTool):

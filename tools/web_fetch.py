@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 import httpx
 
-from bot.offload import OverBudget, run_off_loop
-from bot.tool import BaseTool, CallContext, Risk, ToolException, ToolMeta, ToolUnsupportedError
+from bot.core.tool import BaseTool, CallContext, Risk, ToolException, ToolMeta, ToolUnsupportedError
+from bot.toolbox.offload import OverBudget, run_off_loop
 from tools import _netguard
 from tools._html import DEFAULT_BUDGET_SECONDS as HTML_BUDGET_SECONDS
 from tools._html import Reduced, reduce_html, sniff_charset

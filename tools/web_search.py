@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
-from bot.tool import (
+from bot.core.tool import (
     BaseTool,
     CallContext,
     ToolExternalError,

@@ -1,7 +1,7 @@
 """Photos, documents and voice notes in: checked by content, stored once, shown to the model.
 
 Channels download attachments with their own libraries and hand the core typed parts
-(`bot.events.ImagePart`, `DocumentPart`, `AudioPart`); nothing here knows a platform or a URL.
+(`bot.core.events.ImagePart`, `DocumentPart`, `AudioPart`); nothing here knows a platform or a URL.
 
 - limits.py       the `[media]` settings as one value, and `MediaRefused` (a clear user message)
 - images.py       type by magic bytes, pixel limit before decoding, scaled down with Pillow

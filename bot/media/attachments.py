@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.wrap import wrap_untrusted
+from bot.core.wrap import wrap_untrusted
 
 ATTACHMENT = "attachment"
 IMAGE_TOKENS = 1_600

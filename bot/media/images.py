@@ -1,7 +1,7 @@
 """Images: the type read from the content, the size checked before decoding, scaled with Pillow.
 
 Everything here is synchronous and CPU-bound: callers run it off the event loop, in the worker
-processes of `bot.offload` (a hostile file then costs a worker, within a time budget, never the
+processes of `bot.toolbox.offload` (a hostile file then costs a worker, within a time budget, never the
 bot). The order of the checks is what keeps a hostile file cheap: byte size, then magic bytes (a
 renamed .exe never reaches a decoder), then the pixel count from the header (a 100 000 × 100 000
 "decompression bomb" is refused before a single pixel is decoded).

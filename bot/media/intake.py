@@ -3,7 +3,7 @@
 Each part is checked on its own: a refused part becomes one clear notice to the sender (and a
 short note to the model, so it knows something was left out) while the caption and every other
 part still go through. CPU-bound work (Pillow, pypdf) runs in the worker processes of
-`bot.offload`, each job within a time budget: pypdf is pure Python and would hold the GIL in a
+`bot.toolbox.offload`, each job within a time budget: pypdf is pure Python and would hold the GIL in a
 thread, and a hostile file then costs a worker, not the bot. What the model
 gets (see attachments.py): reference blocks for photos and documents, the transcript of a voice
 note as the sender's own text — or, when someone else spoke it (a forwarded voice note, an audio
@@ -20,7 +20,9 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bot.events import AudioPart, DocumentPart, ImagePart, IncomingMessage, Notice, Part, Sink
+from bot.access.workspaces import workspace_for
+from bot.core.events import AudioPart, DocumentPart, ImagePart, IncomingMessage, Notice, Part, Sink
+from bot.core.wrap import wrap_untrusted
 from bot.media.attachments import (
     PDF_PAGE_TOKENS,
     TEXT_CHARS_PER_TOKEN,
@@ -34,12 +36,10 @@ from bot.media.attachments import (
 )
 from bot.media.documents import PDF_MAGIC, prepare_document_file
 from bot.media.images import prepare_image_file, sniff_image
-from bot.media.inbox import AUDIO_SUFFIXES, Inbox, shown_name
 from bot.media.limits import MediaLimits, MediaRefused, megabytes
+from bot.media.received import AUDIO_SUFFIXES, Inbox, shown_name
 from bot.media.transcribe import HOW_TO_ENABLE, Transcriber, TranscriptionError
-from bot.offload import OverBudget, run_off_loop
-from bot.workspaces import workspace_for
-from bot.wrap import wrap_untrusted
+from bot.toolbox.offload import OverBudget, run_off_loop
 
 log = logging.getLogger(__name__)
 

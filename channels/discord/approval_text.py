@@ -8,8 +8,8 @@ import re
 
 import discord
 
-from bot.approval_records import ANSWER_LABELS, EXPIRED_LABEL, SUPERSEDED, SUPERSEDED_LABEL
-from bot.identity import Sender
+from bot.approvals.records import ANSWER_LABELS, EXPIRED_LABEL, SUPERSEDED, SUPERSEDED_LABEL
+from bot.core.identity import Sender
 
 
 def discord_user_id(sender: str | None) -> int | None:

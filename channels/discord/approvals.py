@@ -20,11 +20,11 @@ from typing import Any
 
 import discord
 
-from bot.approval_records import ID_PATTERN, SUPERSEDED, message_ref
-from bot.errors import MyclawError
-from bot.events import AgentAPI, ApprovalView, CallOutcome
-from bot.identity import Sender
-from bot.tool import NO_PREVIEW
+from bot.approvals.records import ID_PATTERN, SUPERSEDED, message_ref
+from bot.core.errors import MyclawError
+from bot.core.events import AgentAPI, ApprovalView, CallOutcome
+from bot.core.identity import Sender
+from bot.core.tool import NO_PREVIEW
 from channels.discord.approval_text import discord_user_id, label_for, literal_block, mention
 from channels.discord.batch import continuation_texts, page_text, page_view, pages
 from channels.discord.sink import ChannelOutlet, Outlet, TurnSink

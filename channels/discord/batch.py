@@ -21,10 +21,10 @@ from typing import Any
 
 import discord
 
-from bot.approval_display import batch_heading, previews_moved_out
-from bot.approval_records import ID_PATTERN, SUPERSEDED
-from bot.events import ApprovalResolved, ApprovalView, CallOutcome
-from bot.tool import NO_PREVIEW
+from bot.approvals.display import batch_heading, previews_moved_out
+from bot.approvals.records import ID_PATTERN, SUPERSEDED
+from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
+from bot.core.tool import NO_PREVIEW
 from channels.discord.approval_text import label_for, literal_block, mention
 
 BATCH_TEMPLATE = re.compile(rf"myclaw:ab:(?P<id>{ID_PATTERN}):(?P<choice>[ad])")

@@ -14,7 +14,7 @@ from typing import Any
 
 import discord
 
-from bot.events import Button
+from bot.core.events import Button
 
 PREFIX = "myclaw:cmd:"
 MAX_CUSTOM_ID = 100

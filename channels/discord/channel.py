@@ -26,11 +26,11 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from bot.approval_records import parse_message_ref
-from bot.config import Config
-from bot.errors import ChannelError
-from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
-from bot.identity import Sender
+from bot.approvals.records import parse_message_ref
+from bot.config.settings import Config
+from bot.core.errors import ChannelError
+from bot.core.events import AgentAPI, ApprovalResolved, IncomingMessage
+from bot.core.identity import Sender
 from channels.discord.approvals import ApprovalDesk, discord_user_id, label_for, outcome_text
 from channels.discord.batch import redrawn as batch_redrawn
 from channels.discord.gateway import (
@@ -210,7 +210,7 @@ class DiscordChannel:
 
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
         """An approval answered elsewhere (the web console) or expired: its request message
-        shows the outcome and loses its buttons, as after a click (bot.events.ApprovalSurface)."""
+        shows the outcome and loses its buttons, as after a click (bot.core.events.ApprovalSurface)."""
         client = self.client
         shown = parse_message_ref(outcome.message_ref)
         if client is None or shown is None:

@@ -22,8 +22,8 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from bot.config import Config
-from bot.errors import ChannelError
+from bot.config.settings import Config
+from bot.core.errors import ChannelError
 from channels.discord.approvals import ApprovalButton, ApprovalDesk
 from channels.discord.batch import BatchButton
 from channels.discord.buttons import CommandButton

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import discord
 
-from bot.inbox import Entry, Inbox, InboxRow
-from bot.sessions import ShuttingDown
+from bot.conversation.inbox import Entry, Inbox, InboxRow
+from bot.conversation.sessions import ShuttingDown
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import discord
 
-from bot.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
+from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
 
 log = logging.getLogger(__name__)
 

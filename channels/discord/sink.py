@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import discord
 
-from bot.events import (
+from bot.core.events import (
     ApprovalBatchNeeded,
     ApprovalNeeded,
     Done,
@@ -209,7 +209,7 @@ async def _no_typing() -> AsyncIterator[None]:
 
 
 class TurnSink:
-    """The `bot.events.Sink` of one turn (or of the continuation after an approval tap).
+    """The `bot.core.events.Sink` of one turn (or of the continuation after an approval tap).
 
     Streamed text is not edited in live (Discord rate-limits edits; the typing indicator covers
     the wait). Text the model writes before calling a tool ("Let me check…") is posted when the

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.approval_records import ANSWER_LABELS, ID_PATTERN
-from bot.events import ApprovalView
+from bot.approvals.records import ANSWER_LABELS, ID_PATTERN
+from bot.core.events import ApprovalView
 from channels.telegram.rendering import Part, escape, truncate, utf16_len
 
 CALLBACK_PREFIX = "ap:"

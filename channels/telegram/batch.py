@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.approval_display import batch_heading, previews_moved_out
-from bot.approval_records import ANSWER_LABELS, ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
-from bot.events import ApprovalResolved, ApprovalView, CallOutcome
+from bot.approvals.display import batch_heading, previews_moved_out
+from bot.approvals.records import ANSWER_LABELS, ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
+from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
 from channels.telegram.approvals import ICON, RISK_ICON, callback_data, clock
 from channels.telegram.rendering import MESSAGE_LIMIT, Part, escape, truncate, utf16_len
 

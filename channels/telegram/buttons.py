@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.events import Button
+from bot.core.events import Button
 
 PREFIX = "c:"
 PATTERN = r"^c:/"

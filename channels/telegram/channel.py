@@ -34,11 +34,11 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, ContextTypes, MessageHandler
 from telegram.ext import filters as tg_filters
 
-from bot.approval_records import parse_message_ref
-from bot.config import Config
-from bot.errors import ChannelError
-from bot.events import AgentAPI, ApprovalResolved, IncomingMessage
-from bot.identity import Sender
+from bot.approvals.records import parse_message_ref
+from bot.config.settings import Config
+from bot.core.errors import ChannelError
+from bot.core.events import AgentAPI, ApprovalResolved, IncomingMessage
+from bot.core.identity import Sender
 from channels.telegram import buttons
 from channels.telegram.approvals import outcome_message
 from channels.telegram.batch import redrawn as batch_redrawn
@@ -228,7 +228,7 @@ class TelegramChannel:
             await app.stop()
         await app.shutdown()
 
-    # --- approvals answered elsewhere (bot.events.ApprovalSurface) ----------------------------
+    # --- approvals answered elsewhere (bot.core.events.ApprovalSurface) ----------------------------
 
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
         """The request message (chat:message_id, stored when it was sent) shows the outcome and

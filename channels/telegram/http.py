@@ -5,7 +5,7 @@ pooled connection on each request, so one request costs more the more connection
 holds. With a hundred chats answered at once that scanning alone took about a fifth of the
 bot's CPU time (bench/telegram.py, measured with py-spy), and httpx is also the costlier client
 per request. aiohttp hands out idle connections in O(1); the model client already uses it for
-the same reason (bot/llm.py).
+the same reason (bot/llm/client.py).
 
 Kept from `HTTPXRequest`: PTB's default timeouts (connect 5 s plus up to 1 s waiting for a free
 connection, read 5 s; PTB adds the long-poll time to getUpdates' read timeout itself), form

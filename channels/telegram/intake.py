@@ -23,9 +23,9 @@ from typing import Any
 from telegram import Update
 from telegram.ext import Application
 
-from bot.events import AgentAPI, IncomingMessage, Sink
-from bot.inbox import Entry, Inbox, InboxRow
-from bot.sessions import ShuttingDown
+from bot.conversation.inbox import Entry, Inbox, InboxRow
+from bot.conversation.sessions import ShuttingDown
+from bot.core.events import AgentAPI, IncomingMessage, Sink
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 from telegram import Bot, Message
 from telegram.error import TelegramError
 
-from bot.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
+from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
 
 log = logging.getLogger(__name__)
 

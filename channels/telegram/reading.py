@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from telegram import Message, MessageEntity
 
-from bot.events import IncomingMessage
-from bot.identity import Sender
+from bot.core.events import IncomingMessage
+from bot.core.identity import Sender
 
 GROUP_TYPES = ("group", "supergroup")
 

@@ -20,7 +20,7 @@ MESSAGE_LIMIT = 4096
 # Every pattern here runs over model output (which a web page can steer), so each is linear:
 # possessive quantifiers where two runs of the same class would meet, content classes that stop
 # at the next opener, and no lazy scan that can cross an opener. "# x", 5,000 spaces, "y",
-# 5,000 spaces, "!" took the old heading pattern minutes; tests/looplag.py has the other shapes.
+# 5,000 spaces, "!" took the old heading pattern minutes; tests/support/looplag.py has the other shapes.
 _FENCE = re.compile(r"^\s*+```\s*+([\w+#.-]*+)\s*+$")
 _HEADING_START = re.compile(r"^\s{0,3}#{1,6}\s+")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(?=\S)")

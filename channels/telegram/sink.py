@@ -25,8 +25,8 @@ import logging
 import time
 from dataclasses import dataclass
 
-from bot.approval_records import message_ref
-from bot.events import (
+from bot.approvals.records import message_ref
+from bot.core.events import (
     AgentAPI,
     ApprovalBatchNeeded,
     ApprovalNeeded,

@@ -16,9 +16,9 @@ import time
 from telegram import CallbackQuery, Message
 from telegram.error import TelegramError
 
-from bot.approval_records import ANSWER_LABELS
-from bot.events import AgentAPI
-from bot.identity import Sender
+from bot.approvals.records import ANSWER_LABELS
+from bot.core.events import AgentAPI
+from bot.core.identity import Sender
 from channels.telegram.approvals import belongs_to, outcome_message, parse_callback
 from channels.telegram.batch import parse_batch_callback
 from channels.telegram.sending import DeliveryError, Messenger

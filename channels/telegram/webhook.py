@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiohttp import web
 from telegram import Bot, Update
 
-from bot.errors import ChannelError
+from bot.core.errors import ChannelError
 
 log = logging.getLogger(__name__)
 

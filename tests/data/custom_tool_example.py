@@ -1,6 +1,6 @@
 """Count the words and lines of a text: a complete custom tool. Drop it in .myclaw/tools/."""
 
-from bot.tool import BaseTool, CallContext, ToolMeta
+from bot.core.tool import BaseTool, CallContext, ToolMeta
 
 
 class WordCount(BaseTool):

@@ -1,5 +1,0 @@
-"""The `myclaw` operator command line."""
-
-from bot.cli.main import main
-
-__all__ = ["main"]

@@ -1,0 +1,37 @@
+"""The exception hierarchy of myclaw's core (tool errors live in `bot.core.tool`).
+
+    MyclawError
+    ├── ConfigError      the configuration file is missing a piece or is wrong (exit 2)
+    ├── StoreError       the SQLite store cannot be opened or migrated
+    ├── LLMError         the model API failed after retries (message is user-facing)
+    └── ChannelError     a channel could not start (bad token, unreachable API)
+
+Foreign exceptions are translated at the boundary with `raise ... from exc`.
+"""
+
+from __future__ import annotations
+
+
+class MyclawError(Exception):
+    """Base of every error myclaw raises on purpose. `str(exc)` is one clear line."""
+
+
+class ConfigError(MyclawError):
+    pass
+
+
+class StoreError(MyclawError):
+    pass
+
+
+class LLMError(MyclawError):
+    """The model could not answer. `user_message` is safe to show on a chat channel."""
+
+    def __init__(self, message: str, user_message: str | None = None, retryable: bool = False):
+        super().__init__(message)
+        self.user_message = user_message or message
+        self.retryable = retryable
+
+
+class ChannelError(MyclawError):
+    pass

@@ -1,0 +1,293 @@
+"""The plain dataclasses that channels and the core exchange.
+
+A channel turns a platform event into an `IncomingMessage` and hands it to the agent together
+with a `Sink`; the agent emits `Event`s into the sink, and the channel renders them (a streamed
+message edited in place, approval buttons, a status line). The core never calls a platform API,
+and channels know nothing of the agent's internals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+ChannelName = Literal["cli", "telegram", "discord"]
+
+
+# --- attachments a channel hands over (downloaded bytes: never a platform URL) --------------
+# The channel's declared type and name are hints only; the core checks the content itself
+# (bot/media). `data` stays out of repr() so a logged message never dumps megabytes.
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    data: bytes = field(repr=False)
+    media_type: str = ""
+    name: str = ""
+    width: int = 0      # as the platform reported them (0 = unknown)
+    height: int = 0
+
+
+@dataclass(frozen=True)
+class DocumentPart:
+    data: bytes = field(repr=False)
+    name: str = ""
+    media_type: str = ""
+
+
+@dataclass(frozen=True)
+class AudioPart:
+    """A voice note or audio file. `spoken_by_sender` is False for a forwarded one: its
+    transcript is someone else's words and enters the prompt as untrusted data."""
+
+    data: bytes = field(repr=False)
+    name: str = "voice.ogg"
+    media_type: str = "audio/ogg"
+    spoken_by_sender: bool = True
+
+
+@dataclass(frozen=True)
+class UnavailablePart:
+    """An attachment the channel could not fetch (too large to download, network failure)."""
+
+    name: str
+    reason: str
+
+
+Part = ImagePart | DocumentPart | AudioPart | UnavailablePart
+# Fetches a message's attachments through the channel's library. The agent calls it only for a
+# sender it admits (paired, not ignored, within the rate limit): a stranger's file is never
+# downloaded, let alone opened or transcribed.
+Download = Callable[[], Awaitable[tuple[Part, ...]]]
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    sender: str                        # "telegram:123" — always the user, never the chat
+    chat: str                          # platform chat/channel id as text ("local" on the CLI)
+    text: str
+    channel: str = "cli"
+    message_id: str | None = None
+    roles: tuple[str, ...] = ()        # Discord guild role names of the sender
+    is_group: bool = False
+    display_name: str = ""
+    parts: tuple[Part, ...] = ()       # photos, documents, voice notes sent with the text
+    download: Download | None = field(default=None, repr=False, compare=False)  # more, not yet fetched
+    inbox_id: int | None = None        # the stored update this message came from (bot/conversation/inbox.py)
+    # Set when the text was forwarded: who wrote it (as the platform names them). Someone
+    # else's words, shown to the model as data from them, never as the sender's request.
+    forwarded_from: str = ""
+
+    @property
+    def has_attachments(self) -> bool:
+        return bool(self.parts) or self.download is not None
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """What a channel needs to show an approval request (a copy, not the live record)."""
+
+    id: str
+    tool: str
+    risk: str
+    summary: str
+    sender: str
+    chat: str
+    channel: str
+    args: dict[str, Any]
+    expires_at: float
+    always: str = ""      # what an "Always" tap would cover ("`git` in this chat"); "" = no Always
+    batch: str = ""       # shared by the requests asked in one model step; "" = asked alone
+    position: int = 0     # the call's place in its batch
+
+
+# --- events emitted by the agent ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolProgress:
+    call_id: str
+    tool: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call_id: str
+    tool: str
+    ok: bool
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class ApprovalNeeded:
+    approval: ApprovalView
+
+
+@dataclass(frozen=True)
+class ApprovalBatchNeeded:
+    """Several calls of one model step wait for approval: shown as one request listing every
+    call with its preview, with Approve all / Deny all and a pair of buttons per call. The
+    conversation resumes once, when every call is decided."""
+
+    batch: str
+    approvals: tuple[ApprovalView, ...]
+
+
+@dataclass(frozen=True)
+class Button:
+    """A button under a notice. Tapping it sends `command` (e.g. "/jobs cancel 3f2a") as a
+    message from whoever tapped, so it passes every check that typing the command would."""
+
+    label: str
+    command: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A complete message for the user (command replies, pairing codes, step-limit notes).
+
+    `private=True` asks the channel to deliver it to the sender only (e.g. Discord DM).
+    """
+
+    text: str
+    private: bool = False
+    buttons: tuple[Button, ...] = ()
+
+
+@dataclass(frozen=True)
+class Done:
+    """The turn ended. `text` is the model's whole final answer ('' when there is none)."""
+
+    text: str
+    usage: dict[str, int] = field(default_factory=dict)
+    waiting_for_approval: bool = False
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    """The turn failed; `message` is one clear, user-facing line. Nothing was lost."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class FileOut:
+    """A workspace file the agent sends to the chat (the channel uploads it with its library).
+    `path` is workspace-relative, for channels that show where the file is instead."""
+
+    name: str
+    data: bytes = field(repr=False)
+    path: str = ""
+    caption: str = ""
+    media_type: str = "application/octet-stream"
+
+
+Event = (TextDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalNeeded
+         | ApprovalBatchNeeded | Notice | Done | ErrorEvent | FileOut)
+
+
+class Sink(Protocol):
+    """Where the agent sends a turn's events. Implemented by each channel."""
+
+    async def emit(self, event: Event) -> None: ...
+
+
+class CollectingSink:
+    """A sink that keeps every event; handy for the CLI's non-interactive mode and tests."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    async def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    @property
+    def text(self) -> str:
+        done = self.of(Done)
+        return done[-1].text if done else ""
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """Where one call of a batch stands, as its request message shows it."""
+
+    approval: ApprovalView
+    choice: str             # "" while pending, else approve | deny | expire
+    resolver: str = ""
+    resolved_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class ApprovalResolved:
+    """An approval answered away from its channel's own buttons (e.g. in the web console)."""
+
+    approval: ApprovalView
+    choice: str                        # approve | deny | always | expire (nobody answered)
+    resolver: str                      # who answered ("console:operator")
+    resolved_at: float
+    message_ref: str | None            # what the channel stored when it showed the request
+    note: str = ""                     # what became of the call, when known ("in doubt: …")
+    # For a request of a batch: every call of the batch as it stands now (the message showing
+    # `approval` is redrawn from it, buttons kept for the calls still pending).
+    batch: tuple[CallOutcome, ...] = ()
+
+
+@runtime_checkable
+class ApprovalSurface(Protocol):
+    """A channel whose request message shows the outcome of an approval answered elsewhere
+    (the conversation itself resumes through the channel's delivery outlet)."""
+
+    async def approval_resolved(self, outcome: ApprovalResolved) -> None: ...
+
+
+class AgentAPI(Protocol):
+    """What a channel may ask of the agent. Implemented by `bot.runtime.agent.Agent`.
+
+    `handle` covers everything a user can send: plain text, the shared commands (/start /help
+    /whoami /tools /new /stop /undo /approve ID /deny ID), pairing of unknown senders and silence
+    for ignored ones. Messages of one session are handled in order; different sessions run
+    concurrently. An approval answer goes one way: `resolve_approval` decides it (and who may
+    answer); the channel, knowing the resolution, builds the sink where the conversation
+    continues and hands it to `resume_approval`.
+
+    A message stored in the inbox (`inbox_id` set) that the agent does not start because it is
+    shutting down raises `bot.conversation.sessions.ShuttingDown`: the channel leaves its row for the restart.
+    """
+
+    async def handle(self, message: IncomingMessage, sink: Sink) -> None: ...
+
+    async def resolve_approval(self, approval_id: str, resolver: str,
+                               choice: str) -> Any: ...   # -> bot.approvals.service.Resolution
+
+    async def resolve_batch(self, batch: str, resolver: str,
+                            choice: str) -> Any: ...      # "Approve all" / "Deny all"
+
+    def resume_approval(self, resolution: Any, sink: Sink) -> bool: ...
+
+    async def set_approval_message_ref(self, approval_id: str, ref: str,
+                                       channel: str = "") -> None: ...
+
+    async def pending_approvals(self, channel: str) -> list[ApprovalView]: ...
+
+    def command_descriptions(self) -> list[tuple[str, str]]: ...
+
+    @property
+    # bot.conversation.inbox.Inbox: where updates are stored before they are acknowledged
+    def inbox(self) -> Any: ...

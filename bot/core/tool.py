@@ -1,0 +1,278 @@
+"""The Tool contract: what every tool (built-in, custom or MCP) is and how its errors look.
+
+A tool is a small typed record (`ToolMeta`) plus async methods. The runtime passes each call a
+`CallContext` (who is calling, where, with which services); tools keep no per-call state on
+themselves. Tools raise the typed exceptions below; the runtime turns them into `ToolError`s
+through `to_tool_error`, so the model never sees a stack trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from bot.toolbox.services import Services
+
+log = logging.getLogger(__name__)
+
+Risk = Literal["low", "medium", "high"]
+RISKS: tuple[Risk, ...] = ("low", "medium", "high")
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+NO_PREVIEW = "(preview not available for this tool)"
+
+ErrorKind = Literal[
+    "invalid_args",
+    "not_found",
+    "permission_denied",
+    "network_error",
+    "external_error",
+    "quota_exceeded",
+    "unsupported",
+    "unknown",
+]
+ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class ToolMeta:
+    """What a tool is. `risk` is the least risk any of its calls has, settled here once: a
+    tool with side effects and no dry_run cannot be previewed, so its risk is high whatever it
+    declares (an unknown value is high too). Everything downstream trusts `risk`."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    has_side_effects: bool = True
+    risk: Risk = "high"
+    returns_untrusted: bool = True
+    idempotent: bool = False
+    supports_dry_run: bool = False
+    capability_required: str = ""
+    cli_only: bool = False
+    # The call can carry data out of this machine (network, a remote side effect): after the
+    # turn has read untrusted content, the policy never lets such a call run unasked.
+    egress: bool = False
+
+    def __post_init__(self) -> None:
+        unpreviewable = self.has_side_effects and not self.supports_dry_run
+        if unpreviewable or self.risk not in RISKS:
+            object.__setattr__(self, "risk", "high")  # frozen: settled before anyone reads it
+
+
+@dataclass
+class CallContext:
+    """Everything one tool call may need besides its args. Built fresh for every call.
+
+    `services` holds shared, long-lived objects (store, llm client, settings) — read-only from a
+    tool's point of view. `progress` reports partial progress; `cancelled` is set by /stop.
+    """
+
+    sender: str = "cli:local"
+    session_id: str = "local"
+    channel: str = "cli"
+    chat: str = "local"
+    workspace: Path = field(default_factory=Path.cwd)
+    services: Services | None = None
+    progress_sink: Callable[[str], Awaitable[None] | None] | None = None
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    # The turn's sink: a tool hands the channel a `bot.core.events` event (e.g. FileOut) through
+    # `emit`, never calling a platform itself. None where no conversation is attached.
+    event_sink: Callable[[Any], Awaitable[None]] | None = None
+
+    async def emit(self, event: Any) -> bool:
+        """Give the channel an event; False when there is no conversation to show it in."""
+        if self.event_sink is None:
+            return False
+        await self.event_sink(event)
+        return True
+
+    async def progress(self, text: str) -> None:
+        """Report partial progress ("Scanning 120 files…"); channels show it throttled."""
+        if self.progress_sink is None:
+            return
+        outcome = self.progress_sink(text)
+        if outcome is not None:
+            await outcome
+
+
+@runtime_checkable
+class Tool(Protocol):
+    meta: ToolMeta
+
+    async def execute(self, ctx: CallContext, **args: Any) -> dict[str, Any]: ...
+
+    async def dry_run(self, ctx: CallContext, **args: Any) -> dict[str, Any]: ...
+
+    # Optional, looked up with getattr:
+    #   async def revert(self, ctx, args: dict, result: dict) -> dict   (raises UnrevertibleError)
+    #   def risk_for(self, args: dict) -> Risk
+    #   async def on_session(self, event: str, ctx: CallContext) -> None
+    #       event in {"start", "new_session", "shutdown"}
+
+
+def model_view(result: Any) -> Any:
+    """What the model sees of a result: everything but the keys kept for `revert`.
+
+    A tool may put what its revert needs (previous file content, ids) under `undo` or under
+    keys starting with `_`; the runtime stores the whole result in the undo log and the receipt
+    but leaves those keys out of the prompt (they can be large, and the model has no use for
+    them).
+    """
+    if isinstance(result, dict) and any(k == "undo" or k.startswith("_") for k in result):
+        return {k: v for k, v in result.items() if k != "undo" and not k.startswith("_")}
+    return result
+
+
+class BaseTool:
+    """Convenience base: side-effect-free tools without egress get `dry_run = execute` for free."""
+
+    meta: ToolMeta
+
+    async def execute(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def dry_run(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
+        # An egress call is previewed to be asked about: running it to preview it would send
+        # the very data the approval is meant to stop. Its preview is its arguments, whole.
+        if not self.meta.has_side_effects and not self.meta.egress:
+            return await self.execute(ctx, **args)
+        return {"summary": NO_PREVIEW}
+
+
+def risk_of(tool: Tool, args: dict[str, Any]) -> Risk:
+    """The risk of one invocation: `meta.risk` (the tool's floor, see ToolMeta), raised by
+    `risk_for(args)` when the tool has it (an answer that is not a risk counts as high)."""
+    risk = tool.meta.risk
+    risk_for = getattr(tool, "risk_for", None)
+    if callable(risk_for):
+        asked = risk_for(args)
+        if asked not in RISKS:
+            return "high"
+        if RISKS.index(asked) > RISKS.index(risk):
+            risk = asked
+    return risk
+
+
+def args_hash(args: Any) -> str:
+    """sha256 hex of the canonical JSON of a call's args: the same args always give the same
+    hash (approvals, receipts, audit rows); a value JSON cannot encode counts by its str."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def egress_of(tool: Tool, args: dict[str, Any]) -> bool:
+    """Can this call carry data out? `meta.egress`, or the tool's `egress_for(args)` (a tool
+    that reaches the network only for some arguments, like a shell command with network)."""
+    if tool.meta.egress:
+        return True
+    egress_for = getattr(tool, "egress_for", None)
+    return callable(egress_for) and egress_for(args) is True
+
+
+# --- errors ------------------------------------------------------------------------------
+
+
+@dataclass
+class ToolError:
+    """A structured error the model can act on. `llm_hint` is a menu of next steps."""
+
+    kind: ErrorKind
+    message: str
+    llm_hint: str = ""
+    details: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if data["details"] is None:
+            del data["details"]
+        return data
+
+
+class ToolException(Exception):
+    """Base of the exceptions a tool raises; each maps to one ToolError kind."""
+
+    kind: ErrorKind = "unknown"
+    default_hint = ""
+
+    def __init__(self, message: str, llm_hint: str = "", details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.llm_hint = llm_hint or self.default_hint
+        self.details = details
+
+    def to_error(self) -> ToolError:
+        return ToolError(self.kind, self.message, self.llm_hint, self.details)
+
+
+class ToolInvalidArgsError(ToolException):
+    kind = "invalid_args"
+    default_hint = "Fix the arguments so they match the tool's input schema, then call it again."
+
+
+class ToolNotFoundError(ToolException):
+    kind = "not_found"
+    default_hint = "Check the name or path; list what exists first, or ask the user to confirm it."
+
+
+class ToolPermissionError(ToolException):
+    kind = "permission_denied"
+    default_hint = "This is not allowed here. Try a different approach or ask the user."
+
+
+class ToolNetworkError(ToolException):
+    kind = "network_error"
+    default_hint = "The network failed. Retry once later, or tell the user the service is down."
+
+
+class ToolExternalError(ToolException):
+    kind = "external_error"
+    default_hint = "The remote service refused the request; read its message and adjust."
+
+
+class ToolQuotaError(ToolException):
+    kind = "quota_exceeded"
+    default_hint = "The quota is used up. Answer without this tool or ask the user to wait."
+
+
+class ToolUnsupportedError(ToolException):
+    kind = "unsupported"
+    default_hint = "This combination of arguments is not supported; try a simpler request."
+
+
+class UnrevertibleError(ToolException):
+    kind = "unsupported"
+    default_hint = "This action cannot be undone automatically."
+
+
+class ToolUnavailable(Exception):
+    """Raised by `build()` when a tool's prerequisites are missing; the reason is shown."""
+
+
+def to_tool_error(exc: BaseException, tool_name: str = "") -> ToolError:
+    """Translate any exception raised by a tool into a ToolError — never a traceback."""
+    if isinstance(exc, ToolException):
+        return exc.to_error()
+    if isinstance(exc, FileNotFoundError):
+        return ToolError("not_found", f"Not found: {exc.filename or exc}", ToolNotFoundError.default_hint)
+    if isinstance(exc, PermissionError):
+        return ToolError("permission_denied", "Permission denied by the operating system.",
+                         ToolPermissionError.default_hint)
+    if isinstance(exc, TimeoutError):
+        return ToolError("network_error", "The operation timed out.", ToolNetworkError.default_hint)
+    # Unexpected: keep the traceback in the log for the operator, give the model a clean error.
+    log.error("tool %s raised an unexpected error", tool_name or "?", exc_info=exc)
+    return ToolError(
+        "unknown",
+        f"The tool failed unexpectedly ({type(exc).__name__}).",
+        "This looks like a bug in the tool, not in your arguments. Do not retry the same call; "
+        "try another approach or tell the user what failed.",
+    )

@@ -1,0 +1,280 @@
+"""Scheduled jobs in the store: created, listed, cancelled, claimed exactly once, finished.
+
+A job belongs to its owner (the sender who created it), posts into one chat, and keeps the
+autonomy level and the tool allowlist it was created with. Each due run is claimed by inserting
+the row (job id, scheduled time) into `job_runs`, whose uniqueness makes the claim a
+compare-and-set: however many processes share the store, exactly one of them runs it. The same
+transaction moves the job's `next_run` on, so a crash during the run never runs it again.
+
+    active ──3 failures, or pause──▶ paused ──resume──▶ active
+       │──cancel──▶ cancelled
+       └──last run of a one-shot job──▶ done
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from bot.approvals.audit import AuditEntry, write_audit
+from bot.core.errors import MyclawError
+from bot.jobs.schedule import Schedule
+from bot.store.sqlite import Store, Tx
+
+Status = Literal["active", "paused", "done", "cancelled"]
+MAX_FAILURES = 3
+JOB_ID_CHARS = 10
+
+
+class JobError(MyclawError):
+    """A job could not be created, found or changed; the text says why and what to do."""
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    max_per_sender: int = 20
+    min_interval_seconds: float = 300.0
+    grace_seconds: float = 3600.0        # a run this late (after downtime) still runs once
+    run_lease_seconds: float = 3600.0    # a run "running" longer than this was cut off
+
+    @classmethod
+    def from_config(cls, table: dict[str, Any]) -> JobLimits:
+        return cls(int(table["max_per_sender"]), float(table["min_interval_seconds"]),
+                   float(table["grace_seconds"]), float(table["run_lease_seconds"]))
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    owner: str
+    channel: str
+    chat: str
+    name: str
+    schedule: Schedule
+    level: str
+    prompt: str = ""
+    message: str = ""                  # a plain reminder: sent as is, no model call
+    tools: tuple[str, ...] = ()
+    status: Status = "active"
+    next_run: float | None = None
+    failures: int = 0
+    last_run: float | None = None
+    last_outcome: str = ""
+    created_at: float = 0.0
+
+    @property
+    def is_reminder(self) -> bool:
+        return bool(self.message) and not self.prompt
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One due run of a job that this process won. `missed`: it was more than the grace period
+    late (the bot was down), so it is reported to the owner instead of run."""
+
+    job: Job
+    run_id: int
+    scheduled_for: float
+    missed: bool = False
+
+
+def _from_row(row: Any) -> Job:
+    return Job(
+        id=row["id"], owner=row["owner"], channel=row["channel"], chat=row["chat"],
+        name=row["name"], schedule=Schedule(row["kind"], row["spec"], row["timezone"]),
+        level=row["level"], prompt=row["prompt"], message=row["message"],
+        tools=tuple(json.loads(row["tools"])), status=row["status"], next_run=row["next_run"],
+        failures=row["failures"], last_run=row["last_run"], last_outcome=row["last_outcome"],
+        created_at=row["created_at"])
+
+
+class Jobs:
+    def __init__(self, store: Store, limits: JobLimits | None = None,
+                 clock: Callable[[], float] = time.time):
+        self.store = store
+        self.limits = limits or JobLimits()
+        self.clock = clock
+        self.changed = asyncio.Event()  # set when a job is created or changed: the scheduler looks again
+
+    # --- creating and changing -----------------------------------------------------------
+
+    def check(self, job: Job, now: float) -> None:
+        """Refuse a schedule that runs too often or never runs again."""
+        if job.schedule.next_after(now) is None:
+            raise JobError("that time is already past; pick a time in the future")
+        gap = job.schedule.min_gap(now) if job.schedule.kind == "cron" else None
+        if gap is not None and gap < self.limits.min_interval_seconds:
+            minutes = self.limits.min_interval_seconds / 60
+            raise JobError(f"that schedule runs every {gap / 60:g} minutes; the minimum interval "
+                           f"between runs is {minutes:g} minutes")
+
+    async def create(self, job: Job) -> Job:
+        now = self.clock()
+        self.check(job, now)
+        job = replace(job, id=secrets.token_hex(JOB_ID_CHARS // 2), status="active",
+                      next_run=job.schedule.next_after(now), created_at=now)
+        async with self.store.transaction() as tx:
+            row = await tx.fetchone("SELECT COUNT(*) AS n FROM jobs WHERE owner = ? AND status"
+                                    " IN ('active', 'paused')", (job.owner,))
+            count = int(row["n"])
+            if count >= self.limits.max_per_sender:
+                raise JobError(f"you already have {count} jobs, the most allowed; cancel one "
+                               "first (/jobs)")
+            await tx.execute(
+                "INSERT INTO jobs(id, owner, channel, chat, name, prompt, message, kind, spec,"
+                " timezone, level, tools, status, next_run, failures, last_outcome, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, 0, '', ?)",
+                (job.id, job.owner, job.channel, job.chat, job.name, job.prompt, job.message,
+                 job.schedule.kind, job.schedule.spec, job.schedule.timezone, job.level,
+                 json.dumps(list(job.tools)), job.next_run, now))
+            await self._audit(tx, job, "created", job.schedule.describe())
+        self.changed.set()
+        return job
+
+    async def get(self, job_id: str) -> Job | None:
+        row = await self.store.fetchone("SELECT * FROM jobs WHERE id = ?", (str(job_id)[:40],))
+        return _from_row(row) if row else None
+
+    async def for_owner(self, owner: str) -> list[Job]:
+        rows = await self.store.fetchall(
+            "SELECT * FROM jobs WHERE owner = ? AND status IN ('active', 'paused')"
+            " ORDER BY created_at", (owner,))
+        return [_from_row(r) for r in rows]
+
+    async def listing(self, include_ended: bool = False) -> list[Job]:
+        where = "" if include_ended else " WHERE status IN ('active', 'paused')"
+        rows = await self.store.fetchall(f"SELECT * FROM jobs{where} ORDER BY created_at")
+        return [_from_row(r) for r in rows]
+
+    async def cancel(self, job_id: str, by: str, *, any_owner: bool = False) -> Job:
+        return await self._set_status(job_id, by, "cancelled", ("active", "paused"), any_owner)
+
+    async def pause(self, job_id: str, by: str, *, any_owner: bool = False) -> Job:
+        """An active job stops running until resumed (the operator's console offers this)."""
+        return await self._set_status(job_id, by, "paused", ("active",), any_owner)
+
+    async def resume(self, job_id: str, by: str, *, any_owner: bool = False) -> Job:
+        job = await self._set_status(job_id, by, "active", ("paused",), any_owner)
+        return job
+
+    async def _set_status(self, job_id: str, by: str, status: Status, allowed: Iterable[str],
+                          any_owner: bool) -> Job:
+        job = await self.get(job_id)
+        if job is None or (job.owner != by and not any_owner):
+            raise JobError(f"no job {str(job_id)[:40]!r} of yours; see /jobs")
+        if job.status not in allowed:
+            raise JobError(f"job {job.id} is {job.status}")
+        now = self.clock()
+        next_run = job.schedule.next_after(now) if status == "active" else job.next_run
+        async with self.store.transaction() as tx:
+            marks = ",".join("?" for _ in allowed)
+            await tx.execute(f"UPDATE jobs SET status = ?, failures = 0, next_run = ?"
+                             f" WHERE id = ? AND status IN ({marks})",
+                             (status, next_run, job.id, *allowed))
+            await self._audit(tx, job, status, f"by {by}")
+        self.changed.set()
+        return replace(job, status=status, next_run=next_run, failures=0)
+
+    # --- running ---------------------------------------------------------------------------
+
+    async def due(self, now: float, limit: int = 100) -> list[Job]:
+        rows = await self.store.fetchall(
+            "SELECT * FROM jobs WHERE status = 'active' AND next_run <= ? ORDER BY next_run"
+            " LIMIT ?", (now, limit))
+        return [_from_row(r) for r in rows]
+
+    async def next_due_at(self) -> float | None:
+        row = await self.store.fetchone(
+            "SELECT MIN(next_run) AS at FROM jobs WHERE status = 'active'")
+        return row["at"] if row and row["at"] is not None else None
+
+    async def claim(self, job: Job, now: float) -> Claim | None:
+        """Win the job's due run, or None when another process (or an earlier tick) did.
+
+        The run and the job's next time are written in one transaction; a run more than the
+        grace period late is recorded as missed instead of run.
+        """
+        scheduled = job.next_run
+        if scheduled is None:
+            return None
+        # After downtime several runs may be due: only the latest one counts (run once, or
+        # reported as missed when even that one is more than the grace period late).
+        latest = job.schedule.latest_until(now) or scheduled
+        late = max(0.0, now - max(latest, scheduled))
+        status = "missed" if late > self.limits.grace_seconds else "running"
+        upcoming = job.schedule.next_after(max(now, scheduled))
+        async with self.store.transaction() as tx:
+            won = await tx.fetchone(
+                "INSERT INTO job_runs(job_id, scheduled_for, status, started_at, detail)"
+                " VALUES (?, ?, ?, ?, '') ON CONFLICT (job_id, scheduled_for) DO NOTHING"
+                " RETURNING id", (job.id, scheduled, status, now))
+            if won is None:
+                return None
+            run_id = won["id"]
+            ended = upcoming is None
+            await tx.execute(
+                "UPDATE jobs SET next_run = ?, last_run = ?, status = ? WHERE id = ?"
+                " AND next_run = ?",
+                (upcoming, now, "done" if ended else job.status, job.id, scheduled))
+        claimed = replace(job, next_run=upcoming, status="done" if upcoming is None else job.status)
+        return Claim(claimed, int(run_id), scheduled, status == "missed")
+
+    async def finish(self, claim: Claim, ok: bool, detail: str = "") -> Job:
+        """Record a run's outcome; a third failure in a row pauses the job."""
+        job = claim.job
+        failures = 0 if ok else job.failures + 1
+        pause = failures >= MAX_FAILURES and job.status == "active"
+        outcome = ("ok" if ok else "failed") + (f": {detail}" if detail else "")
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE job_runs SET status = ?, finished_at = ?, detail = ?"
+                             " WHERE id = ?", ("ok" if ok else "failed", self.clock(),
+                                               detail[:500], claim.run_id))
+            await tx.execute(
+                "UPDATE jobs SET failures = ?, last_outcome = ?, status = CASE WHEN ? THEN"
+                " 'paused' ELSE status END WHERE id = ?",
+                (failures, outcome[:200], 1 if pause else 0, job.id))
+            await self._audit(tx, job, "run", outcome[:200])
+        return replace(job, failures=failures, last_outcome=outcome,
+                       status="paused" if pause else job.status)
+
+    async def record_missed(self, claim: Claim) -> None:
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE job_runs SET finished_at = ? WHERE id = ?",
+                             (self.clock(), claim.run_id))
+            await self._audit(tx, claim.job, "missed", f"run due at {claim.scheduled_for:.0f}")
+
+    async def interrupted(self, now: float) -> list[Job]:
+        """Runs left "running" longer than the lease: their process died. They are marked
+        interrupted (never started again) and returned so the owner can be told."""
+        cutoff = now - self.limits.run_lease_seconds
+        async with self.store.transaction() as tx:
+            rows = await tx.fetchall(
+                "UPDATE job_runs SET status = 'interrupted', finished_at = ?"
+                " WHERE status = 'running' AND started_at < ? RETURNING job_id", (now, cutoff))
+            ids = [row["job_id"] for row in rows]
+        jobs = [await self.get(job_id) for job_id in ids]
+        return [job for job in jobs if job is not None]
+
+    @staticmethod
+    async def _audit(tx: Tx, job: Job, outcome: str, detail: str) -> None:
+        await write_audit(tx, AuditEntry(sender=job.owner, decision="job", outcome=outcome,
+                                         tool="schedule", detail=f"job {job.id}: {detail}"[:500]))
+
+    # --- per-sender time zones -------------------------------------------------------------
+
+    async def timezone_of(self, sender: str, default: str) -> str:
+        row = await self.store.fetchone("SELECT timezone FROM sender_settings WHERE sender = ?",
+                                        (sender,))
+        return row["timezone"] if row and row["timezone"] else default
+
+    async def set_timezone(self, sender: str, timezone: str) -> None:
+        async with self.store.transaction() as tx:
+            await tx.execute(
+                "INSERT INTO sender_settings(sender, timezone) VALUES (?, ?)"
+                " ON CONFLICT (sender) DO UPDATE SET timezone = excluded.timezone",
+                (sender, timezone))

@@ -1,0 +1,98 @@
+"""Running a claimed job: a reminder is posted as written; any other job is a turn in the job's
+own session, as its owner, at no more than the owner's level now or when the job was created,
+with only the tools chosen then, and against the owner's spend budget (a run over it is skipped
+and the owner told). Its approvals go to the owner in the job's chat.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.conversation.delivery import Delivery
+from bot.core.events import Button, Done, ErrorEvent, Event, Notice, Sink
+from bot.core.identity import LEVELS, Level
+from bot.jobs.jobs import Claim, Job
+
+SCHEDULE_TOOL = "schedule"  # a job never creates jobs
+
+
+class _Watched:
+    """Forwards a run's events to the chat and remembers how the turn ended."""
+
+    def __init__(self, sink: Sink):
+        self.sink = sink
+        self.error = ""
+        self.waiting = False
+
+    async def emit(self, event: Event) -> None:
+        if isinstance(event, ErrorEvent):
+            self.error = event.message
+        elif isinstance(event, Done) and event.waiting_for_approval:
+            self.waiting = True
+        await self.sink.emit(event)
+
+
+class AgentJobRunner:
+    def __init__(self, agent: Any, delivery: Delivery, senders: Any):
+        self.agent = agent
+        self.delivery = delivery
+        self.senders = senders
+
+    async def level(self, job: Job) -> Level | None:
+        """The lower of the owner's level now and the level the job was created with; None
+        when the owner has no level any more (revoked, or a stranger again)."""
+        now = await self.senders.autonomy(job.owner)
+        if now not in LEVELS or job.level not in LEVELS:
+            return None
+        return min(Level(now), Level(job.level))
+
+    async def run(self, claim: Claim) -> tuple[bool, str]:
+        job = claim.job
+        sink = self.delivery.sink(job.channel, job.chat, job.owner)
+        if sink is None:
+            return False, f"the {job.channel} channel is not connected"
+        try:
+            level = await self.level(job)
+            if level is None:
+                await sink.emit(Notice(f"⏰ {job.name}: skipped — you no longer have access."))
+                return False, "owner has no access"
+            if job.is_reminder:
+                await sink.emit(Notice(f"⏰ {job.name}\n{job.message}"))
+                return True, "reminder sent"
+            refusal = await self._over_budget(job, level)
+            if refusal:
+                await sink.emit(Notice(f"⏰ {job.name}: skipped — {refusal}"))
+                return False, "over the owner's budget"
+            await sink.emit(Notice(f"⏰ {job.name}"))
+            watched = _Watched(sink)
+            await self.agent.run_unattended(
+                session_key=f"job:{job.id}", sender=job.owner, chat=job.chat,
+                channel=job.channel, level=level, allowlist=frozenset(job.tools) - {SCHEDULE_TOOL},
+                text=job.prompt, sink=watched)
+        finally:
+            await _close(sink)
+        if watched.error:
+            return False, watched.error
+        return True, "waiting for approval" if watched.waiting else "answered"
+
+    async def _over_budget(self, job: Job, level: str) -> str:
+        """Jobs count against their owner's budget: why this run may not start, or ''."""
+        budgets = getattr(self.agent.services, "budgets", None)
+        if budgets is None:
+            return ""
+        admission = await budgets.check_owner(job.owner, level)
+        return "" if admission.allowed else admission.message
+
+    async def tell_owner(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> None:
+        sink = self.delivery.sink(job.channel, job.chat, job.owner)
+        if sink is not None:
+            try:
+                await sink.emit(Notice(text, buttons=buttons))
+            finally:
+                await _close(sink)
+
+
+async def _close(sink: Sink) -> None:
+    close = getattr(sink, "close", None)  # channel sinks hold timers (typing); a test sink has none
+    if close is not None:
+        await close()

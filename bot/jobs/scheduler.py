@@ -1,0 +1,129 @@
+"""The scheduler: wakes when the next job is due, claims due runs, starts them.
+
+`tick()` does one round and is what tests drive with an injected clock; `run()` repeats it
+until stopped, sleeping until the next due run (at most `tick_seconds`, so jobs created by
+another process are seen). Every run is claimed in the store first (`Jobs.claim`), so two
+processes on one store, or a tick racing a restart, start each due run once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from bot.core.events import Button
+from bot.jobs.jobs import Claim, Job, Jobs
+from bot.jobs.schedule import local_time
+
+log = logging.getLogger(__name__)
+
+
+class JobRunner(Protocol):
+    async def run(self, claim: Claim) -> tuple[bool, str]:
+        """Run one claimed job; (succeeded, a short outcome for the job's record)."""
+
+    async def tell_owner(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> None: ...
+
+
+class Scheduler:
+    def __init__(self, jobs: Jobs, runner: JobRunner, clock: Callable[[], float] = time.time,
+                 *, tick_seconds: float = 30.0, batch: int = 100):
+        self.jobs = jobs
+        self.runner = runner
+        self.clock = clock
+        self.tick_seconds = tick_seconds
+        self.batch = batch
+        self._running: set[asyncio.Task[None]] = set()
+        self._stop = asyncio.Event()
+        self._loop: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._stop.clear()
+        self._loop = asyncio.create_task(self.run(self._stop))
+
+    async def stop(self) -> None:
+        """Stop looking for due jobs; runs in flight finish with the agent's own shutdown."""
+        self._stop.set()
+        if self._loop is not None:
+            await self._loop
+            self._loop = None
+
+    async def tick(self) -> int:
+        """Claim and start every due run; report missed and interrupted ones. Returns the
+        number of runs started."""
+        now = self.clock()
+        for job in await self.jobs.interrupted(now):
+            await self._tell(job, f"⏰ {job.name}: the last run was cut off by a restart and "
+                                  "was not repeated. It runs again at the next scheduled time.")
+        started = 0
+        for job in await self.jobs.due(now, self.batch):
+            claim = await self.jobs.claim(job, now)
+            if claim is None:
+                continue  # another process (or an earlier tick) has it
+            if claim.missed:
+                await self.jobs.record_missed(claim)
+                await self._tell(job, f"⏰ {job.name}: a run was missed while I was offline "
+                                      "and was skipped." + _next_line(claim.job))
+                continue
+            task = asyncio.create_task(self._run(claim))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+            started += 1
+        return started
+
+    async def _run(self, claim: Claim) -> None:
+        try:
+            ok, detail = await self.runner.run(claim)
+        except Exception as exc:  # a run must never take the scheduler down; record and go on
+            log.exception("job %s failed", claim.job.id)
+            ok, detail = False, type(exc).__name__
+        job = await self.jobs.finish(claim, ok, detail)
+        if job.status == "paused":
+            await self._tell(job, f"⏰ {job.name} failed three times in a row and is paused. "
+                                  f"Resume it with /jobs resume {job.id}.",
+                             (Button(f"Resume: {job.name[:24]}", f"/jobs resume {job.id}"),))
+
+    async def _tell(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> None:
+        try:
+            await self.runner.tell_owner(job, text, buttons)
+        except Exception:  # the owner's chat may be gone; the store still has the record
+            log.warning("could not tell %s about job %s", job.owner, job.id, exc_info=True)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("scheduler tick failed; retrying")
+            delay = self.tick_seconds
+            upcoming = await self.jobs.next_due_at()
+            if upcoming is not None:
+                delay = max(0.05, min(delay, upcoming - self.clock()))
+            self.jobs.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await _first(stop, self.jobs.changed)
+
+    async def drain(self) -> None:
+        """Wait for the runs in flight (tests, shutdown)."""
+        while self._running:
+            await asyncio.gather(*list(self._running), return_exceptions=True)
+
+
+async def _first(*events: asyncio.Event) -> None:
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
+def _next_line(job: Job) -> str:
+    if job.next_run is None:
+        return ""
+    return f" Next run: {local_time(job.next_run, job.schedule.timezone)}."

@@ -1,0 +1,246 @@
+"""Spend limits: per sender per day and per month, per level per day, and for everyone per day.
+
+Checked before every model call starts (bot.llm.client), from the ledger's in-memory totals: a turn in
+progress finishes the call it is in, and starts no new one once a limit is reached. A sender is
+told once per period when they pass 80% of a limit (`warning`); a refused call raises
+`BudgetExceeded`, whose user message says which limit, when it resets and who can raise it.
+There is no channel-neutral way to message the approvers, so each refusal is logged for the
+operator and audited once per sender, limit and period; `/usage all` shows who is at a limit.
+
+Terminal senders (`cli:*`) are the operator at the machine, paying the bill: only the global
+daily limit applies to them. Scheduled jobs run as their owner and count against the owner's
+budget: a scheduler asks `check_owner` before starting one.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from bot.approvals.audit import AuditEntry, write_audit
+from bot.conversation.notices import OnceNotices
+from bot.core.errors import LLMError
+from bot.money.spend import Period, SpendLedger, Totals
+
+log = logging.getLogger(__name__)
+
+WARN_AT = 0.8
+SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
+
+
+class BudgetExceeded(LLMError):
+    """A spend limit is reached; `user_message` says which, when it resets, who can raise it.
+    `approver_note` is set on the first refusal of a sender per limit and day: what the
+    approvers are told (later refusals are only audited once, never re-announced)."""
+
+    def __init__(self, sender: str, user_message: str, approver_note: str = ""):
+        super().__init__(f"budget reached for {sender}", user_message)
+        self.sender, self.approver_note = sender, approver_note
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A sender's limits; 0 means no limit."""
+
+    daily: float
+    monthly: float
+    global_daily: float
+    daily_setting: str = "sender_daily"   # the config key that sets `daily`, for the message
+
+
+@dataclass(frozen=True)
+class Measure:
+    kind: str          # "daily" | "monthly" | "global"
+    spent: float
+    limit: float
+    period_key: str    # the day or month it counts in
+
+
+@dataclass(frozen=True)
+class Admission:
+    allowed: bool
+    message: str = ""  # why not, for the user (empty when allowed)
+    limit: str = ""    # which limit refused: "daily" | "monthly" | "global"
+
+
+class Budgets:
+    def __init__(self, config: object, ledger: SpendLedger):
+        budgets = config["budgets"]  # type: ignore[index]
+        self.ledger = ledger
+        self.currency = str(budgets["currency"])
+        self._sender_daily = float(budgets["sender_daily"])
+        self._sender_monthly = float(budgets["sender_monthly"])
+        self._global_daily = float(budgets["global_daily"])
+        self._levels = {level: float(v) for level, v in budgets["levels"].items()}
+        # Said once per sender, limit and period, whichever process or run gets there first.
+        self._once = OnceNotices(ledger.store, ledger.clock)
+
+    @property
+    def configured(self) -> bool:
+        """Does any limit apply to paired senders at all?"""
+        return bool(self._sender_daily or self._sender_monthly or self._global_daily
+                    or any(self._levels.values()))
+
+    def limits(self, sender: str, level: str | None) -> Limits:
+        if sender.startswith("cli:"):
+            return Limits(0.0, 0.0, self._global_daily)
+        daily, setting = self._sender_daily, "sender_daily"
+        name = str(getattr(level, "value", level))  # a Level enum or its text
+        by_level = self._levels.get(name, 0.0) if level else 0.0
+        if by_level and (not daily or by_level < daily):
+            daily, setting = by_level, f"levels.{name}"
+        return Limits(daily, self._sender_monthly, self._global_daily, setting)
+
+    def measures(self, totals: Totals, limits: Limits, period: Period) -> list[Measure]:
+        return [Measure("daily", totals.day, limits.daily, period.day),
+                Measure("monthly", totals.month, limits.monthly, period.month),
+                Measure("global", totals.global_day, limits.global_daily, period.day)]
+
+    async def check(self, sender: str, level: str | None) -> Admission:
+        """May `sender` start a model call now? (In memory after the first look per day.)"""
+        totals = await self.ledger.totals(sender)
+        period = self.ledger.period()
+        for measure in self.measures(totals, self.limits(sender, level), period):
+            if measure.limit and measure.spent >= measure.limit:
+                text = self._refusal(measure, self.limits(sender, level), period)
+                return Admission(False, text, measure.kind)
+        return Admission(True)
+
+    async def check_owner(self, owner: str, level: str | None) -> Admission:
+        """For the scheduler: may a job of `owner` start? Jobs count against their owner; when
+        refused, skip the job and send the owner `message`."""
+        return await self.check(owner, level)
+
+    async def admit(self, sender: str, level: str | None) -> None:
+        """Raise BudgetExceeded when `sender` may not start a model call now."""
+        admission = await self.check(sender, level)
+        if admission.allowed:
+            return
+        first = await self._report_refusal(sender, admission)
+        note = (f"Budget: {sender} was refused a model call. {_third_person(admission.message)}"
+                if first else "")
+        raise BudgetExceeded(sender, admission.message, note)
+
+    async def warning(self, sender: str, level: str | None) -> str | None:
+        """The 80% notice, once per sender, limit and period; None when there is nothing new."""
+        totals = await self.ledger.totals(sender)
+        period = self.ledger.period()
+        for measure in self.measures(totals, self.limits(sender, level), period):
+            if not measure.limit or not WARN_AT * measure.limit <= measure.spent:
+                continue
+            if not await self._once.first(_key("budget-warning", sender, measure.kind,
+                                               measure.period_key)):
+                continue
+            if measure.spent < measure.limit:
+                return self._warning_text(measure, period)
+        return None
+
+    # --- texts ---------------------------------------------------------------------------
+
+    def money(self, amount: float) -> str:
+        symbol = SYMBOLS.get(self.currency.upper())
+        return f"{symbol}{amount:,.2f}" if symbol else f"{amount:,.2f} {self.currency}"
+
+    def _refusal(self, measure: Measure, limits: Limits, period: Period) -> str:
+        amounts = f"{self.money(measure.spent)} of {self.money(measure.limit)}"
+        resets = resets_text(measure.kind, period, self.ledger.clock())
+        if measure.kind == "global":
+            return (f"The bot has used its shared model budget for today ({amounts}), so I "
+                    f"cannot answer right now. It resets {resets}. Only the operator can raise "
+                    "it ([budgets] global_daily in the config).")
+        setting = limits.daily_setting if measure.kind == "daily" else "sender_monthly"
+        which = "today's" if measure.kind == "daily" else "this month's"
+        return (f"You have used {which} model budget ({amounts}), so I cannot answer right now. "
+                f"It resets {resets}. Only the operator can raise it ([budgets] {setting} in "
+                "the config); your message is saved.")
+
+    def _warning_text(self, measure: Measure, period: Period) -> str:
+        share = round(100 * measure.spent / measure.limit)
+        what = {"daily": "your model budget for today", "monthly": "your model budget for "
+                "this month", "global": "the bot's shared model budget for today"}[measure.kind]
+        return (f"Heads-up: {share}% of {what} is used ({self.money(measure.spent)} of "
+                f"{self.money(measure.limit)}). It resets "
+                f"{resets_text(measure.kind, period, self.ledger.clock())}.")
+
+    async def _report_refusal(self, sender: str, admission: Admission) -> bool:
+        """Audit the first refusal per sender, limit and day; True when this was the first."""
+        message = admission.message
+        key = _key("budget-refusal", sender, admission.limit, self.ledger.period().day)
+        async with self.ledger.store.transaction(serial=False) as tx:
+            if not await self._once.claim(tx, key):
+                return False
+            await write_audit(tx, AuditEntry(sender=sender, decision="budget",
+                                             outcome="refused", detail=message[:500]))
+        log.warning("budget: refused a model call for %s: %s", sender, message)
+        return True
+
+
+def _key(*parts: str) -> str:
+    return "\x1f".join(parts)
+
+
+def _third_person(refusal: str) -> str:
+    """The sender's refusal text, reworded for the approvers who may raise the limit."""
+    return (refusal.replace("You have used", "They have used", 1)
+            .replace("; your message is saved.", "; their message is saved."))
+
+
+def resets_text(kind: str, period: Period, now: float) -> str:
+    """"at midnight UTC (in 5 h 12 min)" or "on 1 Jan 2027 at 00:00 UTC (in 30 days)"."""
+    if kind == "monthly":
+        end = datetime.fromtimestamp(period.month_end, UTC)
+        return f"on {end.day} {end:%b %Y} at 00:00 UTC ({until(period.month_end - now)})"
+    return f"at midnight UTC ({until(period.day_end - now)})"
+
+
+def until(seconds: float) -> str:
+    minutes = max(1, int(seconds // 60))
+    if minutes < 60:
+        return f"in {minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"in {hours} h {minutes} min" if minutes else f"in {hours} h"
+    return f"in {round(hours / 24)} days"
+
+
+# --- /usage ------------------------------------------------------------------------------
+
+async def own_report(budgets: Budgets, sender: str, level: str | None) -> str:
+    """A sender's spend today and this month against their limits."""
+    totals = await budgets.ledger.totals(sender)
+    period, now = budgets.ledger.period(), budgets.ledger.clock()
+    limits = budgets.limits(sender, level)
+    lines = [f"Your model spend ({budgets.currency}):"]
+    for measure, label in zip(budgets.measures(totals, limits, period),
+                              ("today", "this month", "everyone today"), strict=True):
+        line = f"• {label}: {_against(budgets, measure.spent, measure.limit)}"
+        if measure.limit:
+            line += f", resets {resets_text(measure.kind, period, now)}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+async def everyone_report(budgets: Budgets, levels: dict[str, str | None],
+                          spent: dict[str, tuple[float, float]], limit: int = 30) -> str:
+    """Every sender's spend today / this month (for approvers), the biggest first."""
+    if not spent:
+        return "No model spend recorded this month."
+    lines = [f"Model spend by sender ({budgets.currency}), today / this month:"]
+    for sender, (day, month) in list(spent.items())[:limit]:
+        limits = budgets.limits(sender, levels.get(sender))
+        at = [name for name, used, cap in (("daily", day, limits.daily),
+                                           ("monthly", month, limits.monthly)) if cap and used >= cap]
+        note = f" — at the {' and '.join(at)} limit" if at else ""
+        lines.append(f"• {sender}: {budgets.money(day)} / {budgets.money(month)}{note}")
+    if len(spent) > limit:
+        lines.append(f"… and {len(spent) - limit} more (see `myclaw usage`)")
+    global_day = sum(day for day, _ in spent.values())
+    lines.append(f"Everyone today: {_against(budgets, global_day, budgets.limits('', None).global_daily)}")
+    return "\n".join(lines)
+
+
+def _against(budgets: Budgets, spent: float, limit: float) -> str:
+    if not limit:
+        return f"{budgets.money(spent)} (no limit)"
+    return f"{budgets.money(spent)} of {budgets.money(limit)} ({round(100 * spent / limit)}%)"

@@ -1,0 +1,5 @@
+"""The `myclaw` operator command line."""
+
+from bot.ops.cli.main import main
+
+__all__ = ["main"]

@@ -1,0 +1,99 @@
+"""The `myclaw` command line (also `python -m bot`).
+
+Subcommands come from small modules, each exposing `add_commands(subparsers)`; a subcommand sets
+`handler=<async function(args, config) -> int>`. Errors of ours (`MyclawError`) print one line
+and exit 2; argument errors print usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.metadata
+import sys
+from collections.abc import Sequence
+
+from bot.config import settings as config_mod
+from bot.core import logs
+from bot.core.errors import MyclawError
+
+# Modules contributing subcommands; each has add_commands(subparsers).
+COMMAND_MODULES = (
+    "bot.ops.cli.core",      # run, chat, tools, usage
+    "bot.ops.cli.safety",    # pair, receipts, audit  (issue 3)
+    "bot.ops.cli.doctor",       # doctor [--security] [--telegram]  (issue 9)
+    "bot.ops.cli.console",   # console login, console logout --all
+    "bot.ops.cli.jobs",      # jobs list | cancel
+    "bot.ops.cli.store_admin",  # migrate, store copy
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="myclaw",
+        description="A personal AI agent on Telegram, Discord and the terminal.",
+    )
+    parser.add_argument("--version", action="version", version=f"myclaw {version()}")
+    _add_global_options(parser, default=None)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).add_commands(subparsers)
+    for command in _leaf_parsers(parser):
+        # `myclaw doctor --config x.toml` as well as `myclaw --config x.toml doctor`. SUPPRESS
+        # keeps a value given before the subcommand when none is given after it.
+        _add_global_options(command, default=argparse.SUPPRESS)
+    return parser
+
+
+def _add_global_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument("--config", metavar="PATH", default=default,
+                        help="config file (default: $MYCLAW_CONFIG, else ./myclaw.toml)")
+    parser.add_argument("--log-format", choices=("text", "json"), default=default,
+                        help="log line format (default from [log] format)")
+    parser.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                        default=default)
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that end a command line (`run`, `pair approve`, ...), however deeply nested."""
+    subactions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subactions:
+        return [parser]
+    children = {id(p): p for action in subactions for p in action.choices.values()}
+    return [leaf for child in children.values() for leaf in _leaf_parsers(child)]
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("myclaw")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without installing
+        return "(not installed)"
+
+
+def setup_logging(args: argparse.Namespace, config: config_mod.Config) -> None:
+    logs.configure(fmt=args.log_format or config["log"]["format"],
+                   level=args.log_level or config["log"]["level"], secrets=config.secret_values())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # bare `myclaw`: the commands, not an error
+        parser.print_help(sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+    try:
+        config = config_mod.load(args.config)
+        setup_logging(args, config)
+        return int(asyncio.run(args.handler(args, config)) or 0)
+    except MyclawError as exc:
+        print(f"myclaw: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

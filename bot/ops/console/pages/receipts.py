@@ -1,0 +1,33 @@
+"""Signed receipts of executed calls, and a Verify button that rechecks every signature."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bot.ops.console.web import Action, ConsoleContext, Outcome, Page
+
+LATEST = 50
+MAX_PROBLEM_LINES = 100
+
+
+async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
+    rows = await ctx.services.store.fetchall(
+        "SELECT id, tool, sender, approver, args_hash, finished_at FROM receipts"
+        " ORDER BY id DESC LIMIT ?", (LATEST,))
+    return {"receipts": [dict(row) for row in rows], "total": await ctx.services.receipts.count()}
+
+
+async def verify(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[str, str]) -> Outcome:
+    total = await ctx.services.receipts.count()
+    problems = await ctx.services.receipts.verify_all()
+    if not problems:
+        return Outcome(True, f"All {total} receipts verify.")
+    shown = tuple(problems[:MAX_PROBLEM_LINES])
+    more = len(problems) - len(shown)
+    tail = (f"… and {more} more (myclaw receipts verify lists them all)",) if more else ()
+    return Outcome(False, f"{len(problems)} problem(s) in {total} receipts.", shown + tail)
+
+
+PAGE = Page("/receipts", "Receipts", "receipts.html", load,
+            actions=(Action("/receipts/verify", "verify-receipts", verify),))

@@ -1,0 +1,24 @@
+"""Who may talk to the bot: levels from the config file, levels granted by pairing, roles."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bot.ops.console.web import ConsoleContext, Page
+
+
+async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
+    configured = ctx.config["senders"]
+    granted = await ctx.services.store.fetchall(
+        "SELECT sender, level, granted_at, granted_by FROM granted_senders ORDER BY granted_at DESC")
+    return {
+        "configured": sorted((k, v) for k, v in configured.items() if k != "unknown"),
+        "unknown": configured.get("unknown", "pairing"),
+        "granted": [dict(row) for row in granted],
+        "roles": sorted(ctx.config["discord"]["roles"].items()),
+        "approvers": sorted(ctx.services.approvals.approvers),
+    }
+
+
+PAGE = Page("/senders", "Senders", "senders.html", load)

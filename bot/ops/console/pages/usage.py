@@ -1,0 +1,55 @@
+"""Model spend and tokens per day and per sender, as server-rendered SVG bar charts.
+
+Spend is drawn once usage rows carry a cost (the price table prices each call); until then,
+and always as a second view, tokens. Days are computed in Python from the stored timestamps
+(no database date functions, so the same query runs on every store backend).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from bot.ops.console import charts
+from bot.ops.console.web import ConsoleContext, Page, day_of, day_start, last_days
+
+DAYS = 30
+
+
+class _Totals:
+    """Sums per day and per sender of one quantity."""
+
+    def __init__(self) -> None:
+        self.per_day: dict[str, float] = defaultdict(float)
+        self.per_sender: dict[str, float] = defaultdict(float)
+
+    def add(self, day: str, sender: str, amount: float) -> None:
+        self.per_day[day] += amount
+        self.per_sender[sender] += amount
+
+    def view(self, days: list[str], money: bool) -> dict[str, Any]:
+        return {"total": charts.compact(sum(self.per_day.values()), money),
+                "by_day": charts.columns([(d, self.per_day.get(d, 0.0)) for d in days], money),
+                "by_sender": charts.rows(list(self.per_sender.items()), money)}
+
+
+async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
+    days = last_days(time.time(), DAYS)
+    # SELECT *: a store whose usage rows have no cost column yet still draws the tokens.
+    rows = await ctx.services.store.fetchall("SELECT * FROM usage WHERE ts >= ?",
+                                             (day_start(days[0]) or 0.0,))
+    tokens, spend, priced = _Totals(), _Totals(), False
+    for row in map(dict, rows):
+        day = day_of(row["ts"])
+        tokens.add(day, row["sender"], float(row["input_tokens"] + row["output_tokens"]))
+        if row.get("cost") is not None:
+            priced = True
+            spend.add(day, row["sender"], float(row["cost"]))
+    currency = ctx.config.data.get("budgets", {}).get("currency", "")
+    return {"days": DAYS, "currency": currency, "tokens": tokens.view(days, money=False),
+            "spend": spend.view(days, money=True) if priced else None}
+
+
+PAGE = Page("/usage", "Usage", "usage.html", load)

@@ -1,0 +1,81 @@
+"""`GET /healthz` for Docker's HEALTHCHECK, systemd watchdogs and uptime monitors.
+
+200 with `{"status": "ok", "store": true, "store_backend": "sqlite", "channels": {"telegram":
+true, ...}}` when the store answers (`store_backend`: "sqlite" or "postgresql") and every started
+channel reports `connected`; otherwise 503 with the same body (status "degraded"), so a probe can
+tell which part is down. Nothing else is served, and the body names
+only parts, never hosts, ids or errors. Started by the app when `[health] enabled = true`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from bot.config.settings import Config
+from bot.core.errors import MyclawError
+from bot.store.sqlite import Store
+
+log = logging.getLogger(__name__)
+
+# A store that does not answer `SELECT 1` within this is as good as down for a probe.
+STORE_PING_TIMEOUT_SECONDS = 2.0
+
+
+class HealthError(MyclawError):
+    """The health endpoint could not listen (address in use, bad address)."""
+
+
+class HealthServer:
+    def __init__(self, config: Config, store: Store, channels: dict[str, Any]):
+        section = config["health"]
+        self.listen: str = section["listen"]
+        self._configured_port: int = section["port"]
+        self.store = store
+        # Shared with the app: channels started later may be added to this dict.
+        self.channels = channels
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    async def status(self) -> tuple[int, dict[str, Any]]:
+        """The HTTP status and JSON body a probe receives right now."""
+        try:
+            store_ok = await asyncio.wait_for(self.store.ping(), STORE_PING_TIMEOUT_SECONDS)
+        except TimeoutError:
+            store_ok = False
+        channels = {name: bool(getattr(ch, "connected", False))
+                    for name, ch in sorted(self.channels.items())}
+        healthy = store_ok and all(channels.values())
+        body = {"status": "ok" if healthy else "degraded", "store": store_ok,
+                "store_backend": self.store.dialect, "channels": channels}
+        return (200 if healthy else 503), body
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        code, body = await self.status()
+        return web.json_response(body, status=code, headers={"Cache-Control": "no-store"})
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        # No access log: a probe every few seconds would drown the useful lines.
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self.listen, self._configured_port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise HealthError(
+                f"[health] cannot listen on {self.listen}:{self._configured_port}: {exc.strerror}"
+            ) from exc
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+        log.info("health endpoint on http://%s:%s/healthz", self.listen, self.port)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()

@@ -1,0 +1,292 @@
+"""How the agent answers approval requests: one answer wins (bot.approvals.service), the channel then
+resumes the conversation; lapsed requests are closed; approvers get private copies. Part of
+`bot.runtime.agent.Agent`, kept apart so the turn loop reads on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bot.approvals.audit import write_audit
+from bot.approvals.display import call_outcome, requests_event
+from bot.approvals.records import ApprovalRequest, Resolution
+from bot.conversation import turns
+from bot.core.events import (
+    ApprovalSurface,
+    ApprovalView,
+    Notice,
+    Sink,
+)
+from bot.core.tool import ToolError, args_hash
+from bot.runtime.dispatch import Planned, Turn, error_block
+
+log = logging.getLogger(__name__)
+
+
+class ApprovalFlow:
+    """The approval half of the Agent (mixed into `bot.runtime.agent.Agent`, whose state it uses)."""
+
+    async def resolve_approval(self, approval_id: str, resolver: str, choice: str) -> Resolution:
+        """Decide one answer (bot.approvals.service decides who may answer, and only one answer wins).
+        The channel, knowing where the conversation continues, then calls `resume_approval`."""
+        resolution = await self.services.approvals.resolve(approval_id, resolver, choice)
+        return await self._answered(resolution, choice, resolver)
+
+    async def resolve_batch(self, batch: str, resolver: str, choice: str) -> Resolution:
+        """"Approve all" / "Deny all" of a batch: the calls still pending, in one
+        compare-and-set; then, like any answer, `resume_approval`."""
+        resolution = await self.services.approvals.resolve_batch(batch, resolver, choice)
+        return await self._answered(resolution, choice, resolver)
+
+    async def _answered(self, resolution: Resolution, choice: str, resolver: str) -> Resolution:
+        if resolution.lapsed_now and resolution.request is not None:
+            await self.close_lapsed(list(resolution.lapsed) or [resolution.request])
+        if resolution.ok and resolution.request is not None:
+            request = resolution.request
+            await self.show_outcome(request, choice, resolver)
+            if request.batch is None or resolution.batch_done:
+                self._won[request.id] = request   # a batch resumes once, when all is decided
+        return resolution
+
+    def resume_approval(self, resolution: Resolution, sink: Sink) -> bool:
+        """Run the answered call and continue its conversation, streaming into `sink`; once per
+        winning answer (False for a refused, unknown or already resumed one, and for an answer
+        that leaves calls of its batch undecided: the batch resumes with its last answer)."""
+        request = resolution.request
+        if not resolution.ok or request is None or self._won.pop(request.id, None) is None:
+            return False
+        resolver = request.resolved_by or ""
+        key = self.session_key(request.sender, request.chat)
+        work = self._resume_batch(request.batch, sink) if request.batch is not None \
+            else self._resume(request, resolver, sink)
+        self.queue.spawn(key, lambda: self._guarded(sink, work), request.sender)
+        return True
+
+    async def close_expired(self, request: Any) -> None:
+        await self.close_lapsed([request])
+
+    async def close_lapsed(self, requests: list[Any]) -> None:
+        """Requests nobody answered in time: their messages say so and lose their buttons, the
+        requester is told in the chat, and the model gets a result saying the calls did not
+        run, so the turn ends cleanly and the next message starts fresh. A batch closes whole,
+        with one note."""
+        groups: dict[str, list[Any]] = {}
+        for request in requests:
+            groups.setdefault(request.batch or request.id, []).append(request)
+        for group in groups.values():
+            first = group[0]
+            await self.show_outcome(first, "expire", "myclaw")
+            sink = self.services.delivery.sink(first.channel, first.chat, first.sender) \
+                if self.services.delivery is not None else None
+            key = self.session_key(first.sender, first.chat)
+            self.queue.spawn(key, lambda g=group, s=sink: self._guarded(  # type: ignore[misc]
+                s or NoChannel(), self._expired(g, s)), first.sender)
+
+    async def _expired(self, requests: list[Any], sink: Sink | None) -> None:
+        await self.services.store.catch_up()
+        first = requests[0]
+        if first.batch is not None:  # the calls answered before the batch lapsed get a result too
+            requests = await self.services.approvals.batch_members(first.batch)
+        turn = await self._turn(first.session_id, first.sender, first.chat,
+                                first.autonomy or "read_only", sink or NoChannel(),
+                                first.allowlist)
+        results = [denied_block(r) if r.status == "denied" else error_block(
+            r.tool_use_id, ToolError("permission_denied", f"The call to {r.tool} was not approved "
+                                     "in time; it did not run.",
+                                     "Do not retry it unless the user asks again."))
+            for r in requests]
+        row = await turns.open_in_session(self.services.store, first.session_id)
+        ended = (row is not None and row.state == turns.WAITING
+                 and not await self.services.approvals.pending_for_session(first.session_id))
+        turn.turn_id = row.id if ended else None
+        await self.journal.write(turn, [{"role": "user", "content": results}],
+                                 state=turns.EXPIRED if ended else None)
+        if sink is not None:
+            tools = ", ".join(dict.fromkeys(r.tool for r in requests))
+            await sink.emit(Notice(f"⌛ The request to run {tools} expired — nothing ran. "
+                                   "Ask again if you still want it."))
+            close = getattr(sink, "close", None)
+            if close is not None:
+                await close()
+
+    async def show_outcome(self, request: Any, choice: str, resolver: str, note: str = "") -> None:
+        await self.display.show_outcome(request, choice, resolver, note)
+
+    async def notify_approvers(self, turn: Turn, views: list[ApprovalView]) -> None:
+        """Each approver gets a private copy of the requests they may answer; whichever copy is
+        tapped first wins (the compare-and-set), then every copy shows the outcome."""
+        if views:
+            await self._to_approvers(turn.sender, [requests_event(views)])
+
+    async def _to_approvers(self, about: str, events: list[Any]) -> None:
+        """Each approver but `about` gets `events` privately (when `notify_approvers` is on)."""
+        delivery = self.services.delivery
+        if delivery is None or not self.config["approvals"]["notify_approvers"]:
+            return
+        await delivery.tell_privately(sorted(self.services.approvals.approvers - {about}), events)
+
+    def add_approval_surface(self, channel: str, surface: ApprovalSurface) -> None:
+        """A running channel that can show approvals answered elsewhere (see resolve_elsewhere)."""
+        self.display.add_surface(channel, surface)
+
+    async def resolve_elsewhere(self, approval_id: str, resolver: str, choice: str) -> Resolution:
+        """An answer from outside the request's channel (the web console): the same
+        compare-and-set as a tap; the conversation resumes in the request's chat (through the
+        channel's delivery outlet), and the channel edits its request message to show the outcome."""
+        resolution = await self.resolve_approval(approval_id, resolver, choice)
+        done = resolution.request
+        if resolution.ok and done is not None:
+            delivery = self.services.delivery
+            sink = delivery.sink(done.channel, done.chat, done.sender) if delivery else None
+            self.resume_approval(resolution, sink or NoChannel())
+        return resolution
+
+    async def set_approval_message_ref(self, approval_id: str, ref: str, channel: str = "") -> None:
+        approvals = self.services.approvals
+        await approvals.set_message_ref(approval_id, ref, channel)
+        # Answered while this copy was on its way (a tap on another copy, say the one shown
+        # before a restart): the outcome reached the copies known then, so this one shows it
+        # now instead of keeping buttons that can no longer do anything.
+        request = await approvals.get(approval_id)
+        if request is not None and request.status != "pending":
+            outcome = call_outcome(request)
+            await self.display.show_outcome(request, outcome.choice, outcome.resolver)
+
+    async def pending_approvals(self, channel: str) -> list[ApprovalView]:
+        return [r.view() for r in await self.services.approvals.pending(channel)]
+
+
+    # --- approvals resumed ---------------------------------------------------------------
+
+    async def run_answered(self, request: ApprovalRequest, sink: Sink,
+                           on_ran: Callable[[bool | None], Awaitable[None]]) -> None:
+        """An answered request whose call nobody ran (or refused) yet: run it (the args hash
+        and the policy checked again, started at most once), tell `on_ran` how it ended, and
+        continue its conversation, as after the tap. A call of a batch runs with its batch,
+        once every call of it is decided (its first answered call takes the batch up)."""
+        if request.batch is None:
+            await self._resume(request, request.resolved_by or "", sink, on_ran)
+            return
+        members = await self.services.approvals.batch_members(request.batch)
+        answered = [m for m in members if m.status in ("approved", "denied")]
+        if answered and answered[0].id == request.id and \
+                not any(m.status == "pending" for m in members):
+            await self._resume_batch(request.batch, sink)
+
+    async def _resume(self, request: Any, resolver: str, sink: Sink,
+                      on_ran: Callable[[bool | None], Awaitable[None]] | None = None) -> None:
+        """Run (or refuse) the resolved call, then re-enter the loop from the stored history.
+        `on_ran(ok)` is told how the call ended (None: not run) before the loop goes on."""
+        await self.services.store.catch_up()
+        autonomy = await self.services.senders.level_for_resume(request.sender, request.autonomy)
+        turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
+                                request.allowlist)
+        row = await turns.open_in_session(self.services.store, request.session_id)
+        turn.turn_id = row.id if row is not None else None
+        result, ok = await self._resolved_result(turn, request, resolver)
+        going_on = await self._store_results(turn, [result], [(request.id, ok)])
+        if on_ran is not None:
+            await on_ran(ok if request.status != "denied" else None)
+        if going_on:
+            await self._go_on(turn)
+
+    async def _resume_batch(self, batch: str, sink: Sink) -> None:
+        """Every call of the batch is decided: run the approved ones in the model's order, give
+        each call its result, and continue the conversation once."""
+        await self.services.store.catch_up()
+        members = await self.services.approvals.batch_members(batch)
+        first = members[0]
+        autonomy = await self.services.senders.level_for_resume(first.sender, first.autonomy)
+        turn = await self._turn(first.session_id, first.sender, first.chat, autonomy, sink,
+                                first.allowlist)
+        row = await turns.open_in_session(self.services.store, first.session_id)
+        turn.turn_id = row.id if row is not None else None
+        results, ends = [], []
+        for member in members:
+            if member.status in ("approved", "denied"):
+                result, ok = await self._resolved_result(turn, member, member.resolved_by or "")
+                results.append(result)
+                ends.append((member.id, ok))
+            else:   # closed meanwhile (it cannot be pending: this is the batch's last answer)
+                results.append(error_block(member.tool_use_id, ToolError(
+                    "permission_denied", f"The call to {member.tool} was not approved; it did "
+                                         "not run.", "Do not retry it unless the user asks again.")))
+        if await self._store_results(turn, results, ends):
+            await self._go_on(turn)
+
+    async def _store_results(self, turn: Turn, results: list[dict[str, Any]],
+                             ends: list[tuple[str, bool | None]]) -> bool:
+        """Store the results; True when the model goes on: no call of the session waits for an
+        answer any more (other calls of the same step may still wait: the turn waits on)."""
+        waiting = await self.services.approvals.pending_for_session(turn.session_id)
+        active = await self.journal.session_info(turn.session_id)
+        going_on = not waiting and bool(active and active.get("active"))
+        # The results, the calls' outcome rows and the requests' final status in one commit: a
+        # crash leaves either all of them or a call started with no outcome (in doubt).
+        async with self.services.store.transaction() as tx:
+            await self.journal.write_in(tx, turn, [{"role": "user", "content": results}], state=(
+                turns.RUNNING if going_on else turns.WAITING if waiting else turns.SUPERSEDED))
+            for approval_id, ok in ends:
+                if ok is not None:
+                    await self.services.approvals.finish_in(tx, approval_id, ok)
+        return going_on
+
+    async def _go_on(self, turn: Turn) -> None:
+        stored, size, _ = await self.journal.history(turn.session_id)
+        await self._loop(turn, await self._prepared(turn, stored, size))
+
+    async def _resolved_result(self, turn: Turn, request: Any,
+                               resolver: str) -> tuple[dict[str, Any], bool | None]:
+        """The call's result, and how the request ends (False: refused or failed, None: its
+        status stays as it is)."""
+        call_id = request.tool_use_id
+        if request.status == "denied":
+            return error_block(call_id, ToolError(
+                "permission_denied", f"The user denied the call to {request.tool}.",
+                "Do not retry the same call. Ask the user what they would like instead.")), None
+        plan = self.dispatcher.plan(turn, {"id": call_id, "name": request.tool, "input": request.args})
+        if args_hash(request.args) != request.args_hash:
+            plan.result = error_block(call_id, ToolError(
+                "permission_denied", "The stored approval does not match the approved arguments.",
+                "Do not retry; tell the user the approval was invalid."))
+        if plan.result is not None:
+            return plan.result, False
+        if not await self._claim_run(turn, plan, request, resolver):
+            return error_block(call_id, ToolError(
+                "in_doubt", f"This approved call to {request.tool} was already started once; "
+                            "it was not run again.",
+                "Do not retry it blindly: check whether it happened first.")), None
+        result = await self.dispatcher.execute(turn, plan.tool, request.args, call_id,
+                                               approver=resolver, summary=request.summary,
+                                               approval_id=request.id)
+        return result, not result.get("is_error")
+
+    async def _claim_run(self, turn: Turn, plan: Planned, request: Any, resolver: str) -> bool:
+        """Write-ahead for an approved call, with the compare-and-set that lets it start once
+        (approved → started), whoever resumes it: the tap, or a restart's recovery."""
+        started = self.dispatcher.started(turn, plan.tool, request.args, request.tool_use_id,
+                                          approver=resolver, approval_id=request.id,
+                                          summary=request.summary)
+        async with self.services.store.transaction() as tx:
+            if not await self.services.approvals.claim_run(tx, request.id):
+                return False
+            await write_audit(tx, started)
+        return True
+
+
+
+
+def denied_block(request: Any) -> dict[str, Any]:
+    return error_block(request.tool_use_id, ToolError(
+        "permission_denied", f"The user denied the call to {request.tool}.",
+        "Do not retry the same call. Ask the user what they would like instead."))
+
+
+class NoChannel:
+    """Where a resumed conversation goes when its channel is not running: the history keeps
+    it; the events are only logged."""
+
+    async def emit(self, event: Any) -> None:
+        log.info("approval resumed with no channel to show %s", type(event).__name__)

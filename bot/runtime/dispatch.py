@@ -1,0 +1,399 @@
+"""Tool dispatch: one `tool_use` block in, one `tool_result` block (or a pending approval) out.
+
+validate → policy → (approval) → execute or refuse → wrap → result. Dispatch is a dictionary
+lookup in the registry; adding a tool never changes this module. Every decision is audited: the
+rows of a call (audit entries, the executed call's receipt and undo entry) are values left on the
+turn, which bot.conversation.journal writes with the step's history in one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bot.access.workspaces import workspace_for
+from bot.approvals.audit import AuditEntry
+from bot.approvals.grants import Grant, Scope, covering, scope_of
+from bot.conversation import history
+from bot.core.events import Sink, ToolFinished, ToolProgress, ToolStarted
+from bot.core.identity import channel_of
+from bot.core.logs import Redactor
+from bot.core.policy import TAINT_REASON, Caller, Decision, decide
+from bot.core.tool import (
+    NO_PREVIEW,
+    CallContext,
+    Tool,
+    ToolError,
+    ToolInvalidArgsError,
+    args_hash,
+    egress_of,
+    model_view,
+    risk_of,
+    to_tool_error,
+)
+from bot.core.wrap import source_of, wrap_untrusted
+from bot.toolbox.services import Services
+
+log = logging.getLogger(__name__)
+
+MAX_RESULT_CHARS = 200_000
+# A longer preview cannot be approved: the call is refused. A preview is never cut (a cut end
+# could hide a recipient or a command); channels split a long one across messages.
+MAX_PREVIEW_CHARS = 12_000
+
+
+@dataclass(frozen=True)
+class ExecutedCall:
+    """A call that ran successfully: its receipt (and undo entry, when `revertible`)."""
+
+    session_id: str
+    sender: str
+    tool: str
+    args: dict[str, Any]
+    result: Any
+    approver: str | None
+    started_at: float
+    finished_at: float
+    revertible: bool
+
+
+Record = AuditEntry | ExecutedCall
+
+
+@dataclass
+class Turn:
+    """Per-turn state, created fresh for each turn; never stored on shared objects."""
+
+    session_id: str
+    sender: str
+    chat: str
+    autonomy: str   # a Level, or any text (refused by the policy)
+    sink: Sink
+    grants: tuple[Grant, ...] = ()    # what "Always" taps in this session allow
+    run_allowlist: frozenset[str] | None = None
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    records: list[Record] = field(default_factory=list)  # written with the step's history
+    log_calls: list[str] = field(default_factory=list)
+    # Untrusted content (a result of a `returns_untrusted` tool, a document, someone else's
+    # words) has entered this turn: from now on the policy treats every call that can carry
+    # data out as at least medium risk.
+    tainted: bool = False
+    # The session is shared by everyone in the chat: each person's words are marked with who
+    # wrote them, and other people's are shown to the model as data (bot.conversation.members).
+    shared: bool = False
+    turn_id: str | None = None   # the turn's row in the store (bot.conversation.turns), when it has one
+    # Whether the history may hold an attachment reference, which each model call then expands
+    # (False only when known: a cached history without one and a message without media).
+    attachments: bool = True
+
+    def take_records(self) -> list[Record]:
+        """The rows left by the calls so far; the turn keeps none of them."""
+        taken, self.records = self.records, []
+        return taken
+
+    @property
+    def channel(self) -> str:
+        return channel_of(self.sender)
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(self.sender, self.autonomy, self.run_allowlist)
+
+
+@dataclass
+class Planned:
+    """What dispatch decided for one block before anything ran."""
+
+    block: dict[str, Any]
+    tool: Tool | None = None
+    decision: Decision | None = None
+    risk: str = "high"
+    result: dict[str, Any] | None = None   # set when refused before execution
+    scope: Scope | None = None             # what an "Always" for this call would cover
+    grant: Grant | None = None             # the grant that lets it run unasked, if any
+
+
+class StepCancelled(asyncio.CancelledError):
+    """The step was cancelled while its calls ran; `results` has a block for every call (the
+    ones that finished, "(cancelled)" for the rest), so the history stays valid."""
+
+    def __init__(self, results: dict[str, dict[str, Any]]):
+        super().__init__("step cancelled")
+        self.results = results
+
+
+def tainted_since_user(messages: list[dict[str, Any]]) -> bool:
+    """Did untrusted content enter the current turn: did the user message that started it
+    carry a document or someone else's words (a forwarded voice note's transcript), or is there
+    a wrapped tool result after it? (A turn resumed after an approval starts from the stored
+    history.)"""
+    for message in reversed(messages):
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, list):
+            continue
+        results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if not results:  # the user's message: the turn started here
+            return any(_carries_untrusted(b) for b in content)
+        if any("<untrusted-" in json.dumps(b.get("content"), ensure_ascii=False) for b in results):
+            return True
+    return False
+
+
+def _carries_untrusted(block: Any) -> bool:
+    """A document's reference (bot.media.attachments: its text or pages are someone else's),
+    or text holding wrapped data (a transcript of someone else's voice)."""
+    if not isinstance(block, dict):
+        return False
+    if block.get("type") == "attachment":
+        return block.get("untrusted") is True
+    return block.get("type") == "text" and "<untrusted-" in str(block.get("text", ""))
+
+
+def error_block(tool_use_id: str, error: ToolError, tool: Tool | None = None,
+                args: Any = None) -> dict[str, Any]:
+    """The error as the model reads it. The message of a tool that can carry outside content
+    (a remote server's error text, a file name, a quoted page) goes inside the untrusted
+    wrapper; the kind and the hint are ours and stay outside, so the model still knows what
+    failed and what to do next."""
+    if tool is not None and tool.meta.returns_untrusted:
+        source = source_of(tool.meta.name, args if isinstance(args, dict) else {})
+        text = (f"{error.kind}: {tool.meta.name} failed; its message follows as data.\n"
+                f"{wrap_untrusted({'message': error.message}, source)}")
+    else:
+        text = f"{error.kind}: {error.message}"
+    if error.llm_hint:
+        text += f"\nHint: {error.llm_hint}"
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "is_error": True, "content": text}
+
+
+AUDIT_CALL_CHARS = 300   # what ran, as shown in `myclaw audit` (the receipt has the exact args)
+
+
+# Characters that show nothing (or reorder what follows) in a chat: written as \\uXXXX in a
+# preview, so an argument cannot hide behind them. json.dumps already escapes C0 controls.
+_INVISIBLE = re.compile("[\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+                        "\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff"
+                        "\uffa0\ufff0-\ufffb\U000e0000-\U000e0fff]")
+
+
+def visible_json(value: Any) -> str:
+    """`value` as JSON in which every character is visible."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000
+                          else f"\\U{ord(m.group()):08x}", text)
+
+
+class Dispatcher:
+    def __init__(self, services: Services):
+        self.services = services
+        self._redactor = Redactor(services.config.secret_values())
+
+    def what_ran(self, name: str, args: Any, summary: str | None = None) -> str:
+        """One line for the audit: the approved preview, else the call itself; secrets redacted
+        as in the logs."""
+        text = summary or f"{name} {json.dumps(args, ensure_ascii=False, default=str)}"
+        line = " ".join(self._redactor.text(text).split())
+        return line if len(line) <= AUDIT_CALL_CHARS else line[:AUDIT_CALL_CHARS - 1] + "…"
+
+    # --- planning ------------------------------------------------------------------------
+
+    def plan(self, turn: Turn, block: dict[str, Any]) -> Planned:
+        registry = self.services.registry
+        name, args, call_id = block.get("name", ""), block.get("input"), block.get("id", "")
+        tool = registry.get(name)
+        if tool is None:
+            visible = [t.meta.name for t in registry.list_for_sender(turn.sender, turn.autonomy)]
+            close = difflib.get_close_matches(name, visible, n=3, cutoff=0.5)
+            hint = (f"Did you mean {', '.join(close)}? " if close else "") + \
+                f"Available tools: {', '.join(visible) or '(none)'}."
+            return self._refused(turn, block, ToolError("not_found", f"Unknown tool {name!r}.", hint))
+        invalid = registry.validate(name, args)
+        if invalid is not None:
+            return self._refused(turn, block, invalid, tool)
+        risk = risk_of(tool, args)
+        scope = scope_of(tool, args)
+        grant = covering(turn.grants, name, scope.key, risk, time.time())
+        # A grant counts like the profile's auto_approve, for this one call only: the pure
+        # policy still decides (deny stays deny, always_ask still asks).
+        caller = Caller(turn.sender, turn.autonomy, turn.run_allowlist,
+                        frozenset({name}) if grant is not None else frozenset())
+        meta = tool.meta if not egress_of(tool, args) else replace(tool.meta, egress=True)
+        decision = decide(meta, risk, caller, registry.profile, tainted=turn.tainted)
+        if decision.verdict != "allow":
+            grant = None
+        turn.log_calls.append(f"{name}:{decision.verdict}")
+        if decision.verdict == "deny":
+            error = ToolError("permission_denied", f"{name} was refused: {decision.reason}.",
+                              "Do not retry this call. Tell the user it is not allowed for them, "
+                              "or reach the goal with another available tool.")
+            self._audit(turn, name, args, "deny", "blocked", decision.reason, call_id)
+            return Planned(block, tool, decision, risk, error_block(call_id, error))
+        return Planned(block, tool, decision, risk, scope=scope, grant=grant)
+
+    def _refused(self, turn: Turn, block: dict[str, Any], error: ToolError,
+                 tool: Tool | None = None) -> Planned:
+        name = block.get("name", "")
+        turn.log_calls.append(f"{name}:{error.kind}")
+        self._audit(turn, name, block.get("input"), "refused", error.kind, error.message,
+                    block.get("id"))
+        return Planned(block, tool, None, "high", error_block(block.get("id", ""), error))
+
+    def _audit(self, turn: Turn, tool: str, args: Any, decision: str, outcome: str,
+               detail: str = "", call_id: str | None = None,
+               approval_id: str | None = None) -> None:
+        turn.records.append(self._entry(turn, tool, args, decision, outcome, detail, call_id,
+                                        approval_id))
+
+    @staticmethod
+    def _entry(turn: Turn, tool: str, args: Any, decision: str, outcome: str, detail: str,
+               call_id: str | None, approval_id: str | None) -> AuditEntry:
+        return AuditEntry(
+            sender=turn.sender, session_id=turn.session_id, tool=tool, args_hash=args_hash(args),
+            decision=decision, outcome=outcome, detail=detail[:500], ts=time.time(),
+            turn_id=turn.turn_id, call_id=call_id, approval_id=approval_id)
+
+    def started(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str, *,
+                approver: str | None = None, approval_id: str | None = None,
+                grant: Grant | None = None, summary: str | None = None) -> AuditEntry:
+        """The write-ahead row of a call about to run: stored before it runs, so a process that
+        dies meanwhile leaves a call known to be in doubt, never one that seems not to have run."""
+        return self._entry(turn, tool.meta.name, args, "allow" if approver is None else "approved",
+                           "started", self._ran_detail(tool.meta.name, args, approver, grant,
+                                                       summary), call_id, approval_id)
+
+    # --- running -------------------------------------------------------------------------
+
+    def context(self, turn: Turn, call_id: str, tool_name: str) -> CallContext:
+        async def progress(text: str) -> None:
+            await turn.sink.emit(ToolProgress(call_id, tool_name, text))
+        return CallContext(sender=turn.sender, session_id=turn.session_id, channel=turn.channel,
+                           chat=turn.chat,
+                           workspace=workspace_for(self.services.config, turn.sender),
+                           services=self.services, progress_sink=progress,
+                           cancelled=turn.cancelled,
+                           event_sink=turn.sink.emit if turn.sink is not None else None)
+
+    async def preview(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str) -> str:
+        """The approval text, whole: the dry_run summary (and diff), or — for a tool without a
+        preview of its own — every argument of the call. Never cut: one too long to read is
+        refused instead (raises ToolInvalidArgsError)."""
+        summary = ""
+        if tool.meta.supports_dry_run:
+            outcome = await tool.dry_run(self.context(turn, call_id, tool.meta.name), **args)
+            summary = outcome.get("summary") if isinstance(outcome, dict) else None
+            if summary == NO_PREVIEW:
+                summary = ""
+            elif not isinstance(summary, str) or not summary.strip():
+                summary = visible_json(outcome)
+            else:
+                diff = outcome.get("diff")
+                if isinstance(diff, str) and diff.strip():  # what an edit changes, not its size
+                    summary = f"{summary}\n{diff}"
+        if not summary:
+            summary = f"{NO_PREVIEW}\n{tool.meta.name} {visible_json(args)}"
+        if turn.tainted and egress_of(tool, args):
+            summary += f"\nAsked because {TAINT_REASON}: it may be steering this call."
+        if len(summary) > MAX_PREVIEW_CHARS:
+            # One this long could not be read on a phone anyway.
+            raise ToolInvalidArgsError(
+                f"This {tool.meta.name} call is too large to show for approval "
+                f"({len(summary):,} characters; the limit is {MAX_PREVIEW_CHARS:,}). "
+                "It was not run.",
+                "Split the work into smaller calls the user can read before approving.")
+        return summary
+
+    async def execute(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str,
+                      approver: str | None = None, grant: Grant | None = None,
+                      summary: str | None = None,
+                      approval_id: str | None = None) -> dict[str, Any]:
+        name = tool.meta.name
+        # Set before running: a result or an error of such a tool may carry outside content,
+        # and a call cancelled midway may already have shown some to the model's next step.
+        turn.tainted = turn.tainted or tool.meta.returns_untrusted
+        await turn.sink.emit(ToolStarted(call_id, name, args))
+        started = time.time()
+        try:
+            result = await tool.execute(self.context(turn, call_id, name), **args)
+        except asyncio.CancelledError:
+            self._audit(turn, name, args, "allow", "cancelled", "", call_id, approval_id)
+            await turn.sink.emit(ToolFinished(call_id, name, False, "cancelled"))
+            raise
+        except Exception as exc:  # translated for the model; to_tool_error logs unexpected ones
+            error = to_tool_error(exc, name)
+            self._audit(turn, name, args, "allow", "failed", f"{error.kind}: {error.message}",
+                        call_id, approval_id)
+            await turn.sink.emit(ToolFinished(call_id, name, False, error.message))
+            return error_block(call_id, error, tool, args)
+        self._record_success(turn, tool, args, result, approver, started,
+                             self._ran_detail(name, args, approver, grant, summary),
+                             call_id, approval_id)
+        await turn.sink.emit(ToolFinished(call_id, name, True))
+        return self.result_block(tool, args, result, call_id)
+
+    def _ran_detail(self, name: str, args: Any, approver: str | None, grant: Grant | None,
+                    summary: str | None) -> str:
+        detail = self.what_ran(name, args, summary)
+        if approver:
+            detail += f" | approved by {approver}"
+        if grant is not None:
+            detail += f" | under grant {grant.id} ({grant.scope_label})"
+        return detail
+
+    def _record_success(self, turn: Turn, tool: Tool, args: dict[str, Any], result: Any,
+                        approver: str | None, started: float, detail: str, call_id: str,
+                        approval_id: str | None) -> None:
+        self._audit(turn, tool.meta.name, args, "allow" if approver is None else "approved",
+                    "executed", detail, call_id, approval_id)
+        turn.records.append(ExecutedCall(
+            session_id=turn.session_id, sender=turn.sender, tool=tool.meta.name, args=args,
+            result=result, approver=approver, started_at=started, finished_at=time.time(),
+            revertible=callable(getattr(tool, "revert", None))))
+
+    def result_block(self, tool: Tool, args: dict[str, Any], result: Any,
+                     call_id: str) -> dict[str, Any]:
+        shown = model_view(result)
+        content = json.dumps(shown, ensure_ascii=False, default=str)
+        if len(content) > MAX_RESULT_CHARS:
+            # Cut the data, never the wrapper around it: an untrusted result keeps its closing
+            # tag and notice however large it was.
+            shown = {"truncated_by_myclaw": True, "partial_json": content[:MAX_RESULT_CHARS]}
+            content = json.dumps(shown, ensure_ascii=False)
+        if tool.meta.returns_untrusted:
+            content = wrap_untrusted(shown, source_of(tool.meta.name, args))
+        return {"type": "tool_result", "tool_use_id": call_id, "content": content}
+
+    async def run_planned(self, turn: Turn, planned: Planned) -> dict[str, Any]:
+        if planned.result is not None:
+            return planned.result
+        assert planned.tool is not None
+        return await self.execute(turn, planned.tool, planned.block["input"], planned.block["id"],
+                                  grant=planned.grant)
+
+    async def run_allowed(self, turn: Turn, plans: list[Planned]) -> dict[str, dict[str, Any]]:
+        """Run the allowed/refused calls; read-only ones together, others one by one in order.
+
+        On cancellation, every call without a result gets "(cancelled)" so history stays valid;
+        they are raised as `StepCancelled.results`.
+        """
+        results: dict[str, dict[str, Any]] = {}
+        try:
+            concurrent = all(p.result is not None or not p.tool.meta.has_side_effects
+                             for p in plans if p.tool is not None)
+            if concurrent and len(plans) > 1:
+                blocks = await asyncio.gather(*(self.run_planned(turn, p) for p in plans))
+                results.update({p.block["id"]: b for p, b in zip(plans, blocks, strict=True)})
+            else:
+                for plan in plans:
+                    results[plan.block["id"]] = await self.run_planned(turn, plan)
+        except asyncio.CancelledError as exc:
+            for plan in plans:
+                results.setdefault(plan.block["id"],
+                                   history.error_result(plan.block["id"], history.CANCELLED))
+            raise StepCancelled(results) from exc
+        return results

@@ -1,0 +1,61 @@
+"""Which store a configuration asks for: SQLite at `[store] path` (the default, embedded), or
+PostgreSQL when `MYCLAW_DATABASE_URL` or `[store] url` names one.
+
+asyncpg is an optional extra (`pip install 'myclaw[postgres]'`), imported only when PostgreSQL
+is configured, so an SQLite installation neither needs nor loads it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from bot.core.errors import StoreError
+from bot.store.sqlite import Store
+
+if TYPE_CHECKING:
+    from bot.config.settings import Config
+
+INSTALL_HINT = "install the driver: pip install 'myclaw[postgres]'"
+
+
+def make_store(config: Config) -> Any:
+    """The configured store, not yet open (`async with make_store(config) as store:`)."""
+    url = config.database_url
+    if not url:
+        return Store(config.store_path)
+    return postgres_store(url)
+
+
+def postgres_store(url: str, *, schema: str | None = None, migrate: bool = True) -> Any:
+    try:
+        from bot.store.postgres import PostgresStore
+    except ImportError as exc:
+        raise StoreError(f"the store is PostgreSQL but asyncpg is missing; {INSTALL_HINT}") from exc
+    return PostgresStore(url, schema=schema, migrate=migrate)
+
+
+async def open_store(config: Config) -> Any:
+    """The configured store, opened and migrated."""
+    return await make_store(config).open()
+
+
+def store_location(config: Config) -> str:
+    """Where the configured store is, safe to print (a URL's password is never shown)."""
+    url = config.database_url
+    return redact_url(url) if url else str(config.store_path)
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced by `***` (safe for logs and messages)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        return "postgresql://(unparseable URL)"
