@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.import_graph import cycles, imports, layering_violations
+from tests.support.import_graph import (
+    cycles,
+    imports,
+    layering_violations,
+    package_cycles,
+    package_violations,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,8 +23,27 @@ def test_the_core_names_channels_and_tools_only_in_the_composition_root_and_they
     assert layering_violations(ROOT) == []
 
 
-def test_no_import_cycle_among_the_projects_modules():
+def test_no_import_cycle_among_the_projects_modules_counting_type_only_and_deferred_imports():
     assert cycles(ROOT) == []
+
+
+def test_no_cycle_between_packages():
+    assert package_cycles(ROOT) == []
+
+
+def test_each_package_of_the_core_imports_only_what_it_may():
+    assert package_violations(ROOT) == []
+
+
+def test_nothing_but_the_composition_root_lives_directly_in_bot():
+    loose = {p.name for p in (ROOT / "bot").glob("*.py")} - {"__init__.py", "__main__.py", "app.py"}
+    assert loose == set()
+
+
+def test_no_package_of_the_core_has_more_than_twelve_modules():
+    crowded = {p.name: n for p in (ROOT / "bot").iterdir()
+               if p.is_dir() and (n := len(list(p.glob("*.py")))) > 12}
+    assert crowded == {}
 
 
 def test_the_checker_reads_the_whole_tree():
@@ -72,6 +97,14 @@ def test_a_planted_import_cycle_is_reported(tmp_path):
     assert cycles(root) == [["bot.core", "bot.values"]]
 
 
-def test_a_function_level_import_back_is_not_a_cycle(tmp_path):
+def test_a_function_level_import_back_is_a_cycle_too(tmp_path):
     root = plant(tmp_path, {**CLEAN, "bot/values.py": "def later():\n    from bot import core\n"})
-    assert cycles(root) == []
+    assert cycles(root) == [["bot.core", "bot.values"]]
+
+
+def test_a_planted_package_violation_is_reported(tmp_path):
+    root = plant(tmp_path, {"bot/__init__.py": "", "bot/core/__init__.py": "",
+                            "bot/store/__init__.py": "", "bot/store/sqlite.py": "X = 1\n",
+                            "bot/core/tool.py": "from bot.store import sqlite\n"})
+    (problem,) = package_violations(root)
+    assert problem.startswith("bot.core.tool (line 1) imports bot.store")

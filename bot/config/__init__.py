@@ -1,1 +1,2 @@
-"""config"""
+"""The configuration file: its schema, defaults, the price table, reading it. May import: core.
+"""

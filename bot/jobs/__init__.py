@@ -1,1 +1,3 @@
-"""jobs"""
+"""Schedules, claims, the scheduler, job runs, the jobs port. May import: core, config, store,
+access, conversation.
+"""

@@ -1,1 +1,3 @@
-"""llm"""
+"""The model client, streaming, errors, the prompt, the metered model port.
+May import: core, config, store, money, toolbox.
+"""

@@ -1,1 +1,3 @@
-"""ops"""
+"""The operator's tools: the `myclaw` command line and doctor, the web console, /healthz,
+the security audit. May import everything, including the composition root (bot.app).
+"""

@@ -1,1 +1,2 @@
-"""toolbox"""
+"""The registry, custom tools, session hooks, the worker pool, MCP. May import: core, config.
+"""

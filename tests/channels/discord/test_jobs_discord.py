@@ -88,7 +88,7 @@ async def test_a_member_whose_level_comes_only_from_a_guild_role_creates_a_remin
 async def test_a_job_owned_by_a_role_only_member_runs_at_the_roles_level(bot, discord_fake):  # noqa: F811
     from tests.channels.discord.test_discord_e2e import GUILD_CHANNEL
 
-    app, channel = await bot()
+    app, _ = await bot()
     job = Job(id="", owner=f"discord:{ROLE_ONLY}", channel="discord", chat=str(GUILD_CHANNEL),
               name="digest", schedule=parse_cron("0 9 * * *", timezone="UTC"), level="supervised",
               prompt="summarise")
