@@ -125,7 +125,7 @@ async def test_a_6000_character_preview_is_shown_whole_within_the_block_limits(b
 
 async def test_a_preview_too_long_for_any_card_is_uploaded_whole_before_the_buttons(bot, slack):
     """The core caps a single preview below what a card holds; a channel still never cuts one."""
-    app, channel = await bot()
+    _, channel = await bot()
     summary = "".join(f"row {n:06d} {'x' * 40}\n" for n in range(3500))   # ~175,000 characters
     view = ApprovalView(id="A" * 16, tool="fs_write", risk="medium", summary=summary,
                         sender=f"slack:{ADA}", chat=dm_of(ADA), channel="slack", args={},
