@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from channels.slack.rendering import MESSAGE_LIMIT, Part, plain, shorten, split_message
+from channels.slack.rendering import MESSAGE_LIMIT, Part, escape, shorten, split_message, to_mrkdwn
 from channels.slack.sending import DeliveryError, Poster, error_code
 
 log = logging.getLogger(__name__)
@@ -226,7 +226,7 @@ class StreamedAnswer:
             return
         if self._live is None:
             self._live = LiveMessage(self._poster, self._place, interval=self._interval)
-        await self._live.show(plain(shown))
+        await self._live.show(Part(to_mrkdwn(shown), escape(shown)))
 
     async def finish(self, final: str = "") -> bool:
         """The segment's last word (`final` when the turn's answer is known, else what was

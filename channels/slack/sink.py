@@ -118,8 +118,8 @@ class SlackSink:
             await self._on_delta(event.text)
             return
         if isinstance(event, Done):
+            await self._flush_status()     # the status is final before the answer lands
             await self._finish_segment(event.text)
-            await self._flush_status()
             return
         await self._close_segment()
         if isinstance(event, ToolStarted | ToolProgress | ToolFinished):

@@ -111,7 +111,7 @@ def buttons_of(message: Params) -> dict[str, Params]:
             if block.get("type") == "actions" for b in block["elements"]}
 
 
-def sign(secret: str, body: bytes, timestamp: int) -> str:
+def sign(secret: str, body: bytes, timestamp: int | str) -> str:
     base = f"v0:{timestamp}:".encode() + body
     return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
 
@@ -205,6 +205,9 @@ class FakeSlack:
 
     def rate_limit(self, method: str, retry_after: int = 1, times: int = 1) -> None:
         self.fail(method, "ratelimited", status=429, retry_after=retry_after, times=times)
+
+    def calls_of_errors(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method and c.error is not None]
 
     def texts_in(self, channel: str) -> list[str]:
         return [visible_text(m) for (c, _), m in self.messages.items() if c == channel]
@@ -471,7 +474,7 @@ async def _params(request: web.Request) -> Params:
 
 
 async def post_signed(url: str, secret: str, body: bytes, *, content_type: str = "application/json",
-                      timestamp: int | None = None, signature: str | None = None,
+                      timestamp: int | str | None = None, signature: str | None = None,
                       retry: int | None = None) -> tuple[int, str]:
     """An Events API request as Slack sends it (signed unless `signature` is given)."""
     stamp = int(time.time()) if timestamp is None else timestamp
