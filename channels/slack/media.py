@@ -34,7 +34,7 @@ CHUNK = 1 << 16
 
 
 def _mb(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB"
+    return f"{size / 1_000_000:.1f} MB" if size >= 1_000_000 else f"{size / 1000:.0f} KB"
 
 
 def is_audio(file: dict[str, Any]) -> bool:

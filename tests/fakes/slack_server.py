@@ -145,6 +145,7 @@ class FakeSlack:
         self._changed = asyncio.Condition()
         app = web.Application(client_max_size=64 << 20)
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)    # a few methods are GETs in the SDK
         app.router.add_get("/socket", self._socket)
         app.router.add_post("/upload/{file}", self._upload)
         app.router.add_get("/files/{file}", self._download)
