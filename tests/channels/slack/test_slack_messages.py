@@ -37,7 +37,7 @@ async def test_a_dm_is_answered_in_the_dm_after_its_envelope_was_acknowledged(bo
 
 
 async def test_an_event_slack_sends_twice_is_answered_once(bot, slack, fake_anthropic):
-    app, channel = await bot()
+    _, channel = await bot()
     fake_anthropic.script(text("Once."))
     body = slack.dm_event(ADA, "hi", event_id="Ev-twice")
     await slack.send("events_api", body)
@@ -60,7 +60,7 @@ async def test_a_mention_in_a_listed_channel_is_answered_in_a_thread_under_it(bo
 
 async def test_a_thread_the_bot_is_in_is_answered_without_a_mention_and_each_thread_is_its_own_conversation(
         bot, slack, fake_anthropic):
-    app, channel = await bot()
+    await bot()
     fake_anthropic.script(text("First."), text("Second."), text("Other thread."))
     first = slack.channel_event(GENERAL, ADA, "<@UBOT> remember 42")
     root = first["event"]["ts"]
@@ -101,7 +101,8 @@ async def test_the_models_markdown_is_sent_as_mrkdwn(bot, slack, fake_anthropic)
 
 async def test_when_slack_refuses_the_formatted_answer_it_arrives_as_plain_text(bot, slack, fake_anthropic):
     await bot()
-    slack.fail("chat.update", "invalid_arguments", when=lambda p: p.get("blocks") is None and "*" in p["text"])
+    slack.fail("chat.update", "invalid_arguments",
+               when=lambda p: p.get("blocks") is None and "*" in p["text"])
     slack.fail("chat.postMessage", "invalid_arguments", times=5, when=lambda p: p.get("mrkdwn") is not False)
     fake_anthropic.script(text("**never dropped**"))
     await slack.send("events_api", slack.dm_event(ADA, "go"))

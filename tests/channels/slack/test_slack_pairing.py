@@ -34,7 +34,7 @@ async def test_a_stranger_is_let_in_by_an_approvers_tap(bot, slack, fake_anthrop
 
 
 async def test_a_tap_on_the_pairing_buttons_by_a_non_approver_lets_nobody_in(bot, slack, fake_anthropic):
-    app, _ = await bot(overrides={"approvals": {"approvers": [f"slack:{BOB}"]}})
+    await bot(overrides={"approvals": {"approvers": [f"slack:{BOB}"]}})
     await slack.send("events_api", slack.dm_event(STRANGER, "hello?"))
     await slack.wait_until(lambda: notice_with(slack, dm_of(BOB), "Allow: supervised"))
     ask = notice_with(slack, dm_of(BOB), "Allow: supervised")
@@ -47,7 +47,7 @@ async def test_a_tap_on_the_pairing_buttons_by_a_non_approver_lets_nobody_in(bot
 
 async def test_a_user_group_raises_the_level_of_its_members(bot, slack, fake_anthropic):
     slack.usergroups["S0ADMINS"] = [ADA]
-    app, _ = await bot(senders={"unknown": "pairing"}, slack_section={"groups": {"S0ADMINS": "full"}})
+    await bot(senders={"unknown": "pairing"}, slack_section={"groups": {"S0ADMINS": "full"}})
     fake_anthropic.script(text("Hi, admin."))
     await slack.send("events_api", slack.channel_event(GENERAL, ADA, "<@UBOT> /whoami"))
     await slack.wait_until(lambda: any("full" in t for t in slack.texts_in(GENERAL)))

@@ -4,6 +4,8 @@ as a status line. The real App and slack-sdk against the fake Slack."""
 
 from __future__ import annotations
 
+import itertools
+
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.slack_server import FakeSlack
 from tests.support.slack_support import ADA, GENERAL, dm_of
@@ -57,7 +59,7 @@ async def test_a_dm_answer_is_updated_in_place_at_a_bounded_rate(bot, slack, fak
     await slack.wait_until(lambda: ANSWER in slack.texts_in(dm_of(ADA)))
     updates = [c.at for c in slack.of("chat.update")]
     assert slack.of("chat.startStream") == []
-    assert all(b - a >= 0.04 for a, b in zip(updates, updates[1:], strict=False))
+    assert all(b - a >= 0.04 for a, b in itertools.pairwise(updates))
 
 
 async def test_tool_progress_is_one_status_line_updated_in_place(bot, slack, fake_anthropic):
