@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 BUILTIN_TOOLS_PACKAGE = "tools"
 CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord",
-                   "cli": "channels.cli"}
+                   "slack": "channels.slack", "cli": "channels.cli"}
 PR_SET_DUMPABLE = 4
 
 
@@ -204,6 +204,8 @@ class App:
             names.append("telegram")
         if self.config.discord_enabled:
             names.append("discord")
+        if self.config.slack_enabled:
+            names.append("slack")
         return names
 
     async def start_channels(self, names: list[str]) -> None:
@@ -308,7 +310,7 @@ def channel_module(name: str,
                    import_module: Callable[[str], ModuleType] = importlib.import_module
                    ) -> ModuleType:
     """A channel's package, imported on demand (with its platform library): "telegram",
-    "discord" or "cli". An ImportError means the channel cannot be used here."""
+    "discord", "slack" or "cli". An ImportError means the channel cannot be used here."""
     return import_module(CHANNEL_MODULES[name])
 
 

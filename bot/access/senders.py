@@ -31,6 +31,9 @@ CODE_LENGTH = 8
 # until some expire or are answered.
 MAX_PENDING_CODES = 1000
 MAX_SENDER_CHARS = 128
+# The config table mapping a channel's roles to levels, where it is not called `roles` (Slack's
+# roles are user groups: `[slack] groups`).
+ROLE_TABLES = {"slack": "groups"}
 
 
 class PairingError(MyclawError):
@@ -48,7 +51,8 @@ class Senders:
         # table have role-derived levels (roles arrive with a message, never on their own).
         self._roles = {channel: {role: Level(level) for role, level in table.items()}
                        for channel in CHANNELS
-                       if (table := config.data.get(channel, {}).get("roles"))}
+                       if (table := config.data.get(channel, {}).get(ROLE_TABLES.get(channel,
+                                                                                      "roles")))}
         self._code_ttl = float(config["pairing"]["code_ttl_seconds"])
         self._max_per_hour = int(config["pairing"]["max_codes_per_hour"])
 

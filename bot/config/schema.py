@@ -23,8 +23,10 @@ _RISK = {"enum": ["low", "medium", "high"]}
 # Sender ids as the channels produce them: numeric Telegram/Discord user ids (never a @username
 # or a display name, which anyone can change), a word for the terminal. A key of another shape
 # can never match anybody, so it is refused rather than silently ignored.
-SENDER_KEY = r"^(cli:[A-Za-z0-9_.\-]+|telegram:[0-9]{1,20}|discord:[0-9]{1,20})$"
-SENDER_HINT = ("Telegram and Discord senders are numeric user ids, e.g. \"telegram:123456789\"; "
+SENDER_KEY = (r"^(cli:[A-Za-z0-9_.\-]+|telegram:[0-9]{1,20}|discord:[0-9]{1,20}"
+              r"|slack:[UW][A-Z0-9]{2,20})$")
+SENDER_HINT = ("Telegram and Discord senders are numeric user ids, e.g. \"telegram:123456789\", "
+               "Slack senders member ids, e.g. \"slack:U0123ABCD\"; "
                "send /whoami to the bot to see yours (or write to it and run `myclaw pair list`)")
 _MONEY = {"type": "number", "minimum": 0}
 
@@ -134,6 +136,20 @@ SCHEMA: dict[str, Any] = _obj({
         "shard_count": {"type": "integer", "minimum": 0, "maximum": 65535},
         "shard_ids": {"type": "array", "items": {"type": "integer", "minimum": 0},
                       "uniqueItems": True},
+    }),
+    "slack": _obj({
+        "enabled": {"type": "boolean"},
+        "base_url": {"type": "string", "pattern": "^https?://"},
+        "mode": {"enum": ["socket", "events"]},
+        "team_id": {"type": "string", "pattern": "^(T[A-Z0-9]{2,20})?$"},
+        "channels": {"type": "array", "items": {"type": "string", "pattern": "^[CG][A-Z0-9]{2,20}$"}},
+        "groups": {"type": "object", "additionalProperties": _LEVEL,
+                   "propertyNames": {"pattern": "^S[A-Z0-9]{2,20}$"}},
+        "webhook_path": {"type": "string", "pattern": "^/"},
+        "listen": {"type": "string"},
+        "port": {"type": "integer", "minimum": 0, "maximum": 65535},
+        "slash_command": {"type": "string", "pattern": "^(/[a-z0-9_-]{1,31})?$"},
+        "streaming": {"type": "boolean"},
     }),
     "tools": {
         "type": "object",

@@ -30,6 +30,9 @@ SECRET_ENV_VARS = (
     "ANTHROPIC_API_KEY",
     "TELEGRAM_BOT_TOKEN",
     "DISCORD_BOT_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
     "BRAVE_API_KEY",
     "TELEGRAM_WEBHOOK_SECRET",
     "MYCLAW_RECEIPT_KEY",
@@ -76,6 +79,12 @@ DEFAULTS: dict[str, Any] = {
                  "webhook_path": "/telegram"},
     "discord": {"enabled": True, "guilds": [], "roles": {}, "approvals_in_dm": False,
                 "guild_ready_timeout": 2.0, "shard_count": 0, "shard_ids": []},
+    # Socket Mode needs no public URL; "events" serves the Events API on listen:port.
+    # groups: Slack user group id -> autonomy; slash_command: "" = none, else e.g. "/myclaw".
+    "slack": {"enabled": True, "base_url": "https://slack.com/api/", "mode": "socket",
+              "team_id": "", "channels": [], "groups": {}, "webhook_path": "/slack/events",
+              "listen": "127.0.0.1", "port": 3000, "slash_command": "/myclaw",
+              "streaming": True},
     "tools": {
         "custom_paths": [],
         "shell_run": {"timeout_seconds": 60, "max_output_bytes": 50_000, "cpu_seconds": 60,
@@ -185,6 +194,14 @@ class Config:
     @property
     def discord_enabled(self) -> bool:
         return bool(self.data["discord"]["enabled"] and self.secret("DISCORD_BOT_TOKEN"))
+
+    @property
+    def slack_enabled(self) -> bool:
+        """The bot token, and the token its mode needs (Socket Mode's app-level token, the
+        Events API's signing secret)."""
+        slack = self.data["slack"]
+        second = "SLACK_APP_TOKEN" if slack["mode"] == "socket" else "SLACK_SIGNING_SECRET"
+        return bool(slack["enabled"] and self.secret("SLACK_BOT_TOKEN") and self.secret(second))
 
     def profile(self) -> dict[str, list[str]]:
         name = self.data["agent"]["profile"]

@@ -1,0 +1,151 @@
+"""Several calls asked in one model step, on Slack: one card listing each call with its whole
+preview, "Approve all" / "Deny all", and Approve / Deny (and "Always N" where offered) per call.
+
+"All" buttons carry `ab:<batch>:a|d`; a call's own buttons carry the single request's
+`ap:<id>:a|d|s`, so they take exactly the path of a request asked alone. A batch with more calls
+than a card holds comfortably is shown on several cards (pages). A page whose blocks would pass
+Slack's 50 moves its longest previews out, into snippet files uploaded before it: a preview is
+never cut. The layout is a function of the calls alone, so a card can be redrawn as answers
+arrive (bot.approvals.display redraws every copy from the store).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.approvals.display import batch_heading, previews_moved_out
+from bot.approvals.records import ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
+from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
+from channels.slack import texts
+from channels.slack.approvals import (
+    MAX_BLOCKS,
+    RISK_ICON,
+    action_id,
+    button,
+    clock,
+    context,
+    mention_of,
+    outcome_line,
+    preview_blocks,
+    section,
+)
+from channels.slack.rendering import Part, escape
+
+BATCH_PATTERN = re.compile(rf"^ab:({ID_PATTERN}):([ad])$")
+CHOICE_BY_LETTER = {"a": "approve", "d": "deny"}
+CALLS_PER_PAGE = 8
+
+
+@dataclass(frozen=True)
+class Page:
+    calls: tuple[ApprovalView, ...]
+    first: int                      # the number shown for its first call (1-based)
+    outside: frozenset[str]         # ids whose preview is uploaded before the page
+
+
+def batch_action(batch: str, letter: str) -> str:
+    return f"ab:{batch}:{letter}"
+
+
+def parse_batch_action(action: str | None) -> tuple[str, str] | None:
+    match = BATCH_PATTERN.match(action or "")
+    return (match.group(1), CHOICE_BY_LETTER[match.group(2)]) if match else None
+
+
+def pages(views: Sequence[ApprovalView]) -> list[Page]:
+    return [_page(views, start) for start in range(0, len(views), CALLS_PER_PAGE)]
+
+
+def _page(views: Sequence[ApprovalView], start: int) -> Page:
+    calls = tuple(views[start:start + CALLS_PER_PAGE])
+    pending = [CallOutcome(view, "") for view in calls]
+
+    def fits(outside: frozenset[str]) -> bool:
+        # One block per call kept free for the outcome line an answer adds later.
+        blocks = page_blocks(Page(calls, start + 1, outside), pending, len(views), True)
+        return len(blocks) + len(calls) <= MAX_BLOCKS
+    outside = previews_moved_out(calls, fits)
+    return Page(calls, start + 1, frozenset(v.id for v in calls) if outside is None else outside)
+
+
+def page_of(views: Sequence[ApprovalView], approval_id: str) -> Page | None:
+    return next((p for p in pages(views) if any(v.id == approval_id for v in p.calls)), None)
+
+
+def page_blocks(page: Page, calls: Sequence[CallOutcome], total: int,
+                batch_pending: bool) -> list[dict[str, Any]]:
+    first = calls[0].approval
+    pending, title, span = batch_heading(page.first, calls, total)
+    blocks = [section(texts.BATCH_TITLE.format(title=title, total=total, span=escape(span))
+                      + "\n" + texts.BATCH_REQUESTED_BY.format(sender=escape(first.sender)))]
+    for number, call in enumerate(calls, start=page.first):
+        view = call.approval
+        blocks.append(section(texts.BATCH_CALL.format(number=number, tool=escape(view.tool),
+                                                      icon=RISK_ICON.get(view.risk, "⚪"),
+                                                      risk=escape(view.risk))))
+        if view.id in page.outside:
+            blocks.append(context(texts.BATCH_PREVIEW_IN_FILE.format(number=number)))
+        else:
+            blocks.extend(preview_blocks(view.summary))
+        line = _outcome(call)
+        if line:
+            blocks.append(context(line))
+    if pending:
+        tail = [texts.EXPIRES.format(clock=clock(first.expires_at))]
+        tail += [texts.BATCH_ALWAYS_EXPLAINED.format(number=n, scope=escape(c.approval.always),
+                                                     risk=c.approval.risk)
+                 for n, c in enumerate(calls, start=page.first) if c.approval.always and not c.choice]
+        blocks.append(context("\n".join(tail)))
+    return blocks + _buttons(page, calls, batch_pending)
+
+
+def _buttons(page: Page, calls: Sequence[CallOutcome], batch_pending: bool) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if batch_pending:
+        batch = calls[0].approval.batch
+        blocks.append({"type": "actions", "block_id": f"ab:{batch}:{page.first}", "elements": [
+            button(texts.BUTTON_APPROVE_ALL, batch_action(batch, "a"), style="primary"),
+            button(texts.BUTTON_DENY_ALL, batch_action(batch, "d"), style="danger")]})
+    for number, call in enumerate(calls, start=page.first):
+        if call.choice:
+            continue
+        view = call.approval
+        row = [button(texts.BUTTON_APPROVE_N.format(number=number), action_id(view.id, "a")),
+               button(texts.BUTTON_DENY_N.format(number=number), action_id(view.id, "d"))]
+        if view.always:
+            row.append(button(texts.BUTTON_ALWAYS_N.format(number=number), action_id(view.id, "s")))
+        blocks.append({"type": "actions", "block_id": f"ap:{view.id}", "elements": row})
+    return blocks
+
+
+def _outcome(call: CallOutcome) -> str:
+    if not call.choice:
+        return ""
+    if call.choice == "expire" and call.resolver == SUPERSEDED:
+        return texts.OUTCOME_SUPERSEDED.format(label=SUPERSEDED_LABEL)
+    return outcome_line(call.choice, mention_of(call.resolver), call.resolved_at)
+
+
+def page_part(page: Page, calls: Sequence[CallOutcome], total: int) -> Part:
+    """The page's notification text, and its plain twin with commands to type."""
+    lines = [texts.BATCH_NOTIFICATION.format(total=total)]
+    for number, call in enumerate(calls, start=page.first):
+        view = call.approval
+        summary = texts.BATCH_PREVIEW_IN_FILE.format(number=number) if view.id in page.outside \
+            else view.summary
+        lines.append(f"{number}. {view.tool} ({view.risk})\n{summary}\n"
+                     f"/approve {view.id} · /deny {view.id}")
+    return Part(escape(lines[0]), escape("\n\n".join(lines)))
+
+
+def redrawn(outcome: ApprovalResolved) -> tuple[list[dict[str, Any]], Part]:
+    """The card showing `outcome.approval`, as the batch stands now."""
+    views = [call.approval for call in outcome.batch]
+    page = page_of(views, outcome.approval.id) or Page((outcome.approval,), 1, frozenset())
+    ids = {view.id for view in page.calls}
+    calls = [call for call in outcome.batch if call.approval.id in ids]
+    batch_pending = any(not call.choice for call in outcome.batch)
+    return page_blocks(page, calls, len(views), batch_pending), page_part(page, calls, len(views))

@@ -1,0 +1,243 @@
+"""The sink one agent turn writes into, rendered in one Slack conversation (a DM, or a thread).
+
+One `SlackSink` per incoming message (or per tap), so all per-turn state lives here:
+- TextDelta: streamed (live.py: Slack's streaming methods in a thread, else one message edited
+  in place at a bounded rate). A tool start ends the segment; later text goes into a new one.
+- ToolStarted/Progress/Finished: one status message per turn, updated in place.
+- ApprovalNeeded / ApprovalBatchNeeded: Block Kit cards (approvals.py, batch.py); a preview
+  too long for a card is uploaded as a snippet first. Each card's place is stored with the
+  request, so every copy can show the outcome later.
+- Notice: mrkdwn, with its command buttons; a private one in a channel goes to the sender's DM.
+- FileOut: files_upload_v2 into the conversation. Done: the answer, formatted and split.
+A failed delivery is logged and never raised into the agent's turn.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from bot.core.events import (
+    AgentAPI,
+    ApprovalBatchNeeded,
+    ApprovalNeeded,
+    ApprovalView,
+    Button,
+    CallOutcome,
+    Done,
+    ErrorEvent,
+    Event,
+    FileOut,
+    Notice,
+    TextDelta,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+)
+from channels.slack import texts
+from channels.slack.approvals import button, message_ref, request_card
+from channels.slack.batch import page_blocks, page_part, pages
+from channels.slack.live import LiveMessage, Place, StreamedAnswer, Streaming
+from channels.slack.rendering import Part, plain, shorten
+from channels.slack.sending import DeliveryError, Poster
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "slack"
+PROGRESS_CHARS = 200
+COMMAND_PREFIX = "c:"
+MAX_COMMAND_CHARS = 2000      # a button's value
+
+
+@dataclass(frozen=True)
+class SinkSettings:
+    edit_interval: float = 1.0      # chat.update: about one a second per channel
+    stream_interval: float = 0.5    # chat.appendStream
+
+
+@dataclass(frozen=True)
+class Target:
+    channel: str                 # C…/G… (a channel) or D… (a DM)
+    thread_ts: str | None        # the thread the conversation is, None for a DM's main view
+    user_id: str = ""            # the sender, for private notices and stream recipients
+    team_id: str = ""
+    is_group: bool = False
+
+    @property
+    def place(self) -> Place:
+        return Place(self.channel, self.thread_ts, self.team_id, self.user_id)
+
+
+def command_buttons(buttons: tuple[Button, ...]) -> list[dict[str, Any]]:
+    """A notice's command buttons: the value is the command, run as typed by whoever taps."""
+    return [button(b.label, f"{COMMAND_PREFIX}{n}", value=b.command)
+            for n, b in enumerate(buttons) if len(b.command) <= MAX_COMMAND_CHARS][:25]
+
+
+class SlackSink:
+    def __init__(self, poster: Poster, agent: AgentAPI, target: Target, settings: SinkSettings,
+                 streaming: Streaming, *, dm_user: str = ""):
+        self._poster = poster
+        self._dm_user = dm_user     # the target is this user's DM, opened at the first event
+        self._agent = agent
+        self.target = target
+        self._settings = settings
+        self._streaming = streaming
+        self._segment: StreamedAnswer | None = None
+        self._last_closed = ""
+        self._status: LiveMessage | None = None
+        self._status_lines: dict[str, str] = {}
+        self.emitted = False
+
+    async def emit(self, event: Event) -> None:
+        self.emitted = True
+        try:
+            await self._open_dm()
+            await self._render(event)
+        except DeliveryError:
+            log.warning("slack: could not deliver %s to %s", type(event).__name__,
+                        self.target.channel or self._dm_user, exc_info=True)
+
+    async def emit_line(self, text: str) -> None:
+        """One line outside any turn (the channel's own failure notice); best effort."""
+        try:
+            await self._open_dm()
+            await self._post(plain(text))
+        except DeliveryError:
+            log.warning("slack: could not deliver a line to %s", self.target.channel, exc_info=True)
+
+    async def _open_dm(self) -> None:
+        if self._dm_user and not self.target.channel:
+            self.target = dataclasses.replace(self.target,
+                                              channel=await self._poster.dm(self._dm_user))
+
+    async def _render(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            await self._on_delta(event.text)
+            return
+        if isinstance(event, Done):
+            await self._flush_status()     # the status is final before the answer lands
+            await self._finish_segment(event.text)
+            return
+        await self._close_segment()
+        if isinstance(event, ToolStarted | ToolProgress | ToolFinished):
+            await self._on_tool(event)
+        elif isinstance(event, ApprovalNeeded):
+            await self._flush_status()
+            await self._send_approval(event.approval)
+        elif isinstance(event, ApprovalBatchNeeded):
+            await self._flush_status()
+            await self._send_batch(event.approvals)
+        elif isinstance(event, Notice):
+            await self._on_notice(event)
+        elif isinstance(event, FileOut):
+            await self._poster.upload(self.target.channel, event.name, event.data,
+                                      thread_ts=self.target.thread_ts, comment=event.caption)
+        elif isinstance(event, ErrorEvent):
+            await self._flush_status()
+            await self._post(plain(texts.ERROR_LINE.format(message=event.message)))
+
+    async def close(self) -> None:
+        """End of the handling: stop timers, keep what was sent."""
+        for live in (self._segment, self._status):
+            if live is not None:
+                await live.close()
+
+    async def _post(self, part: Part, blocks: list[dict[str, Any]] | None = None) -> str:
+        return await self._poster.post(self.target.channel, part, thread_ts=self.target.thread_ts,
+                                       blocks=blocks)
+
+    # --- streamed text ----------------------------------------------------------------------
+
+    async def _on_delta(self, text: str) -> None:
+        if self._segment is None:
+            self._segment = StreamedAnswer(self._poster, self.target.place, self._streaming,
+                                           interval=self._interval)
+        await self._segment.add(text)
+
+    @property
+    def _interval(self) -> float:
+        return self._settings.edit_interval
+
+    async def _close_segment(self) -> None:
+        segment, self._segment = self._segment, None
+        if segment is not None and await segment.finish():
+            self._last_closed = segment.text
+
+    async def _finish_segment(self, final: str) -> None:
+        segment, self._segment = self._segment, None
+        if segment is not None and await segment.finish(final):
+            return
+        if final.strip() and final.strip() != self._last_closed.strip():
+            await self._poster.post_markdown(self.target.channel, final,
+                                             thread_ts=self.target.thread_ts)
+
+    # --- tool status ------------------------------------------------------------------------
+
+    async def _on_tool(self, event: ToolStarted | ToolProgress | ToolFinished) -> None:
+        name = event.tool
+        if isinstance(event, ToolStarted):
+            line = texts.TOOL_STARTED.format(tool=name)
+        elif isinstance(event, ToolProgress):
+            line = texts.TOOL_PROGRESS.format(tool=name, text=shorten(event.text, PROGRESS_CHARS))
+        elif event.ok:
+            line = texts.TOOL_OK.format(tool=name)
+        else:
+            summary = shorten(event.summary or texts.TOOL_FAILED_DEFAULT, PROGRESS_CHARS)
+            line = texts.TOOL_FAILED.format(tool=name, summary=summary)
+        self._status_lines[event.call_id] = line
+        if self._status is None:
+            self._status = LiveMessage(self._poster, self.target.place, interval=self._interval)
+        await self._status.show(self._status_part())
+
+    def _status_part(self) -> Part:
+        return plain("\n".join(list(self._status_lines.values())[-20:]))
+
+    async def _flush_status(self) -> None:
+        if self._status is not None:
+            await self._status.finish([self._status_part()])
+
+    # --- approvals and notices --------------------------------------------------------------
+
+    async def _send_approval(self, view: ApprovalView) -> None:
+        card = request_card(view)
+        if card.file_preview:
+            await self._upload_preview(view, card.file_preview)
+        ts = await self._post(card.part, card.blocks)
+        await self._agent.set_approval_message_ref(view.id, message_ref(self.target.channel, ts),
+                                                   CHANNEL)
+
+    async def _upload_preview(self, view: ApprovalView, preview: str) -> None:
+        await self._poster.upload(self.target.channel, f"preview-{view.id}.txt", preview.encode(),
+                                  thread_ts=self.target.thread_ts,
+                                  title=texts.PREVIEW_FILE_TITLE.format(tool=view.tool),
+                                  comment=texts.PREVIEW_FILE_COMMENT, snippet_type="text")
+
+    async def _send_batch(self, views: tuple[ApprovalView, ...]) -> None:
+        for page in pages(views):
+            for view in page.calls:
+                if view.id in page.outside:
+                    await self._upload_preview(view, view.summary)
+            calls = [CallOutcome(view, "") for view in page.calls]
+            ts = await self._post(page_part(page, calls, len(views)),
+                                  page_blocks(page, calls, len(views), True))
+            for view in page.calls:
+                await self._agent.set_approval_message_ref(
+                    view.id, message_ref(self.target.channel, ts), CHANNEL)
+
+    async def _on_notice(self, event: Notice) -> None:
+        target = self.target
+        buttons = command_buttons(event.buttons)
+        if not (event.private and target.is_group):
+            await self._poster.post_markdown(target.channel, event.text, thread_ts=target.thread_ts,
+                                             buttons=buttons)
+            return
+        try:
+            dm = await self._poster.dm(target.user_id)
+            await self._poster.post_markdown(dm, event.text, buttons=buttons)
+        except DeliveryError:
+            log.info("slack: private notice to %s refused", target.user_id)
+            await self._poster.ephemeral(target.channel, target.user_id, texts.DM_FAILED,
+                                         thread_ts=target.thread_ts)
