@@ -30,6 +30,7 @@ from bot.config.settings import SECRET_ENV_VARS, Config
 from bot.core.errors import ChannelError, ConfigError
 from bot.core.events import ApprovalSurface
 from bot.core.policy import Profile
+from bot.ops.listeners import Listeners
 from bot.store.factory import make_store
 from bot.toolbox import offload
 from bot.toolbox.hooks import run_session_hooks
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 
 BUILTIN_TOOLS_PACKAGE = "tools"
 CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord",
-                   "cli": "channels.cli"}
+                   "whatsapp": "channels.whatsapp", "cli": "channels.cli"}
 PR_SET_DUMPABLE = 4
 
 
@@ -95,6 +96,8 @@ class App:
         self.channels: dict[str, Any] = {}
         self._extras: list[Stoppable] = []  # other long-lived parts (MCP, health, console…)
         self.console: ConsoleServer | None = None   # the web console, once started
+        # One HTTP server per address and port: webhooks and /healthz naming the same share it.
+        self.listeners = Listeners()
         self._closed = False
         self._started = False
 
@@ -155,6 +158,7 @@ class App:
             await run_session_hooks(self.services.registry, "shutdown", self.system_context())
         for part in reversed(self._extras):
             await part.stop()
+        await self.listeners.close()
         await self.services.llm.close()
         await self.services.store.close()
         offload.shutdown()  # the CPU workers (diffs, page parsing) end with the bot
@@ -174,6 +178,8 @@ class App:
             names.append("telegram")
         if self.config.discord_enabled:
             names.append("discord")
+        if self.config.whatsapp_enabled:
+            names.append("whatsapp")
         return names
 
     async def start_channels(self, names: list[str]) -> None:
@@ -182,7 +188,7 @@ class App:
             for lock, taken in module.exclusive_locks(self.config).items():
                 if not await self.services.store.hold(lock):
                     raise ChannelError(taken)
-            channel = module.create(self.config, self.agent)
+            channel = module.create(self.config, self.agent, self.listeners)
             await channel.start()
             self.channels[name] = channel
             if isinstance(channel, ApprovalSurface):  # approvals answered in the console show there
@@ -210,7 +216,8 @@ class App:
         if self.config["health"]["enabled"]:
             from bot.ops.health import HealthServer
 
-            health = HealthServer(self.config, self.services.store, self.channels)
+            health = HealthServer(self.config, self.services.store, self.channels,
+                                  self.listeners)
             await health.start()
             self._extras.append(health)
         if self.config["console"]["enabled"]:
@@ -285,7 +292,7 @@ def channel_module(name: str,
                    import_module: Callable[[str], ModuleType] = importlib.import_module
                    ) -> ModuleType:
     """A channel's package, imported on demand (with its platform library): "telegram",
-    "discord" or "cli". An ImportError means the channel cannot be used here."""
+    "discord", "whatsapp" or "cli". An ImportError means the channel cannot be used here."""
     return import_module(CHANNEL_MODULES[name])
 
 

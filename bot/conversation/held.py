@@ -52,6 +52,8 @@ class HeldMessages:
 
     async def take(self, recipient: str) -> list[HeldMessage]:
         """Everything held for `recipient`, oldest first; removed as it is returned."""
+        if not await self.count(recipient):   # the usual case, without a write transaction
+            return []
         async with self.store.transaction(lock=[f"held:{recipient}"]) as tx:
             rows = await tx.fetchall(
                 "SELECT id, recipient, kind, text, reason, approval_id, created_at "
