@@ -15,7 +15,7 @@ bearer token (else 401, code 190). WhatsApp's limits are enforced as error code 
 card body 1,024, three buttons of ≤ 20 characters, ids ≤ 256, list rows ≤ 10). The 24-hour
 window: a free-form message to someone who has not written (through the driver, or `opened`)
 within 24 hours is refused with 131047; templates pass, when their name is in `templates`.
-`rate_limit(n)` refuses the next n messages with 130429.
+`rate_limit(n)` refuses the next n messages with 130429, `refuse_next(code, n)` with any code.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class FakeWhatsApp:
 
     def __post_init__(self) -> None:
         self._media: dict[str, tuple[bytes, str]] = {}
-        self._rate_limited = 0
+        self._refusals: list[int] = []
         self._runner: web.AppRunner | None = None
         self._changed = asyncio.Event()
 
@@ -137,7 +137,12 @@ class FakeWhatsApp:
         return media_id
 
     def rate_limit(self, times: int) -> None:
-        self._rate_limited = times
+        self.refuse_next(130429, times)
+
+    def refuse_next(self, code: int, times: int = 1) -> None:
+        """The next `times` messages are refused with `code` (130429: a rate limit, 100: an
+        invalid parameter, as for formatting WhatsApp would not take)."""
+        self._refusals += [code] * times
 
     def driver(self, webhook_url: str, app_secret: str) -> WebhookDriver:
         return WebhookDriver(self, webhook_url, app_secret)
@@ -231,10 +236,11 @@ class FakeWhatsApp:
         if problem:
             self.refused.append((100, body))
             return _error(100, "Invalid parameter", details=problem)
-        if self._rate_limited > 0:
-            self._rate_limited -= 1
-            self.refused.append((130429, body))
-            return _error(130429, "Rate limit hit", details="Cloud API message throughput reached")
+        if self._refusals:
+            code = self._refusals.pop(0)
+            self.refused.append((code, body))
+            return _error(code, "Rate limit hit" if code == 130429 else "Invalid parameter",
+                          details="refused as the test asked")
         to = str(body["to"])
         if body["type"] == "template":
             if body["template"]["name"] not in self.templates:
