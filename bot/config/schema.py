@@ -133,6 +133,7 @@ SCHEMA: dict[str, Any] = _obj({
         "base_url": {"type": "string"},
         "api_version": {"type": "string", "pattern": r"^v[0-9]+\.[0-9]+$"},
         "phone_number_id": {"type": ["string", "integer"]},
+        "business_account_id": {"type": ["string", "integer"]},
         "templates": _obj({"reminder": {"type": "string"}, "job": {"type": "string"},
                            "approval": {"type": "string"}}),
         "template_language": {"type": "string"},

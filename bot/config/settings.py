@@ -79,7 +79,8 @@ DEFAULTS: dict[str, Any] = {
     # The WhatsApp Cloud API. templates: approved message templates (each with one body
     # parameter carrying the text) used outside WhatsApp's 24-hour window, by kind.
     "whatsapp": {"enabled": True, "base_url": "https://graph.facebook.com", "api_version": "v23.0",
-                 "phone_number_id": "", "templates": {}, "template_language": "en",
+                 "phone_number_id": "", "business_account_id": "", "templates": {},
+                 "template_language": "en",
                  "listen": "127.0.0.1", "port": 8443, "webhook_path": "/whatsapp"},
     "discord": {"enabled": True, "guilds": [], "roles": {}, "approvals_in_dm": False,
                 "guild_ready_timeout": 2.0, "shard_count": 0, "shard_ids": []},

@@ -13,8 +13,10 @@
     taps       a tap on a button
     followups  status callbacks, and what the window held back
     texts      every sentence shown to a person
+    doctor     `myclaw doctor --whatsapp`
 """
 
+from channels.whatsapp import doctor
 from channels.whatsapp.channel import WhatsAppChannel, check_token, create, exclusive_locks
 
-__all__ = ["WhatsAppChannel", "check_token", "create", "exclusive_locks"]
+__all__ = ["WhatsAppChannel", "check_token", "create", "doctor", "exclusive_locks"]

@@ -1,4 +1,4 @@
-"""`myclaw doctor [--security] [--telegram]`: what is ready, what is missing, what is risky.
+"""`myclaw doctor [--security] [--telegram] [--whatsapp]`: what is ready, what is missing, what is risky.
 
 One line per check: `ok`, `warn` (works, but something is off or off on purpose) or `FAIL`
 (start-up is blocked, or `--security` found a high-severity setting). Exit status 1 when any line
@@ -54,15 +54,19 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                         help="also audit the configuration for risky settings")
     doctor.add_argument("--telegram", action="store_true",
                         help="also check TELEGRAM_BOT_TOKEN with the Bot API (getMe)")
+    doctor.add_argument("--whatsapp", action="store_true",
+                        help="also check the WhatsApp token, phone number id, webhook "
+                             "subscription and templates with the Graph API")
     doctor.set_defaults(handler=_doctor_command)
 
 
 async def _doctor_command(args: argparse.Namespace, config: Config) -> int:
-    return await run_doctor(config, security=args.security, telegram=args.telegram)
+    return await run_doctor(config, security=args.security, telegram=args.telegram,
+                            whatsapp=args.whatsapp)
 
 
 async def run_doctor(config: Config, *, security: bool = False, telegram: bool = False,
-                     out: IO[str] | None = None,
+                     whatsapp: bool = False, out: IO[str] | None = None,
                      import_module: Callable[[str], Any] = importlib.import_module) -> int:
     """Print every check and return the exit status (1 if any check FAILed)."""
     out = sys.stdout if out is None else out
@@ -70,6 +74,8 @@ async def run_doctor(config: Config, *, security: bool = False, telegram: bool =
               *tool_checks(config)]
     if telegram:
         checks.append(await telegram_check(config, import_module))
+    if whatsapp:
+        checks.extend(await whatsapp_checks(config, import_module))
     if security:
         checks.extend(security_checks(config))
         checks.extend(environment_checks(config))
@@ -188,7 +194,8 @@ def secret_checks(config: Config) -> list[Check]:
               if config.secret("ANTHROPIC_API_KEY")
               else Check("FAIL", "ANTHROPIC_API_KEY", "not set: needed to chat on any channel")]
     for name, section, label in (("TELEGRAM_BOT_TOKEN", "telegram", "Telegram"),
-                                 ("DISCORD_BOT_TOKEN", "discord", "Discord")):
+                                 ("DISCORD_BOT_TOKEN", "discord", "Discord"),
+                                 ("WHATSAPP_ACCESS_TOKEN", "whatsapp", "WhatsApp")):
         if not config[section]["enabled"]:
             checks.append(Check("ok", name, f"{label} is disabled in [{section}]"))
         elif config.secret(name):
@@ -246,6 +253,22 @@ async def telegram_check(config: Config,
     except MyclawError as exc:
         return Check("FAIL", "telegram getMe", str(exc))
     return Check("ok", "telegram getMe", f"token accepted{_describe_bot(result)}")
+
+
+async def whatsapp_checks(config: Config,
+                          import_module: Callable[[str], Any] = importlib.import_module
+                          ) -> list[Check]:
+    from bot.app import channel_module
+
+    try:
+        diagnose = channel_module("whatsapp", import_module).doctor.diagnose
+    except (ImportError, AttributeError) as exc:
+        return [Check("warn", "whatsapp", f"cannot check: channels.whatsapp.doctor is not "
+                      f"available ({exc})")]
+    try:
+        return [Check(status, name, detail) for status, name, detail in await diagnose(config)]
+    except MyclawError as exc:
+        return [Check("FAIL", "whatsapp", str(exc))]
 
 
 def _describe_bot(result: Any) -> str:
