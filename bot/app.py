@@ -30,6 +30,7 @@ from bot.config.settings import SECRET_ENV_VARS, Config
 from bot.core.errors import ChannelError, ConfigError
 from bot.core.events import ApprovalSurface
 from bot.core.identity import CONSOLE_OPERATOR, OPERATOR, Level, Sender
+from bot.core.listeners import Listeners
 from bot.core.policy import Profile
 from bot.core.tool import Ports
 from bot.runtime.services import Services
@@ -45,7 +46,8 @@ log = logging.getLogger(__name__)
 
 BUILTIN_TOOLS_PACKAGE = "tools"
 CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord",
-                   "slack": "channels.slack", "cli": "channels.cli"}
+                   "slack": "channels.slack", "whatsapp": "channels.whatsapp",
+                   "cli": "channels.cli"}
 PR_SET_DUMPABLE = 4
 
 
@@ -153,6 +155,8 @@ class App:
         self._extras: list[Stoppable] = []  # other long-lived parts (MCP, health, console…)
         self._surfaces = tuple(surfaces)       # the operator's surfaces, started with the services
         self.parts: dict[str, Any] = {}        # the started surfaces by name ("console", …)
+        # One HTTP server per address and port: webhooks and /healthz naming the same share it.
+        self.listeners = Listeners()
         self._closed = False
         self._started = False
 
@@ -185,6 +189,7 @@ class App:
             await run_session_hooks(self.services.registry, "shutdown", self.system_context())
         for part in reversed(self._extras):
             await part.stop()
+        await self.listeners.close()
         await self.services.llm.close()
         await self.services.store.close()
         offload.shutdown()  # the CPU workers (diffs, page parsing) end with the bot
@@ -206,6 +211,8 @@ class App:
             names.append("discord")
         if self.config.slack_enabled:
             names.append("slack")
+        if self.config.whatsapp_enabled:
+            names.append("whatsapp")
         return names
 
     async def start_channels(self, names: list[str]) -> None:
@@ -214,7 +221,7 @@ class App:
             for lock, taken in module.exclusive_locks(self.config).items():
                 if not await self.services.store.hold(lock):
                     raise ChannelError(taken)
-            channel = module.create(self.config, self.agent)
+            channel = module.create(self.config, self.agent, self.listeners)
             await channel.start()
             self.channels[name] = channel
             if isinstance(channel, ApprovalSurface):  # approvals answered in the console show there
@@ -310,7 +317,7 @@ def channel_module(name: str,
                    import_module: Callable[[str], ModuleType] = importlib.import_module
                    ) -> ModuleType:
     """A channel's package, imported on demand (with its platform library): "telegram",
-    "discord", "slack" or "cli". An ImportError means the channel cannot be used here."""
+    "discord", "slack", "whatsapp" or "cli". An ImportError means the channel cannot be used here."""
     return import_module(CHANNEL_MODULES[name])
 
 

@@ -31,6 +31,7 @@ def test_the_quick_start_is_exactly_make_run_and_make_test():
 def test_the_readme_carries_each_guide_as_written_in_docs():
     for name, heading in (("telegram", "## Telegram in 3 minutes"),
                           ("discord", "## Discord in 5 minutes"),
+                          ("whatsapp", "## WhatsApp in 10 minutes"),
                           ("extending", "## Extending myclaw")):
         assert heading in README
         section = README.split(f"<!-- BEGIN {name} -->", 1)[1].split(f"<!-- END {name} -->", 1)[0]
@@ -60,6 +61,9 @@ PLACEHOLDER_EXPORTS = {
     "export ANTHROPIC_API_KEY=sk-ant-...": "ANTHROPIC_API_KEY",
     "export TELEGRAM_BOT_TOKEN=123456789:AAH...": "TELEGRAM_BOT_TOKEN",
     "export DISCORD_BOT_TOKEN=...": "DISCORD_BOT_TOKEN",
+    "export WHATSAPP_ACCESS_TOKEN=EAAG...": "WHATSAPP_ACCESS_TOKEN",
+    "export WHATSAPP_APP_SECRET=...": "WHATSAPP_APP_SECRET",
+    "export WHATSAPP_VERIFY_TOKEN=...": "WHATSAPP_VERIFY_TOKEN",
 }
 
 RUN = {
@@ -80,7 +84,8 @@ RUN = {
     # the README's command table (synopses)
     "myclaw chat": "test_the_readme_command_table_runs_as_described",
     "myclaw tools --sender telegram:42": "test_the_readme_command_table_runs_as_described",
-    "myclaw doctor [--security] [--telegram]": "test_the_readme_command_table_runs_as_described",
+    "myclaw doctor [--security] [--telegram] [--whatsapp]":
+        "test_the_readme_command_table_runs_as_described",
     "myclaw pair list | approve CODE [--level L] | deny CODE":
         "test_the_readme_command_table_runs_as_described",
     "myclaw receipts verify": "test_the_readme_command_table_runs_as_described",

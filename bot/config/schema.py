@@ -24,9 +24,10 @@ _RISK = {"enum": ["low", "medium", "high"]}
 # or a display name, which anyone can change), a word for the terminal. A key of another shape
 # can never match anybody, so it is refused rather than silently ignored.
 SENDER_KEY = (r"^(cli:[A-Za-z0-9_.\-]+|telegram:[0-9]{1,20}|discord:[0-9]{1,20}"
-              r"|slack:[UW][A-Z0-9]{2,20})$")
+              r"|slack:[UW][A-Z0-9]{2,20}|whatsapp:[0-9]{5,20})$")
 SENDER_HINT = ("Telegram and Discord senders are numeric user ids, e.g. \"telegram:123456789\", "
-               "Slack senders member ids, e.g. \"slack:U0123ABCD\"; "
+               "Slack senders member ids, e.g. \"slack:U0123ABCD\", WhatsApp senders phone numbers "
+               "in international form without +, e.g. \"whatsapp:393471234567\"; "
                "send /whoami to the bot to see yours (or write to it and run `myclaw pair list`)")
 _MONEY = {"type": "number", "minimum": 0}
 
@@ -125,6 +126,19 @@ SCHEMA: dict[str, Any] = _obj({
         "webhook_url": {"type": "string"},
         "listen": {"type": "string"},
         "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+        "webhook_path": {"type": "string"},
+    }),
+    "whatsapp": _obj({
+        "enabled": {"type": "boolean"},
+        "base_url": {"type": "string"},
+        "api_version": {"type": "string", "pattern": r"^v[0-9]+\.[0-9]+$"},
+        "phone_number_id": {"type": ["string", "integer"]},
+        "business_account_id": {"type": ["string", "integer"]},
+        "templates": _obj({"reminder": {"type": "string"}, "job": {"type": "string"},
+                           "approval": {"type": "string"}}),
+        "template_language": {"type": "string"},
+        "listen": {"type": "string"},
+        "port": {"type": "integer", "minimum": 0, "maximum": 65535},
         "webhook_path": {"type": "string"},
     }),
     "discord": _obj({

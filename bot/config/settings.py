@@ -38,6 +38,9 @@ SECRET_ENV_VARS = (
     "MYCLAW_RECEIPT_KEY",
     "MYCLAW_DATABASE_URL",  # a PostgreSQL URL may carry the password
     "MYCLAW_STT_API_KEY",
+    "WHATSAPP_ACCESS_TOKEN",
+    "WHATSAPP_APP_SECRET",
+    "WHATSAPP_VERIFY_TOKEN",
 )
 
 DEFAULTS: dict[str, Any] = {
@@ -77,6 +80,12 @@ DEFAULTS: dict[str, Any] = {
                  "base_file_url": "https://api.telegram.org/file/bot", "mode": "polling",
                  "groups": [], "webhook_url": "", "listen": "127.0.0.1", "port": 8443,
                  "webhook_path": "/telegram"},
+    # The WhatsApp Cloud API. templates: approved message templates (each with one body
+    # parameter carrying the text) used outside WhatsApp's 24-hour window, by kind.
+    "whatsapp": {"enabled": True, "base_url": "https://graph.facebook.com", "api_version": "v23.0",
+                 "phone_number_id": "", "business_account_id": "", "templates": {},
+                 "template_language": "en",
+                 "listen": "127.0.0.1", "port": 8443, "webhook_path": "/whatsapp"},
     "discord": {"enabled": True, "guilds": [], "roles": {}, "approvals_in_dm": False,
                 "guild_ready_timeout": 2.0, "shard_count": 0, "shard_ids": []},
     # Socket Mode needs no public URL; "events" serves the Events API on listen:port.
@@ -190,6 +199,10 @@ class Config:
     @property
     def telegram_enabled(self) -> bool:
         return bool(self.data["telegram"]["enabled"] and self.secret("TELEGRAM_BOT_TOKEN"))
+
+    @property
+    def whatsapp_enabled(self) -> bool:
+        return bool(self.data["whatsapp"]["enabled"] and self.secret("WHATSAPP_ACCESS_TOKEN"))
 
     @property
     def discord_enabled(self) -> bool:

@@ -21,6 +21,14 @@ class Outlet(Protocol):
         """A sink reaching `sender` alone (a private chat or DM), or None."""
 
 
+def undelivered(sink: Sink) -> str:
+    """Why what was emitted into `sink` did not reach the person ("" when it did, or when the
+    channel cannot tell): e.g. WhatsApp's 24-hour window with no template to carry it. Read it
+    after closing the sink (a channel may send only then)."""
+    report = getattr(sink, "undelivered", None)
+    return str(report()) if callable(report) else ""
+
+
 class Delivery:
     def __init__(self) -> None:
         self._outlets: dict[str, Outlet] = {}

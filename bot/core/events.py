@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-ChannelName = Literal["cli", "telegram", "discord", "slack"]
+ChannelName = Literal["cli", "telegram", "discord", "slack", "whatsapp"]
 
 
 # --- attachments a channel hands over (downloaded bytes: never a platform URL) --------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Self
 
-CHANNELS = ("cli", "telegram", "discord", "slack")
+CHANNELS = ("cli", "telegram", "discord", "slack", "whatsapp")
 # The `[senders]` keys the config accepts (a JSON-schema pattern).
 SENDER_PATTERN = rf"^({'|'.join(CHANNELS)}):[^\s]+$"
 

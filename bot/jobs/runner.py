@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.conversation.delivery import Delivery
+from bot.conversation.delivery import Delivery, undelivered
 from bot.core.events import Button, Done, ErrorEvent, Event, Notice, Sink
 from bot.core.identity import LEVELS, Level
 from bot.jobs.jobs import Claim, Job
@@ -52,25 +52,30 @@ class AgentJobRunner:
         if sink is None:
             return False, f"the {job.channel} channel is not connected"
         try:
-            level = await self.level(job)
-            if level is None:
-                await sink.emit(Notice(f"⏰ {job.name}: skipped — you no longer have access."))
-                return False, "owner has no access"
-            if job.is_reminder:
-                await sink.emit(Notice(f"⏰ {job.name}\n{job.message}"))
-                return True, "reminder sent"
-            refusal = await self._over_budget(job, level)
-            if refusal:
-                await sink.emit(Notice(f"⏰ {job.name}: skipped — {refusal}"))
-                return False, "over the owner's budget"
-            await sink.emit(Notice(f"⏰ {job.name}"))
-            watched = _Watched(sink)
-            await self.agent.run_unattended(
-                session_key=f"job:{job.id}", sender=job.owner, chat=job.chat,
-                channel=job.channel, level=level, allowlist=frozenset(job.tools) - {SCHEDULE_TOOL},
-                text=job.prompt, sink=watched)
+            outcome = await self._run_in(job, sink)
         finally:
             await _close(sink)
+        missed = undelivered(sink)   # e.g. outside WhatsApp's window with no template
+        return (False, missed) if missed else outcome
+
+    async def _run_in(self, job: Job, sink: Sink) -> tuple[bool, str]:
+        level = await self.level(job)
+        if level is None:
+            await sink.emit(Notice(f"⏰ {job.name}: skipped — you no longer have access."))
+            return False, "owner has no access"
+        if job.is_reminder:
+            await sink.emit(Notice(f"⏰ {job.name}\n{job.message}"))
+            return True, "reminder sent"
+        refusal = await self._over_budget(job, level)
+        if refusal:
+            await sink.emit(Notice(f"⏰ {job.name}: skipped — {refusal}"))
+            return False, "over the owner's budget"
+        await sink.emit(Notice(f"⏰ {job.name}"))
+        watched = _Watched(sink)
+        await self.agent.run_unattended(
+            session_key=f"job:{job.id}", sender=job.owner, chat=job.chat,
+            channel=job.channel, level=level, allowlist=frozenset(job.tools) - {SCHEDULE_TOOL},
+            text=job.prompt, sink=watched)
         if watched.error:
             return False, watched.error
         return True, "waiting for approval" if watched.waiting else "answered"

@@ -4,7 +4,9 @@
 true, ...}}` when the store answers (`store_backend`: "sqlite" or "postgresql") and every started
 channel reports `connected`; otherwise 503 with the same body (status "degraded"), so a probe can
 tell which part is down. Nothing else is served, and the body names
-only parts, never hosts, ids or errors. Started by the app when `[health] enabled = true`.
+only parts, never hosts, ids or errors. Started by the app when `[health] enabled = true`, as
+a route on the process's shared listener (bot/core/listeners.py): a webhook naming the same
+address and port is served by the same server.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from aiohttp import web
 
 from bot.config.settings import Config
 from bot.core.errors import MyclawError
+from bot.core.listeners import ListenerError, Listeners, Route
 from bot.store.sqlite import Store
 
 log = logging.getLogger(__name__)
@@ -30,14 +33,16 @@ class HealthError(MyclawError):
 
 
 class HealthServer:
-    def __init__(self, config: Config, store: Store, channels: dict[str, Any]):
+    def __init__(self, config: Config, store: Store, channels: dict[str, Any],
+                 listeners: Listeners | None = None):
         section = config["health"]
         self.listen: str = section["listen"]
         self._configured_port: int = section["port"]
         self.store = store
         # Shared with the app: channels started later may be added to this dict.
         self.channels = channels
-        self._runner: web.AppRunner | None = None
+        self._listeners = listeners or Listeners()
+        self._route: Route | None = None
         self.port: int | None = None
 
     async def status(self) -> tuple[int, dict[str, Any]]:
@@ -58,24 +63,15 @@ class HealthServer:
         return web.json_response(body, status=code, headers={"Cache-Control": "no-store"})
 
     async def start(self) -> None:
-        app = web.Application()
-        app.router.add_get("/healthz", self._healthz)
-        # No access log: a probe every few seconds would drown the useful lines.
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, self.listen, self._configured_port)
         try:
-            await site.start()
-        except OSError as exc:
-            await runner.cleanup()
-            raise HealthError(
-                f"[health] cannot listen on {self.listen}:{self._configured_port}: {exc.strerror}"
-            ) from exc
-        self._runner = runner
-        self.port = runner.addresses[0][1]
+            self._route = await self._listeners.route(self.listen, self._configured_port, "GET",
+                                                      "/healthz", self._healthz)
+        except ListenerError as exc:
+            raise HealthError(f"[health] {exc}") from exc
+        self.port = self._route.port
         log.info("health endpoint on http://%s:%s/healthz", self.listen, self.port)
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            await runner.cleanup()
+        if self._route is not None:
+            route, self._route = self._route, None
+            await route.remove()

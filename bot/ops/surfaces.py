@@ -15,7 +15,7 @@ async def health_surface(app: Any) -> tuple[str, Any] | None:
         return None
     from bot.ops.health import HealthServer
 
-    health = HealthServer(app.config, app.services.store, app.channels)
+    health = HealthServer(app.config, app.services.store, app.channels, app.listeners)
     await health.start()
     return "health", health
 

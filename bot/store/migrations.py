@@ -328,4 +328,16 @@ CREATE TABLE notices_sent (
 );
 CREATE INDEX notices_sent_by_time ON notices_sent(sent_at);
 """),
+    (15, "messages a platform would not deliver yet, held until the person can be reached again", """
+CREATE TABLE held_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    recipient TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    approval_id TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX held_messages_by_recipient ON held_messages(recipient, id);
+"""),
 ]

@@ -60,7 +60,8 @@ STICKER_ONLY = "[the user sent a sticker without text; this channel cannot show 
 NOT_HERE = "I don't answer in this server."
 
 
-def create(config: Config, agent: AgentAPI) -> DiscordChannel:
+def create(config: Config, agent: AgentAPI, listeners: object = None) -> DiscordChannel:
+    """The channel, not started (`listeners`: unused, Discord's gateway needs no HTTP listener)."""
     return DiscordChannel(config, agent)
 
 

@@ -39,6 +39,7 @@ from bot.config.settings import Config
 from bot.core.errors import ChannelError
 from bot.core.events import AgentAPI, ApprovalResolved, IncomingMessage
 from bot.core.identity import Sender
+from bot.core.listeners import Listeners
 from channels.telegram import buttons
 from channels.telegram.approvals import outcome_message
 from channels.telegram.batch import redrawn as batch_redrawn
@@ -106,9 +107,11 @@ def exclusive_locks(config: Config) -> dict[str, str]:
 
 
 class TelegramChannel:
-    def __init__(self, config: Config, agent: AgentAPI, settings: SinkSettings | None = None):
+    def __init__(self, config: Config, agent: AgentAPI, settings: SinkSettings | None = None,
+                 listeners: Listeners | None = None):
         self.config = config
         self.agent = agent
+        self._listeners = listeners   # the process's shared HTTP listener (webhook mode)
         self.settings = settings or SinkSettings()
         self._groups = frozenset(str(g) for g in config["telegram"]["groups"])
         self._app: Application | None = None
@@ -200,7 +203,8 @@ class TelegramChannel:
             await self._poller.start()
             return
         self._webhook = WebhookServer(app.bot, self._intake.receive, secret=secret,
-                                      path=tg["webhook_path"], listen=tg["listen"], port=tg["port"])
+                                      path=tg["webhook_path"], listen=tg["listen"], port=tg["port"],
+                                      listeners=self._listeners)
         await self._webhook.start()
         await app.bot.set_webhook(url=tg["webhook_url"], secret_token=secret,
                                   allowed_updates=ALLOWED_UPDATES)
@@ -352,6 +356,6 @@ class TelegramChannel:
                 log.warning("telegram: could not tell chat %s about the failure", chat.id, exc_info=True)
 
 
-def create(config: Config, agent: AgentAPI) -> TelegramChannel:
+def create(config: Config, agent: AgentAPI, listeners: Listeners | None = None) -> TelegramChannel:
     """The channel, not started (App holds its `exclusive_locks` first)."""
-    return TelegramChannel(config, agent)
+    return TelegramChannel(config, agent, listeners=listeners)

@@ -6,7 +6,8 @@ right secret is refused with 403 before its body is even read, so nothing it car
 processed. A good update is parsed and handed to `receive`, which stores it: Telegram gets its
 200 only after that, and a 503 when storing failed, so it delivers the update again later (a
 re-delivered update is recognised by its id and runs once). The answer to the user is sent
-later through the Bot API.
+later through the Bot API. The endpoint is a route on the process's shared listener
+(bot/core/listeners.py): health and the other webhooks may share its address and port.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from aiohttp import web
 from telegram import Bot, Update
 
 from bot.core.errors import ChannelError
+from bot.core.listeners import ListenerError, Listeners, Route
 
 log = logging.getLogger(__name__)
 
@@ -45,44 +47,39 @@ class WebhookServer:
     """Receives updates on `path` and hands each to `receive` (which stores it) before answering."""
 
     def __init__(self, bot: Bot, receive: Receive, *, secret: str, path: str,
-                 listen: str, port: int):
+                 listen: str, port: int, listeners: Listeners | None = None):
         self._bot = bot
+        self._listeners = listeners or Listeners()
         self._store = receive
         self._secret = secret.encode()
         self._path = path if path.startswith("/") else f"/{path}"
         self._listen = listen
         self._port = port
-        self._runner: web.AppRunner | None = None
+        self._route: Route | None = None
         self.bound_port: int | None = None
 
     async def start(self) -> int:
-        app = web.Application(client_max_size=MAX_UPDATE_BYTES)
-        app.router.add_post(self._path, self._receive)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self._listen, self._port)
         try:
-            await site.start()
-        except OSError as exc:
-            await runner.cleanup()
-            raise ChannelError(f"cannot listen for the Telegram webhook on "
-                               f"{self._listen}:{self._port}: {exc.strerror or exc}") from exc
-        self._runner = runner
-        addresses = runner.addresses
-        self.bound_port = int(addresses[0][1]) if addresses else self._port
+            self._route = await self._listeners.route(self._listen, self._port, "POST",
+                                                      self._path, self._receive)
+        except ListenerError as exc:
+            raise ChannelError(f"cannot serve the Telegram webhook: {exc}") from exc
+        self.bound_port = self._route.port
         log.info("telegram webhook listening on %s:%s%s", self._listen, self.bound_port, self._path)
         return self.bound_port
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            await runner.cleanup()
+        if self._route is not None:
+            route, self._route = self._route, None
+            await route.remove()
 
     async def _receive(self, request: web.Request) -> web.Response:
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(given, self._secret):
             log.warning("telegram webhook: refused a request without the right secret token")
             return web.Response(status=403, text="forbidden")
+        if (request.content_length or 0) > MAX_UPDATE_BYTES:
+            return web.Response(status=413, text="update too large")
         try:
             data = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError):

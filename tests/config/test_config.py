@@ -45,7 +45,8 @@ def test_the_file_comes_from_the_flag_then_the_environment_then_the_cwd(tmp_path
     ('[senders]\nunknown = "everyone"\n', "[senders] unknown = 'everyone': expected one of"),
     ('[agent]\nmax_steps = "ten"\n', "[agent] max_steps = 'ten': expected integer"),
     ('[telegrm]\n', "'telegrm': unknown section"),
-    ('[senders]\n"whatsapp:1" = "full"\n', "[senders] 'whatsapp:1': unknown key"),
+    ('[senders]\n"signal:1" = "full"\n', "[senders] 'signal:1': unknown key"),
+    ('[senders]\n"whatsapp:1" = "full"\n', "[senders] 'whatsapp:1': can never match a sender"),
     ('[agent\n', "not valid TOML"),
 ])
 def test_a_bad_config_stops_with_one_line_naming_file_key_and_expectation(tmp_path, toml, expected):

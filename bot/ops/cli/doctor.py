@@ -1,4 +1,5 @@
-"""`myclaw doctor [--security] [--telegram] [--slack]`: what is ready, what is missing, what is risky.
+"""`myclaw doctor [--security] [--telegram] [--slack] [--whatsapp]`: what is ready, what is missing,
+what is risky.
 
 One line per check: `ok`, `warn` (works, but something is off or off on purpose) or `FAIL`
 (start-up is blocked, or `--security` found a high-severity setting). Exit status 1 when any line
@@ -56,16 +57,19 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                         help="also check TELEGRAM_BOT_TOKEN with the Bot API (getMe)")
     doctor.add_argument("--slack", action="store_true",
                         help="also check the Slack app: auth.test, scopes, Socket Mode")
+    doctor.add_argument("--whatsapp", action="store_true",
+                        help="also check the WhatsApp token, phone number id, webhook "
+                             "subscription and templates with the Graph API")
     doctor.set_defaults(handler=_doctor_command)
 
 
 async def _doctor_command(args: argparse.Namespace, config: Config) -> int:
     return await run_doctor(config, security=args.security, telegram=args.telegram,
-                            slack=args.slack)
+                            slack=args.slack, whatsapp=args.whatsapp)
 
 
 async def run_doctor(config: Config, *, security: bool = False, telegram: bool = False,
-                     slack: bool = False, out: IO[str] | None = None,
+                     slack: bool = False, whatsapp: bool = False, out: IO[str] | None = None,
                      import_module: Callable[[str], Any] = importlib.import_module) -> int:
     """Print every check and return the exit status (1 if any check FAILed)."""
     out = sys.stdout if out is None else out
@@ -75,6 +79,8 @@ async def run_doctor(config: Config, *, security: bool = False, telegram: bool =
         checks.append(await telegram_check(config, import_module))
     if slack:
         checks.extend(await slack_checks(config, import_module))
+    if whatsapp:
+        checks.extend(await whatsapp_checks(config, import_module))
     if security:
         checks.extend(security_checks(config))
         checks.extend(environment_checks(config))
@@ -194,7 +200,8 @@ def secret_checks(config: Config) -> list[Check]:
               else Check("FAIL", "ANTHROPIC_API_KEY", "not set: needed to chat on any channel")]
     for name, section, label in (("TELEGRAM_BOT_TOKEN", "telegram", "Telegram"),
                                  ("DISCORD_BOT_TOKEN", "discord", "Discord"),
-                                 ("SLACK_BOT_TOKEN", "slack", "Slack")):
+                                 ("SLACK_BOT_TOKEN", "slack", "Slack"),
+                                 ("WHATSAPP_ACCESS_TOKEN", "whatsapp", "WhatsApp")):
         if not config[section]["enabled"]:
             checks.append(Check("ok", name, f"{label} is disabled in [{section}]"))
         elif config.secret(name):
@@ -263,6 +270,20 @@ async def slack_checks(config: Config,
     except (ImportError, AttributeError) as exc:
         return [Check("warn", "slack", f"cannot check: channels.slack is not available ({exc})")]
     return [Check(status, name, detail) for status, name, detail in await check_slack(config)]
+async def whatsapp_checks(config: Config,
+                          import_module: Callable[[str], Any] = importlib.import_module
+                          ) -> list[Check]:
+    from bot.app import channel_module
+
+    try:
+        diagnose = channel_module("whatsapp", import_module).doctor.diagnose
+    except (ImportError, AttributeError) as exc:
+        return [Check("warn", "whatsapp", f"cannot check: channels.whatsapp.doctor is not "
+                      f"available ({exc})")]
+    try:
+        return [Check(status, name, detail) for status, name, detail in await diagnose(config)]
+    except MyclawError as exc:
+        return [Check("FAIL", "whatsapp", str(exc))]
 
 
 def _describe_bot(result: Any) -> str:

@@ -42,7 +42,7 @@ async def jobs_list(args: argparse.Namespace, config: Config) -> int:
     rows = [(job.id, clean(job.owner), clean(job.name, 24), clean(job.schedule.describe(), 40),
              job.status, utc_text(job.last_run) if job.last_run else "-",
              utc_text(job.next_run) if job.next_run and job.status == "active" else "-",
-             clean(job.last_outcome or "-", 30)) for job in listing]
+             clean(job.last_outcome or "-", 64)) for job in listing]
     print(table(("ID", "OWNER", "NAME", "SCHEDULE", "STATUS", "LAST RUN", "NEXT RUN", "LAST OUTCOME"),
                 rows))
     return 0

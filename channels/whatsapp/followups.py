@@ -1,0 +1,104 @@
+"""After a send: delivery status callbacks, and what the 24-hour window held back.
+
+Statuses (sent, delivered, read, failed) are stored in the inbox like messages (so none is
+lost or handled twice) and never read as messages. A `failed` status for one of our messages
+is logged with its error and then: retried once after a rate limit (130429, 131056); held for
+the person's next message when the window had closed (131047), so they are told then; any
+other failure is held as "my last message did not reach you", so it is reported to them as
+soon as WhatsApp lets us write again. A failed message this process does not remember (sent
+by another replica, or before a restart) is logged as an error: reported, never silent.
+
+When the person writes again, `deliver_held` first says what was held for them: texts under
+a short introduction, approval requests as their cards again (while still pending).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bot.conversation.held import HeldMessages
+from bot.core.events import AgentAPI, ApprovalNeeded, ApprovalView
+from channels.whatsapp import texts
+from channels.whatsapp.graph import OUTSIDE_WINDOW, GraphError
+from channels.whatsapp.sending import DeliveryError, Messenger, OutsideWindow
+from channels.whatsapp.sink import ChatSink
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "whatsapp"
+RETRIED_CODES = frozenset({130429, 131056})
+
+
+def _error_of(status: dict[str, Any]) -> tuple[int, str]:
+    errors = status.get("errors") or [{}]
+    first = errors[0] if isinstance(errors[0], dict) else {}
+    code = first.get("code") if isinstance(first.get("code"), int) else 0
+    detail = (first.get("error_data") or {}).get("details") if isinstance(
+        first.get("error_data"), dict) else ""
+    title = str(first.get("title") or first.get("message") or "unknown error")
+    return code, f"{title}: {detail}" if detail else title
+
+
+class Followups:
+    def __init__(self, messenger: Messenger, held: HeldMessages, agent: AgentAPI,
+                 make_sink: Callable[[str], ChatSink]):
+        self._messenger = messenger
+        self._held = held
+        self._agent = agent
+        self._make_sink = make_sink
+        self.statuses: dict[str, int] = {}   # how many of each status arrived (health, tests)
+
+    async def on_status(self, status: dict[str, Any]) -> None:
+        state = str(status.get("status", ""))
+        self.statuses[state] = self.statuses.get(state, 0) + 1
+        wamid = str(status.get("id", ""))
+        if state != "failed":
+            log.debug("whatsapp: message %s %s", wamid, state)
+            return
+        code, reason = _error_of(status)
+        sent = self._messenger.sent.get(wamid)
+        recipient = str(status.get("recipient_id") or (sent.to if sent else ""))
+        if sent is None:
+            log.error("whatsapp: a message to %s failed (%s, code %s) and is not known to this "
+                      "process; it cannot be retried here", recipient or "someone", reason, code)
+            return
+        log.warning("whatsapp: a %s message to %s failed: %s (code %s)", sent.kind, sent.to,
+                    reason, code)
+        if code in RETRIED_CODES and not sent.retried:
+            try:
+                await self._messenger.resend(sent)
+                return
+            except GraphError as exc:
+                log.warning("whatsapp: retrying the failed message to %s failed: %s", sent.to, exc)
+        why = texts.NOT_DELIVERED if code == OUTSIDE_WINDOW else reason
+        kind = sent.kind if code == OUTSIDE_WINDOW else "failed"
+        await self._held.hold(f"{CHANNEL}:{sent.to}", kind, sent.text, why)
+
+    async def deliver_held(self, wa_id: str, pending: Callable[[str], Awaitable[set[str]]]) -> None:
+        """Say what was held for `wa_id` (they just wrote, so the window is open)."""
+        held = await self._held.take(f"{CHANNEL}:{wa_id}")
+        if not held:
+            return
+        sink = self._make_sink(wa_id)
+        try:
+            for message in held:
+                if message.kind == "approval":
+                    view = ApprovalView(**json.loads(message.text))
+                    if view.id in await pending(view.channel):
+                        await self._say(wa_id, texts.HELD_APPROVAL)
+                        await sink.emit(ApprovalNeeded(view))
+                    continue
+                intro = texts.FAILED_REPLY.format(reason=message.reason) \
+                    if message.kind == "failed" else texts.HELD_INTRO
+                await self._say(wa_id, f"{intro}\n\n{message.text}")
+        finally:
+            await sink.close()
+
+    async def _say(self, wa_id: str, text: str) -> None:
+        try:
+            await self._messenger.send_markdown(wa_id, text)
+        except (DeliveryError, OutsideWindow):
+            log.warning("whatsapp: could not deliver a held message to %s", wa_id, exc_info=True)

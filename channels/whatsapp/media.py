@@ -1,0 +1,109 @@
+"""Attachments of a WhatsApp message, fetched through the Graph API's media endpoint.
+
+A message names its media by id: `GET /{media-id}` (with the access token) answers the file's
+short-lived URL, declared type, size and SHA-256, and `GET url` (with the token again) the bytes.
+The declared size is checked against `[media]` before downloading, the download stops once it
+passes the limit, and the bytes must match the declared SHA-256. The type the platform declares
+is only a hint: the core reads the content (bot/media). This runs only once the agent has
+admitted the sender (`IncomingMessage.download`), so a stranger's file is never fetched.
+
+Stickers, locations and other kinds the bot cannot use become `UnavailablePart`s with a polite
+reason; the core tells the sender and makes no model call.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+from typing import Any
+
+from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
+from channels.whatsapp import texts
+from channels.whatsapp.graph import Graph, GraphError
+
+log = logging.getLogger(__name__)
+
+MEDIA_KINDS = ("image", "document", "audio", "video")
+REFUSED = {"sticker": (texts.STICKER_NAME, texts.STICKER_REFUSED),
+           "location": (texts.LOCATION_NAME, texts.LOCATION_REFUSED)}
+USED_KINDS = ("text", "interactive", "button", *MEDIA_KINDS)
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB"
+
+
+def has_attachments(message: dict[str, Any]) -> bool:
+    """Whether the message carries something `Attachments.parts` turns into parts."""
+    kind = message.get("type", "")
+    return kind in MEDIA_KINDS or kind not in USED_KINDS
+
+
+def refusal(kind: str) -> UnavailablePart:
+    name, reason = REFUSED.get(kind, (texts.UNSUPPORTED_NAME.format(kind=kind or "unknown"),
+                                      texts.UNSUPPORTED_REFUSED))
+    return UnavailablePart(name, reason)
+
+
+class Attachments:
+    def __init__(self, graph: Graph, media: dict[str, Any]):
+        self.graph = graph
+        self.media = media
+
+    async def parts(self, message: dict[str, Any]) -> tuple[Part, ...]:
+        kind = message.get("type", "")
+        if kind not in MEDIA_KINDS:
+            return (refusal(kind),)
+        body = message.get(kind) or {}
+        declared = str(body.get("mime_type") or "").split(";")[0].strip().lower()
+        if kind == "video":
+            return (refusal("video"),)
+        if kind == "image":
+            limit, name = self.media["max_image_bytes"], "photo.jpg"
+        elif kind == "audio":
+            limit, name = self.media["max_audio_bytes"], "voice.ogg"
+        else:
+            name = str(body.get("filename") or "document")
+            limit = self.media["max_image_bytes"] if declared.startswith("image/") else \
+                self.media["max_audio_bytes"] if declared.startswith("audio/") else \
+                self.media["max_document_bytes"]
+        data = await self._fetch(str(body.get("id") or ""), name, limit)
+        if isinstance(data, UnavailablePart):
+            return (data,)
+        forwarded = bool((message.get("context") or {}).get("forwarded"))
+        if kind == "image":
+            return (ImagePart(data, declared or "image/jpeg", name),)
+        if kind == "audio":
+            # A voice note recorded in the chat is the sender's own words; a forwarded one or
+            # an audio file is a recording of anyone: someone else's words, untrusted data.
+            own = bool(body.get("voice")) and not forwarded
+            return (AudioPart(data, name, declared or "audio/ogg", spoken_by_sender=own),)
+        if declared.startswith("audio/"):
+            return (AudioPart(data, name, declared, spoken_by_sender=False),)
+        if declared.startswith("image/"):
+            return (ImagePart(data, declared, name),)
+        return (DocumentPart(data, name, declared),)
+
+    async def _fetch(self, media_id: str, name: str, limit: int) -> bytes | UnavailablePart:
+        try:
+            info = await self.graph.media_info(media_id)
+            size = info.get("file_size")
+            if isinstance(size, int) and size > limit:
+                return UnavailablePart(name, texts.MEDIA_TOO_LARGE.format(size=_mb(size),
+                                                                          limit=_mb(limit)))
+            data = await self.graph.download(info["url"], limit)
+        except GraphError as exc:
+            log.warning("whatsapp: downloading an attachment failed (%s)", exc.code or "network")
+            return UnavailablePart(name, texts.MEDIA_FAILED)
+        if data is None:
+            return UnavailablePart(name, texts.MEDIA_TOO_LARGE.format(size=f"over {_mb(limit)}",
+                                                                      limit=_mb(limit)))
+        expected = str(info.get("sha256") or "")
+        digest = hashlib.sha256(data).digest()
+        # Meta writes the hash in hex in some answers and in base64 in others.
+        if expected and expected.lower() != digest.hex() and expected != base64.b64encode(
+                digest).decode():
+            log.warning("whatsapp: an attachment did not match its declared SHA-256")
+            return UnavailablePart(name, texts.MEDIA_FAILED)
+        return data

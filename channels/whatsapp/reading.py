@@ -1,0 +1,61 @@
+"""A stored WhatsApp message read as the agent's `IncomingMessage` (taps are taps.py's).
+
+WhatsApp bots talk one to one: the chat is the person's wa_id, and so is the sender
+(`whatsapp:<wa_id>`). The text is the message's body, or the caption of a photo or document;
+a reply quoting one of the bot's own recent messages is read with that message's opening, a
+forwarded message is marked as someone else's words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.core.events import IncomingMessage
+from bot.core.identity import Sender
+from channels.whatsapp import texts
+from channels.whatsapp.sending import Messenger
+
+CHANNEL = "whatsapp"
+QUOTED_CHARS = 200
+
+
+def text_of(message: dict[str, Any]) -> str:
+    kind = message.get("type", "")
+    if kind == "text":
+        return str((message.get("text") or {}).get("body") or "")
+    body = message.get(kind) if isinstance(message.get(kind), dict) else {}
+    return str(body.get("caption") or "")
+
+
+def incoming(message: dict[str, Any], name: str, messenger: Messenger) -> IncomingMessage:
+    wa_id = str(message["from"])
+    text = text_of(message)
+    context = message.get("context") or {}
+    quoted = messenger.sent.get(str(context.get("id") or ""))
+    if quoted is not None and quoted.text.strip() and text.strip():
+        opening = " ".join(quoted.text.split())[:QUOTED_CHARS]
+        text = f"{texts.REPLYING_TO.format(quoted=opening)}\n{text}"
+    forwarded = texts.FORWARDED_BY if context.get("forwarded") or context.get(
+        "frequently_forwarded") else ""
+    return IncomingMessage(sender=Sender.of(CHANNEL, wa_id), chat=wa_id, text=text,
+                           channel=CHANNEL, message_id=str(message.get("id", "")),
+                           display_name=name, forwarded_from=forwarded)
+
+
+def timestamp_of(message: dict[str, Any]) -> float:
+    try:
+        return float(message.get("timestamp") or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def tap_of(message: dict[str, Any]) -> tuple[str, str] | None:
+    """(reply id, the tapped message's id) of a button or list tap, or None."""
+    context = str((message.get("context") or {}).get("id") or "")
+    if message.get("type") == "interactive":
+        interactive = message.get("interactive") or {}
+        reply = interactive.get("button_reply") or interactive.get("list_reply") or {}
+        return (str(reply.get("id") or ""), context) if reply else None
+    if message.get("type") == "button":   # a template's quick-reply button
+        return str((message.get("button") or {}).get("payload") or ""), context
+    return None
