@@ -27,6 +27,7 @@ AppArmor settings) is found out before any command runs; shell_run then refuses 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import os
 import shutil
@@ -187,8 +188,16 @@ def empty_file() -> str:
     fd, path = tempfile.mkstemp(prefix="myclaw-masked-")
     os.fchmod(fd, 0o444)
     os.close(fd)
+    atexit.register(_remove, path)
     _EMPTY.append(path)
     return path
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass  # already gone: nothing to clean
 
 
 def _mirror(entry: str) -> list[str]:

@@ -28,6 +28,7 @@ from typing import Any
 DEFAULT_SECRET_FILES = (".env*", "*.pem", "*.key", "id_*", ".netrc", ".git-credentials",
                         "credentials*", "secrets.*")
 SCAN_LIMIT = 200_000   # entries visited before a workspace counts as too large to be sure of
+LISTINGS_KEPT = 100_000   # folder listings remembered (over every workspace) before starting afresh
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,8 @@ class _Scanner:
             if files.is_secret_name(entry.name):
                 secret.append(entry.name)
         listing = _Listing(mtime, tuple(subdirs), tuple(secret), tuple(regular), len(entries))
+        if len(self._listings) >= LISTINGS_KEPT:
+            self._listings.clear()   # folders that are gone would otherwise stay forever
         self._listings[key] = listing
         return listing
 

@@ -1,7 +1,8 @@
 """Defence in depth: secret values never leave a tool call, whatever read them.
 
 The values are the bot's own secrets (its environment: API keys, tokens, the database password)
-and the values found in the workspace's secret files (bot/core/secret_files.py): each
+the passwords in the URLs of a workspace repository's remotes (`.git/config`), and the values
+found in the workspace's secret files (bot/core/secret_files.py): each
 assignment's value (`KEY=value`, `"key": "value"`, `password hunter2` as in .netrc) whose
 name says it is a secret, and every value or line that looks random enough to be a key (a PEM
 body line, an API token). Every string of a tool result is scrubbed of them before the result
@@ -30,6 +31,7 @@ READ_LIMIT = 256 * 1024   # bytes of one secret file looked at for values
 MIN_NAMED = 4             # a value under a secret-sounding name, this long or longer
 MIN_RANDOM = 12           # a value that looks random, this long or longer
 INLINE_FOLDERS = 256      # workspaces with fewer folders are checked without a thread
+GIT_CONFIG = os.path.join(".git", "config")
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL", "AUTH", "PRIVATE", "DSN",
                 "SALT", "COOKIE", "SESSION", "SIGNATURE", "CERT")
 _ASSIGNMENT = re.compile(r"""^\s*(?:export\s+)?["']?([A-Za-z_][\w.\-]*)["']?\s*[:=]\s*(.*?)\s*,?\s*$""")
@@ -122,9 +124,18 @@ class SecretRedaction:
         self._folders: dict[str, int] = {}
 
     async def scrub(self, roots: Iterable[os.PathLike[str] | str], value: Any) -> Any:
-        """`value` with every secret replaced (the same object when there are no secrets)."""
+        """`value` with every secret replaced (the same object when there are no secrets).
+
+        A result's revert-only keys (`undo`, `_...`: bot.core.tool.model_view) are kept as
+        they are: they never reach the model or a chat, and an undo must put a file back
+        exactly as it was; they stay in the store's undo log beside the file they restore."""
         pattern = await self.pattern_for(roots)
-        return value if pattern is None else _scrub(pattern, value)
+        if pattern is None:
+            return value
+        if isinstance(value, dict):
+            return {k if _revert_only(k) else _scrub(pattern, k): v if _revert_only(k)
+                    else _scrub(pattern, v) for k, v in value.items()}
+        return _scrub(pattern, value)
 
     async def scrub_error(self, roots: Iterable[os.PathLike[str] | str], error: ToolError) -> ToolError:
         pattern = await self.pattern_for(roots)
@@ -141,7 +152,7 @@ class SecretRedaction:
 
     def _pattern_now(self, roots: list[str]) -> re.Pattern[str] | None:
         found = [self._inventory(root) for root in roots]
-        stamp = tuple(s for inv in found for s in inv.stamp)
+        stamp = tuple(s for inv in found for s in inv.stamp) + _git_configs(roots)
         key = "\0".join(roots)
         cached = self._patterns.get(key)
         if cached is not None and cached[0] == stamp:
@@ -167,9 +178,30 @@ class SecretRedaction:
                 text = handle.read(READ_LIMIT).decode("utf-8", errors="replace")
         except OSError:
             return frozenset()
-        values = frozenset(values_in(text))
+        values = frozenset(_url_passwords(text) if path.endswith(GIT_CONFIG) else values_in(text))
         self._file_values[path] = (mtime, size, values)
         return values
+
+
+def _git_configs(roots: list[str]) -> tuple[tuple[str, int, int], ...]:
+    """A repository's config may keep a token in a remote's URL (https://user:token@host)."""
+    stamps = []
+    for root in roots:
+        path = os.path.join(root, GIT_CONFIG)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        stamps.append((path, st.st_mtime_ns, st.st_size))
+    return tuple(stamps)
+
+
+def _url_passwords(text: str) -> set[str]:
+    return {p for word in text.split() if len(p := _url_password(word)) >= MIN_NAMED}
+
+
+def _revert_only(key: Any) -> bool:
+    return isinstance(key, str) and (key == "undo" or key.startswith("_"))
 
 
 def _scrub(pattern: re.Pattern[str], value: Any) -> Any:

@@ -75,3 +75,18 @@ async def test_an_unchanged_secret_file_is_not_read_again_and_a_changed_one_is(t
     env.write_text("API_KEY=another-Secret-99\n")
     assert await redaction.scrub([tmp_path], "another-Secret-99") == REDACTED
     assert len(opened) == 2
+
+
+async def test_what_only_an_undo_reads_is_kept_so_a_revert_restores_the_file_exactly(tmp_path):
+    (tmp_path / ".env").write_text(f"API_KEY={TOKEN}\n")
+    result = {"diff": f"-{TOKEN}", "undo": {"previous": TOKEN}, "_hash": TOKEN}
+    scrubbed = await SecretRedaction().scrub([tmp_path], result)
+    assert scrubbed == {"diff": f"-{REDACTED}", "undo": {"previous": TOKEN}, "_hash": TOKEN}
+
+
+async def test_a_token_in_a_git_remote_url_is_redacted(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text(
+        '[remote "origin"]\n\turl = https://bot:ghp_tok3nValue@github.com/a/b.git\n')
+    scrubbed = await SecretRedaction().scrub([tmp_path], "origin https://bot:ghp_tok3nValue@github.com")
+    assert "ghp_tok3nValue" not in scrubbed
