@@ -163,7 +163,11 @@ class ShellRun(BaseTool):
         `git log` is covered but `rm` is not (and `git push`, being riskier, still asks)."""
         command = str(args.get("command", ""))
         programs = programs_of(command)
-        if not programs or args.get("network") is True or not grantable(command, self.secrets):
+        if not programs or args.get("network") is True:
+            return None
+        # A read-only shape prints no file content (git log without -p, diff --stat); any other
+        # command that could print the repository's history or a secret file is asked each time.
+        if judge(command, self.secrets).risk != "medium" and not grantable(command, self.secrets):
             return None
         shown = ", ".join(f"`{visible(p)[:40]}`" for p in programs)
         return "programs:" + " ".join(programs), shown

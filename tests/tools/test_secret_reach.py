@@ -190,6 +190,7 @@ async def test_a_secret_file_created_by_a_copy_under_another_glob_is_masked_too(
 def test_an_always_for_git_covers_commits_but_never_history_or_secret_names(ctx):
     tool = shell_run.build(ctx.services.config)
     assert scope_of(tool, {"command": "git commit -m done"}).key == "programs:git"
+    assert scope_of(tool, {"command": "git log --oneline"}).key == "programs:git"
     for command in ("git show HEAD", "git log -p", "cat .env", "git add .env", "sh -c 'git grep x'"):
         assert scope_of(tool, {"command": command}).key.startswith("exact:"), command
 
