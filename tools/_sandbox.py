@@ -42,7 +42,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def secret_files(ctx: CallContext) -> SecretFiles:
     """The configured secret-file globs (the defaults without a config)."""
-    return SecretFiles.from_config(getattr(ctx.services, "config", None))
+    return SecretFiles.from_config(ctx.settings)
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,8 @@ class Protected:
 
 
 def protected_paths(ctx: CallContext, root: str) -> Protected:
-    config = getattr(ctx.services, "config", None)
-    if config is None:
+    config = ctx.settings
+    if not hasattr(config, "store_path"):  # a bare context: no store or key files to protect
         return Protected(frozenset(), (), frozenset())
     files, dirs = _protected_locations(config, root)
     inodes = set()

@@ -200,14 +200,13 @@ class ShellRun(BaseTool):
         except SandboxUnavailable as exc:
             raise ToolPermissionError(f"shell_run is disabled on this machine: {exc}.",
                                       UNAVAILABLE_HINT) from exc
-        config = ctx.services.config
-        settings = config["tools"]["shell_run"]
-        env = child_environment(config.secret_values())
+        settings = ctx.settings["tools"]["shell_run"]
+        env = child_environment(ctx.settings.secret_values())
         risk = self.assess(command, network is True)[0]
         if risk == "medium":
             env.update(READ_ONLY_GIT_ENV)
         ctx.workspace.mkdir(parents=True, exist_ok=True)
-        masks = () if unmasked(ctx, risk) else await masks_for(ctx, SecretFiles.from_config(config))
+        masks = () if unmasked(ctx, risk) else await masks_for(ctx, SecretFiles.from_config(ctx.settings))
         return await sandbox.run(command, ctx.workspace, env, network=network is True,
                                  limits=Limits.from_settings(settings),
                                  timeout=_timeout(ctx, timeout_seconds),
@@ -223,7 +222,7 @@ def _check_command(command: str) -> None:
 
 
 def _timeout(ctx: CallContext, asked: float | None) -> float:
-    configured = float(ctx.services.config["tools"]["shell_run"]["timeout_seconds"])
+    configured = float(ctx.settings["tools"]["shell_run"]["timeout_seconds"])
     return min(configured, float(asked)) if asked else configured
 
 

@@ -15,8 +15,6 @@ import pytest
 from bot.approvals.grants import scope_of
 from bot.core.events import FileOut
 from bot.core.tool import CallContext, ToolPermissionError
-from bot.toolbox.registry import Registry
-from bot.toolbox.services import Services
 from tests.conftest import make_config
 from tools import fs_edit, fs_read, fs_write, glob_list, send_file
 
@@ -24,8 +22,7 @@ VALUE = "sk-live-Q7x9Zr2Lm4Pw8Kd1"
 
 
 def context(config, approved_by: str | None = None, sink=None) -> CallContext:
-    services = Services(config=config, store=None, registry=Registry())  # type: ignore[arg-type]
-    return CallContext(workspace=config.workspace, services=services, approved_by=approved_by,
+    return CallContext(workspace=config.workspace, settings=config, approved_by=approved_by,
                        event_sink=sink)
 
 

@@ -18,8 +18,6 @@ import pytest
 
 from bot.approvals.grants import scope_of
 from bot.core.tool import CallContext, ToolPermissionError
-from bot.toolbox.registry import Registry
-from bot.toolbox.services import Services
 from tests.conftest import make_config
 from tools import shell_run
 
@@ -118,8 +116,7 @@ def ctx(tmp_path: Path) -> CallContext:
     os.link(ws / ".env", ws / "notes" / "hard.txt")
     (ws / "notes" / "soft.txt").symlink_to("../.env")
     (ws / "empty").mkdir()
-    services = Services(config=config, store=None, registry=Registry())  # type: ignore[arg-type]
-    return CallContext(workspace=ws, services=services)
+    return CallContext(workspace=ws, settings=config)
 
 
 def leaked(result: dict) -> bool:
@@ -130,7 +127,7 @@ def leaked(result: dict) -> bool:
 @pytest.mark.parametrize(("command", "history"), WAYS)
 async def test_each_way_to_read_a_secret_asks_and_without_a_person_prints_nothing_of_it(
         ctx, command, history):
-    tool = shell_run.build(ctx.services.config)
+    tool = shell_run.build(ctx.settings)
     args = {"command": command}
     assert tool.risk_for(args) == "high"
     if history:
@@ -144,51 +141,51 @@ async def test_each_way_to_read_a_secret_asks_and_without_a_person_prints_nothin
 
 @pytest.mark.parametrize("command", MASKED)
 async def test_a_medium_command_sees_secret_files_as_empty_whatever_their_name(ctx, command):
-    tool = shell_run.build(ctx.services.config)
+    tool = shell_run.build(ctx.settings)
     assert tool.risk_for({"command": command}) == "medium"
     result = await tool.execute(ctx, command=command)
     assert not leaked(result), result
 
 
 async def test_the_masks_leave_the_secret_files_themselves_unchanged(ctx):
-    tool = shell_run.build(ctx.services.config)
+    tool = shell_run.build(ctx.settings)
     await tool.execute(ctx, command="echo x > .env; mv .env y; ln .env z; rm -f .env")
     assert VALUE in (ctx.workspace / ".env").read_text()
     assert not (ctx.workspace / "y").exists() and not (ctx.workspace / "z").exists()
 
 
 async def test_a_command_a_person_approved_at_high_risk_reads_the_secret_it_was_shown(ctx):
-    tool = shell_run.build(ctx.services.config)
+    tool = shell_run.build(ctx.settings)
     preview = await tool.dry_run(ctx, command="cat .env")
     assert ".env" in preview["summary"] and "keys/server.pem" in preview["summary"]
-    approved = CallContext(workspace=ctx.workspace, services=ctx.services, approved_by="cli:local")
+    approved = CallContext(workspace=ctx.workspace, settings=ctx.settings, approved_by="cli:local")
     result = await tool.execute(approved, command="cat .env")
     assert VALUE in result["stdout"]   # the dispatcher redacts it before the model sees it
 
 
 async def test_a_history_reader_says_in_its_preview_that_it_reads_history(ctx):
-    preview = await shell_run.build(ctx.services.config).dry_run(ctx, command="git show HEAD:.env")
+    preview = await shell_run.build(ctx.settings).dry_run(ctx, command="git show HEAD:.env")
     assert "history" in preview["summary"]
 
 
 async def test_a_medium_call_a_person_approved_still_runs_masked(ctx):
-    approved = CallContext(workspace=ctx.workspace, services=ctx.services, approved_by="cli:local")
-    result = await shell_run.build(ctx.services.config).execute(approved, command="cat notes/soft.txt")
+    approved = CallContext(workspace=ctx.workspace, settings=ctx.settings, approved_by="cli:local")
+    result = await shell_run.build(ctx.settings).execute(approved, command="cat notes/soft.txt")
     assert not leaked(result)
 
 
 async def test_a_secret_file_created_by_a_copy_under_another_glob_is_masked_too(ctx):
     """A copy made earlier (say by an approved command) under a secret name is a secret file."""
     (ctx.workspace / "notes" / "credentials.json").write_text(f'{{"token": "{VALUE}"}}')
-    result = await shell_run.build(ctx.services.config).execute(
+    result = await shell_run.build(ctx.settings).execute(
         ctx, command="cat notes/soft.txt notes/a.md")
     assert "hello" in result["stdout"] and not leaked(result)
-    grep = await shell_run.build(ctx.services.config).execute(ctx, command="grep -r token notes")
+    grep = await shell_run.build(ctx.settings).execute(ctx, command="grep -r token notes")
     assert not leaked(grep)
 
 
 def test_an_always_for_git_covers_commits_but_never_history_or_secret_names(ctx):
-    tool = shell_run.build(ctx.services.config)
+    tool = shell_run.build(ctx.settings)
     assert scope_of(tool, {"command": "git commit -m done"}).key == "programs:git"
     assert scope_of(tool, {"command": "git log --oneline"}).key == "programs:git"
     for command in ("git show HEAD", "git log -p", "cat .env", "git add .env", "sh -c 'git grep x'"):
@@ -202,4 +199,4 @@ async def test_a_workspace_too_large_to_check_runs_no_unapproved_command(ctx, mo
     for index in range(5):
         (ctx.workspace / "more" / f"{index}.txt").write_text("x")
     with pytest.raises(ToolPermissionError, match="too large to check for secret files"):
-        await shell_run.build(ctx.services.config).execute(ctx, command="cat notes/a.md")
+        await shell_run.build(ctx.settings).execute(ctx, command="cat notes/a.md")
