@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/hostile_inputs.py [--small 10000] [--large 80000]
 
-For every renderer (Telegram, Discord, HTML reduction, log redaction): the slowest family of
+For every renderer (Telegram, Discord, HTML reduction, log redaction, the secret scrubbing of
+tool results): the slowest family of
 tests/support/looplag.py at each size, in CPU milliseconds, and the largest growth ratio (linear ≈ 8).
 Then the fs_write preview of a repetitive 40 KB file: wall time, and the longest the event loop
 was blocked meanwhile.
@@ -34,7 +35,8 @@ def renderer_rows(small: int, large: int) -> None:
 
     redactor = Redactor(["a-configured-secret-value"])
     renderers = {"telegram": telegram_split, "discord": discord_split,
-                 "html": lambda t: reduce_html(t, "https://e.org/"), "redaction": redactor.text}
+                 "html": lambda t: reduce_html(t, "https://e.org/"), "redaction": redactor.text,
+                 "secrets": secret_scrubber()}
     print(f"{'renderer':10} {'slowest family':18} {f'{small} chars':>12} {f'{large} chars':>12} "
           f"{'worst growth':>13}")
     for name, fn in renderers.items():
@@ -47,6 +49,17 @@ def renderer_rows(small: int, large: int) -> None:
         worst = max(rows, key=lambda r: r[2])
         print(f"{name:10} {slowest[3]:18} {slowest[1] * 1000:10.2f}ms {slowest[0] * 1000:10.2f}ms "
               f"{worst[2]:8.1f} ({worst[3]})")
+
+
+def secret_scrubber():
+    """What every tool result goes through: a workspace .env with 30 values, plus own secrets."""
+    from bot.core.secret_redaction import SecretRedaction
+
+    tmp = Path(tempfile.mkdtemp(prefix="myclaw-bench-"))
+    (tmp / ".env").write_text("".join(f"KEY_{i}=Value-{i:04d}-xY9zQ\n" for i in range(30)))
+    redaction = SecretRedaction(["a-configured-secret-value"])
+    loop = asyncio.new_event_loop()   # one loop for every call, as in the bot
+    return lambda text: loop.run_until_complete(redaction.scrub([tmp], text))
 
 
 async def preview_row() -> None:

@@ -1,7 +1,9 @@
 """The shell sandbox: every shell_run command runs inside bubblewrap (`bwrap`).
 
 What a command sees:
-- the caller's workspace, read-write, at its real path (and the working directory);
+- the caller's workspace, read-write, at its real path (and the working directory), with an
+  empty read-only file bound over each secret file given as a mask (a command not approved at
+  high risk sees `.env` and its hard links as empty files it can neither change, move nor link);
 - the system directories programs need, read-only: /usr and the /bin, /sbin, /lib* entries
   (recreated as the same symlinks on merged-/usr systems), and a short allow-list of /etc files
   that hold no secrets (users and groups, the dynamic linker's cache, time zone, alternatives);
@@ -25,10 +27,13 @@ AppArmor settings) is found out before any command runs; shell_run then refuses 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import os
 import shutil
+import stat
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,18 +104,20 @@ class Sandbox:
         return os.geteuid() != 0 or self.pids is not None
 
     def argv(self, command: str, workspace: Path | None, *, network: bool,
-             limits: Limits) -> list[str]:
+             limits: Limits, masks: tuple[str, ...] = ()) -> list[str]:
         """The full argv: prlimit, bwrap with its flags, then /bin/sh -c command."""
         flags = bwrap_flags(workspace, network=network, optional=self.optional_flags,
-                            proc=self.proc)
+                            proc=self.proc, masks=masks)
         return [self.prlimit, *limits.prlimit_args(), "--", self.bwrap, *flags,
                 "--", "/bin/sh", "-c", command]
 
     async def run(self, command: str, workspace: Path, env: dict[str, str], *, network: bool,
-                  limits: Limits, timeout: float, cap: int, stop: asyncio.Event) -> dict[str, Any]:
-        """Run one command in the sandbox (same result shape as tools._proc.run_process)."""
+                  limits: Limits, timeout: float, cap: int, stop: asyncio.Event,
+                  masks: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Run one command in the sandbox (same result shape as tools._proc.run_process);
+        `masks`: real paths inside the workspace to cover with an empty read-only file."""
         real = _real_directory(workspace)
-        argv = self.argv(command, real, network=network, limits=limits)
+        argv = self.argv(command, real, network=network, limits=limits, masks=masks)
         group = None
         if self.pids is not None and limits.processes > 0:
             group = self.pids.create(limits.processes)
@@ -142,7 +149,7 @@ def sandbox_environment(env: dict[str, str]) -> dict[str, str]:
 
 
 def bwrap_flags(workspace: Path | None, *, network: bool, optional: tuple[str, ...] = (),
-                proc: bool = True) -> list[str]:
+                proc: bool = True, masks: tuple[str, ...] = ()) -> list[str]:
     flags = ["--unshare-all", "--unshare-user", *optional, "--cap-drop", "ALL",
              "--die-with-parent", "--new-session", "--hostname", "sandbox"]
     if network:
@@ -153,8 +160,44 @@ def bwrap_flags(workspace: Path | None, *, network: bool, optional: tuple[str, .
         flags += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     flags += ["--proc" if proc else "--dir", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     if workspace is not None:
-        flags += ["--bind", str(workspace), str(workspace), "--chdir", str(workspace)]
+        flags += ["--bind", str(workspace), str(workspace)]
+        if masks:
+            empty = empty_file()
+            inside = str(workspace) + os.sep
+            for path in masks:
+                if path.startswith(inside):  # only ever inside the workspace bound above
+                    flags += ["--ro-bind", empty, path]
+        flags += ["--chdir", str(workspace)]
     return flags
+
+
+_EMPTY: list[str] = []   # the empty file bound over masked secrets, made on first use
+
+
+def empty_file() -> str:
+    """An empty, read-only regular file of ours (made again if something removed or changed
+    it): what a masked secret file looks like inside the sandbox."""
+    if _EMPTY:
+        try:
+            st = os.stat(_EMPTY[0], follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and st.st_size == 0 and st.st_uid == os.geteuid():
+                return _EMPTY[0]
+        except OSError:
+            pass
+        _EMPTY.clear()
+    fd, path = tempfile.mkstemp(prefix="myclaw-masked-")
+    os.fchmod(fd, 0o444)
+    os.close(fd)
+    atexit.register(_remove, path)
+    _EMPTY.append(path)
+    return path
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass  # already gone: nothing to clean
 
 
 def _mirror(entry: str) -> list[str]:

@@ -2,8 +2,10 @@
 
 `resolve_in_workspace` turns what the model asked for into a real path (symlinks followed) and
 refuses anything that leaves the workspace, is not a plain file or directory, or is one of the
-bot's own files (config, store, receipt key, data dir, any `.env`) — the agent must never be able
-to lift its own limits by editing them.
+bot's own files (config, store, receipt key, data dir) — the agent must never be able to lift its
+own limits by editing them. A secret file (bot/core/secret_files.py: by any name on the way, as
+a symlink's target, or as another hard link to one) is never written, and read only in a call
+a person approved (`CallContext.approved_by`); a preview may name it.
 
 Resolution alone leaves a race: a directory could be swapped for a symlink between the check and
 the use. The I/O helpers below therefore walk the resolved path again from the workspace root
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from bot.core.secret_files import SecretFiles, is_secret_inode
 from bot.core.tool import (
     CallContext,
     ToolExternalError,
@@ -37,10 +40,9 @@ RECEIPT_KEY_NAME = "receipt.key"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def is_env_name(name: str) -> bool:
-    """`.env` and `.env.<anything>` hold secrets by convention, wherever they are."""
-    name = name.lower()  # case-insensitive file systems (macOS) treat .ENV as .env
-    return name == ".env" or name.startswith(".env.")
+def secret_files(ctx: CallContext) -> SecretFiles:
+    """The configured secret-file globs (the defaults without a config)."""
+    return SecretFiles.from_config(ctx.settings)
 
 
 @dataclass(frozen=True)
@@ -124,12 +126,48 @@ def outside_error(ctx: CallContext, path: str, why: str) -> ToolPermissionError:
 
 def _forbidden(ctx: CallContext, path: str) -> ToolPermissionError:
     return ToolPermissionError(
-        f"{path!r} is one of the bot's protected files (configuration, store, keys or .env); "
+        f"{path!r} is one of the bot's protected files (configuration, store or keys); "
         "tools may never read or write it.",
         "Do not try to reach the bot's own configuration or secrets. Work on other files in "
         f"the workspace {ctx.workspace}, or ask the user to change settings themselves.",
         {"path_attempted": path},
     )
+
+
+SECRET_WRITE_HINT = ("Secret files (.env, keys, credentials) are never written by a tool: tell the "
+                     "user what to put in it and let them edit it themselves.")
+SECRET_READ_HINT = ("A secret file is read only in a call the user approves naming it. If the "
+                    "user asked for it, call the tool again with the secret file's own path "
+                    "(that call asks them first); never guess what it holds.")
+
+
+def secret_refused(path: str, shown: str, *, for_write: bool) -> ToolPermissionError:
+    if for_write:
+        return ToolPermissionError(f"{path!r} is a secret file ({shown}); tools never write it.",
+                                   SECRET_WRITE_HINT, {"path_attempted": path})
+    return ToolPermissionError(
+        f"{path!r} is a secret file ({shown}) and this call was not approved by a person.",
+        SECRET_READ_HINT, {"path_attempted": path})
+
+
+def _is_secret(ctx: CallContext, path: str, real: str, root: str, st: os.stat_result | None) -> bool:
+    """By any name on the way (the real path's parts, the name asked for: a symlink called
+    .env), or as another hard link to a secret file of this workspace."""
+    files = secret_files(ctx)
+    names = (*Path(os.path.relpath(real, root)).parts, Path(path).name)
+    if any(files.is_secret_name(part) for part in names):
+        return True
+    return st is not None and stat.S_ISREG(st.st_mode) and is_secret_inode(root, st, files)
+
+
+def is_secret_file(ctx: CallContext, path: str, real: Path) -> bool:
+    """Is the resolved `real` (asked for as `path`) a secret file, by any of its names?"""
+    root = workspace_root(ctx)
+    try:
+        st = os.stat(real, follow_symlinks=False)
+    except OSError:
+        st = None
+    return _is_secret(ctx, path, str(real), root, st)
 
 
 def _lstat(real: str) -> os.stat_result | None:
@@ -143,12 +181,15 @@ def _lstat(real: str) -> os.stat_result | None:
         raise
 
 
-def resolve_in_workspace(ctx: CallContext, path: str, *, must_exist: bool, for_write: bool) -> Path:
+def resolve_in_workspace(ctx: CallContext, path: str, *, must_exist: bool, for_write: bool,
+                         previewing: bool = False) -> Path:
     """The real path of `path` inside the workspace, or a ToolPermissionError/ToolNotFoundError.
 
     Relative paths are relative to the workspace; absolute ones must point inside it. Symlinks
     are followed and the *real* target must still be inside. Only regular files and directories
-    pass. `for_write` additionally refuses when a parent on the way is not a directory.
+    pass. `for_write` additionally refuses when a parent on the way is not a directory. A
+    secret file passes only for reading, in a call a person approved or in a preview (which
+    must not show its content).
     """
     if "\x00" in path:
         raise outside_error(ctx, path.replace("\x00", "\\0"), "it contains a NUL byte")
@@ -159,9 +200,6 @@ def resolve_in_workspace(ctx: CallContext, path: str, *, must_exist: bool, for_w
     real = os.path.realpath(candidate)
     if real != root and not real.startswith(root + os.sep):
         raise outside_error(ctx, path, "it resolves outside the workspace")
-    # The real path's parts below the root, and the name asked for (a symlink called .env).
-    if any(is_env_name(part) for part in (*Path(os.path.relpath(real, root)).parts, Path(path).name)):
-        raise _forbidden(ctx, path)
     try:
         st = _lstat(real)
     except ValueError as exc:
@@ -173,6 +211,8 @@ def resolve_in_workspace(ctx: CallContext, path: str, *, must_exist: bool, for_w
         raise outside_error(ctx, path, "it is a symlink loop")
     if protected_paths(ctx, root).covers(real, st):
         raise _forbidden(ctx, path)
+    if (for_write or not (previewing or ctx.approved_by)) and _is_secret(ctx, path, real, root, st):
+        raise secret_refused(path, display_path(ctx, real), for_write=for_write)
     if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         raise outside_error(ctx, path, "it is not a regular file or directory (device, FIFO or socket)")
     if st is None and must_exist:

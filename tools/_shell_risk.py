@@ -1,20 +1,23 @@
 """How risky one shell command line is: the classification behind shell_run's `risk_for`.
 
-Medium only for a plain, known read-only command with plain arguments that stay inside the
-workspace; anything else — shell operators, substitutions, redirections, wrappers, unknown
-programs, options that write or run programs, paths outside the workspace, .env files, a
-recursive search through a tree that holds .env files — is high. When in doubt: high.
+Medium only for a plain, known read-only program in a shape known to be safe
+(tools/_shell_shapes.py) with plain arguments that stay inside the workspace and name no
+secret file; anything else — shell operators, substitutions, redirections, wrappers, unknown
+programs, any option not listed for the program, paths outside the workspace, secret files,
+git beyond status/log/diff summaries (history holds every file ever committed) — is high.
+A medium command that reads whole trees says so (`Verdict.tree`): the caller rates it as
+reading every secret file in them. When in doubt: high.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
-import time
 import unicodedata
+from dataclasses import dataclass
 
+from bot.core.secret_files import DEFAULT, SecretFiles
 from bot.core.tool import Risk
-from tools._sandbox import is_env_name
+from tools._shell_shapes import GIT_SHAPES, GIT_SUMMARY, SHAPES, parse
 
 
 def visible(text: str) -> str:
@@ -26,22 +29,19 @@ def visible(text: str) -> str:
 
 # --- risk -----------------------------------------------------------------------------------
 
-READ_ONLY_PROGRAMS = frozenset({"ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "pwd", "echo",
-                                "date", "whoami", "uname", "df", "du", "stat", "file", "sort", "uniq",
-                                "diff", "git"})
-GIT_READ_ONLY = frozenset({"status", "log", "diff", "show"})
-# Options that turn a reader into a writer or a launcher: (exact or --long[=..] forms, short letters).
-WRITING_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
-    "find": (("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
-              "-fls"), ""),
-    "rg": (("--pre", "--pre-glob", "--hostname-bin"), ""),
-    "sort": (("--output", "--compress-program"), "o"),
-    "date": (("--set",), "s"),
-    "file": (("--compile",), "C"),
-    "git": (("--output", "--ext-diff", "--textconv", "--exec-path", "--upload-pack"), ""),
-}
-UNQUOTED_SPECIAL = {
-    "|": "a pipe", "&": "a background or && operator", ";": "a command separator",
+# find prints names, never contents: its expression may use these predicates (and how many
+# words each takes), nothing that runs, writes or reads a file (-exec, -fprint, -delete, ...).
+FIND_PREDICATES = {
+    "-name": 1, "-iname": 1, "-path": 1, "-ipath": 1, "-wholename": 1, "-type": 1,
+    "-maxdepth": 1, "-mindepth": 1, "-size": 1, "-mtime": 1, "-mmin": 1, "-newer": 1,
+    "-perm": 1, "-user": 1, "-group": 1, "-empty": 0, "-print": 0, "-print0": 0, "-not": 0,
+    "!": 0, "-a": 0, "-o": 0, "-and": 0, "-or": 0, "-ls": 0, "-depth": 0, "-prune": 0,
+    "-xdev": 0, "-readable": 0, "-true": 0, "-false": 0}
+FIND_OPTIONS = frozenset({"-L", "-P", "-H"})
+READ_ONLY_PROGRAMS = frozenset({*SHAPES, "find", "git"})
+HISTORY_REASON = ("reads the repository's history or objects, where a committed secret file "
+                  "stays readable")
+UNQUOTED_SPECIAL = {    "|": "a pipe", "&": "a background or && operator", ";": "a command separator",
     "<": "a redirection", ">": "a redirection", "(": "a subshell", ")": "a subshell",
     "$": "a substitution or variable expansion", "`": "a command substitution",
     "*": "a glob", "?": "a glob", "[": "a glob", "{": "a brace expansion", "~": "a home expansion",
@@ -82,6 +82,17 @@ def _words(command: str) -> list[str] | None:
         return None
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """The risk of one command line and what a medium one reads: `tree` when it reads every
+    file below a folder, `folders` the operands that would make it do so if they are folders."""
+
+    risk: Risk
+    reason: str
+    tree: bool = False
+    folders: tuple[str, ...] = ()
+
+
 def _values(word: str) -> list[str]:
     """The path-like values one word may carry: itself, or an option's value (--opt=x, -fx).
 
@@ -100,93 +111,71 @@ def _leaves_workspace(word: str) -> bool:
     return any(v.startswith(("/", "~")) or ".." in v.split("/") for v in _values(word))
 
 
-def _names_env_file(word: str) -> bool:
-    """A `.env` file (secrets; fs_read refuses it) named by a word or an option value."""
-    return any(is_env_name(part) for v in (word, *_values(word)) for part in v.split("/"))
+def classify(command: str, secrets: SecretFiles = DEFAULT) -> tuple[Risk, str]:
+    """(risk, why) of one command line. Medium only for a known read-only shape."""
+    verdict = judge(command, secrets)
+    return verdict.risk, verdict.reason
 
 
-def _writing_option(program: str, args: list[str]) -> str | None:
-    long_forms, short_letters = WRITING_OPTIONS.get(program, ((), ""))
-    for arg in args:
-        name = arg.split("=", 1)[0]
-        if name in long_forms:
-            return arg
-        # GNU getopt accepts any unambiguous prefix of a long option (`sort --out=x`).
-        if name.startswith("--") and len(name) > 2 and any(opt.startswith(name) for opt in long_forms):
-            return arg
-        if short_letters and arg.startswith("-") and not arg.startswith("--"):
-            if any(letter in arg[1:] for letter in short_letters):
-                return arg
-    return None
-
-
-def classify(command: str) -> tuple[Risk, str]:
-    """(risk, why) of one command line. Medium only for a plain read-only command."""
+def judge(command: str, secrets: SecretFiles = DEFAULT) -> Verdict:
+    """The verdict on one command line: medium only for a plain program in a known shape."""
     feature = _special_character(command)
     if feature:
-        return "high", f"uses {feature}"
+        return Verdict("high", f"uses {feature}")
     words = _words(command)
     if not words:
-        return "high", "cannot be parsed as plain words"
+        return Verdict("high", "cannot be parsed as plain words")
     if any(set(word) <= _PUNCTUATION for word in words):
-        return "high", "uses shell operators"
+        return Verdict("high", "uses shell operators")
     program, args = words[0], words[1:]
     if "=" in program:
-        return "high", "sets environment variables"
+        return Verdict("high", "sets environment variables")
     if program not in READ_ONLY_PROGRAMS:
-        return "high", f"`{visible(program)[:60]}` is not a known read-only command"
-    if program == "git" and (not args or args[0] not in GIT_READ_ONLY):
-        return "high", "only git status/log/diff/show are read-only"
-    if program == "uniq" and len([a for a in args if not a.startswith("-")]) > 1:
-        return "high", "`uniq` with an output file writes it"
-    option = _writing_option(program, args)
-    if option:
-        return "high", f"`{program}` with `{visible(option)[:60]}` can write files or run programs"
+        return Verdict("high", f"`{visible(program)[:60]}` is not a known read-only command")
     if any(_leaves_workspace(arg) for arg in args):
-        return "high", "reads outside the workspace"
-    if any(_names_env_file(arg) for arg in args):
-        return "high", "reads a .env file (secrets)"
-    return "medium", "read-only command"
+        return Verdict("high", "reads outside the workspace")
+    if secrets.named_in(args):
+        return Verdict("high", "names a secret file")
+    if program == "find":
+        return _judge_find(args)
+    if program == "git":
+        return _judge_git(args)
+    parsed = parse(program, SHAPES[program], args)
+    if parsed.problem:
+        return Verdict("high", visible(parsed.problem))
+    folders = tuple(parsed.operands) if SHAPES[program].dir_operands_tree else ()
+    return Verdict("medium", "read-only command", parsed.tree, folders)
 
 
-RECURSIVE_READERS = {"rg": None, "grep": ("-r", "-R", "--recursive", "--dereference-recursive",
-                                          "--directories=recurse")}
-SECRET_SCAN_LIMIT = 20_000   # entries looked at when checking a workspace for .env files
-SECRET_SCAN_TTL = 10.0       # seconds a scan result is reused
-_SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
-_secret_scans: dict[str, tuple[float, bool]] = {}
+def _judge_find(args: list[str]) -> Verdict:
+    i = 0
+    while i < len(args) and args[i] in FIND_OPTIONS:
+        i += 1
+    while i < len(args) and not args[i].startswith("-") and args[i] != "!":
+        i += 1   # the starting points
+    while i < len(args):
+        takes = FIND_PREDICATES.get(args[i])
+        if takes is None:
+            return Verdict("high", f"`find` with `{visible(args[i])[:60]}` is not a shape "
+                                   "known to be read-only")
+        i += 1 + takes
+    return Verdict("medium", "read-only command")
 
 
-def reads_recursively(command: str) -> bool:
-    """Does this (plain, read-only) command read the contents of a whole folder tree?"""
-    words = _words(command)
-    if not words or words[0] not in RECURSIVE_READERS:
-        return False
-    flags = RECURSIVE_READERS[words[0]]
-    if flags is None:  # rg searches the working directory tree by default
-        return True
-    return any(arg in flags or (arg.startswith("-") and not arg.startswith("--")
-                                and ("r" in arg[1:] or "R" in arg[1:])) for arg in words[1:])
-
-
-def holds_secrets(workspace: str) -> bool:
-    """Is there a .env file anywhere in the workspace? (bounded scan, cached a few seconds)"""
-    now = time.monotonic()
-    cached = _secret_scans.get(workspace)
-    if cached is not None and now - cached[0] < SECRET_SCAN_TTL:
-        return cached[1]
-    found, seen = False, 0
-    for _dirpath, dirnames, filenames in os.walk(workspace):
-        dirnames[:] = [d for d in dirnames if d not in _SKIPPED_DIRS]
-        seen += len(dirnames) + len(filenames)
-        if any(is_env_name(name) for name in (*filenames, *dirnames)):
-            found = True
-            break
-        if seen > SECRET_SCAN_LIMIT:
-            found = True  # too big to be sure: assume the worst
-            break
-    _secret_scans[workspace] = (now, found)
-    return found
+def _judge_git(args: list[str]) -> Verdict:
+    if not args or args[0] not in GIT_SHAPES:
+        return Verdict("high", "only git status, log and diff summaries are read-only; this "
+                       + HISTORY_REASON)
+    parsed = parse(f"git {args[0]}", GIT_SHAPES[args[0]], args[1:])
+    if parsed.problem:
+        return Verdict("high", f"{visible(parsed.problem)}; it may read the repository's "
+                               "history or objects")
+    if args[0] == "diff" and not GIT_SUMMARY & {o.split("=", 1)[0] for o in parsed.options}:
+        if "--no-index" not in parsed.options or len(parsed.operands) != 2:
+            return Verdict("high", "git diff prints file contents from the repository; only "
+                                   "--stat, --name-only and the like are read-only")
+        return Verdict("medium", "read-only command", folders=tuple(parsed.operands))
+    return Verdict("medium", "read-only command")
 
 
 def programs_of(command: str) -> list[str] | None:

@@ -1,13 +1,27 @@
-"""fs_read: read a text file from the workspace (untrusted output: a file can say anything)."""
+"""fs_read: read a text file from the workspace (untrusted output: a file can say anything).
+
+A secret file (bot/core/secret_files.py) is read only in a call a person approves: naming one is
+high risk, its preview names it without showing it, no "Always" covers it, and the sandbox
+refuses it (by any other name too) in a call that was not approved.
+"""
 
 from __future__ import annotations
 
 import codecs
 from typing import Any
 
-from bot.core.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta, ToolUnsupportedError
-from tools._sandbox import display_path, read_regular_file, resolve_in_workspace
+from bot.core.secret_files import DEFAULT, SecretFiles
+from bot.core.tool import (
+    BaseTool,
+    CallContext,
+    Risk,
+    ToolInvalidArgsError,
+    ToolMeta,
+    ToolUnsupportedError,
+)
+from tools._sandbox import display_path, is_secret_file, read_regular_file, resolve_in_workspace
 
+SECRET_PREVIEW = "Read the secret file {path} (its values reach the model redacted)"
 DEFAULT_MAX_BYTES = 50_000
 MAX_BYTES = 500_000
 # Encodings in which NUL bytes are ordinary text; for every other one a NUL means "binary".
@@ -15,14 +29,17 @@ _WIDE_ENCODINGS = ("utf-16", "utf-32")
 
 
 class FsRead(BaseTool):
-    def __init__(self, workspace: str) -> None:
+    def __init__(self, workspace: str, secrets: SecretFiles = DEFAULT) -> None:
+        self.secrets = secrets
         self.meta = ToolMeta(
             name="fs_read",
             description=(
                 "Read a text file inside the workspace. `path` is relative to the workspace "
                 "(e.g. notes/todo.md). Returns the content (at most `max_bytes`, with "
                 "`truncated` set when the file is longer), its size and the encoding used. "
-                "Binary files are refused. Use glob_list to find files first."
+                "Binary files are refused. Use glob_list to find files first. Secret files "
+                "(.env, keys, credentials) need the user's approval, and their values are "
+                "shown redacted."
             ),
             schema={
                 "type": "object",
@@ -45,6 +62,22 @@ class FsRead(BaseTool):
             supports_dry_run=True,
             capability_required=f"fs:read:{workspace}/*",
         )
+
+    def risk_for(self, args: dict[str, Any]) -> Risk:
+        return "high" if self.secrets.is_secret_path(str(args.get("path", ""))) else "low"
+
+    def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
+        """An "Always" covers reading files that are not secrets; a secret's approval covers
+        that one call only."""
+        if self.secrets.is_secret_path(str(args.get("path", ""))):
+            return None
+        return "files", "reading files that are not secret files"
+
+    async def dry_run(self, ctx: CallContext, path: str, **args: Any) -> dict[str, Any]:
+        real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False, previewing=True)
+        if not is_secret_file(ctx, path, real):
+            return await self.execute(ctx, path, **args)
+        return {"summary": SECRET_PREVIEW.format(path=display_path(ctx, real))}
 
     async def execute(self, ctx: CallContext, path: str, max_bytes: int = DEFAULT_MAX_BYTES,
                       encoding: str = "utf-8", **_: Any) -> dict[str, Any]:
@@ -90,4 +123,5 @@ def _binary(shown: str, size: int, encoding: str = "") -> ToolUnsupportedError:
 
 
 def build(config: Any = None) -> FsRead:
-    return FsRead(str(config.workspace) if config is not None else "<workspace>")
+    return FsRead(str(config.workspace) if config is not None else "<workspace>",
+                  SecretFiles.from_config(config))

@@ -2,7 +2,9 @@
 
 The walk is our own (os.scandir, symlinks never followed) rather than pathlib's glob: a pattern
 cannot climb out with `..` or an absolute path, a symlinked directory is listed but not entered,
-and the bot's protected files (store, config, keys, `.env`) are not listed at all.
+and the bot's protected files (store, config, keys) are not listed at all. Secret files
+(bot/core/secret_files.py) are left out and counted, unless the call asks for them with
+`include_secret_files`: that is high risk, is asked for naming it, and no "Always" covers it.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from bot.core.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
+from bot.core.secret_files import SecretFiles
+from bot.core.tool import BaseTool, CallContext, Risk, ToolInvalidArgsError, ToolMeta
 from tools._sandbox import (
     Protected,
-    is_env_name,
     outside_error,
     protected_paths,
     resolve_in_workspace,
+    secret_files,
     workspace_root,
 )
 
@@ -28,6 +31,9 @@ DEFAULT_MAX_RESULTS = 200
 MAX_RESULTS = 2000
 MAX_SCANNED = 200_000  # entries visited before giving up on a huge tree
 _MAGIC = re.compile(r"[*?\[]")
+SECRET_PREVIEW = "List the files matching {pattern}, secret files (.env, keys, credentials) included"
+SECRETS_HIDDEN_NOTE = ("Secret files (.env, keys, credentials) matching the pattern are not listed; "
+                       "include_secret_files=true lists them after the user approves.")
 
 
 # One glob component as tokens: STAR ('*'), ANY ('?'), a one-character string (a literal), or a
@@ -125,6 +131,9 @@ class Walk:
     pattern: CompiledPattern
     protected: Protected
     cancelled: asyncio.Event
+    secrets: SecretFiles
+    include_secrets: bool = False
+    hidden_secrets: int = 0
     found: list[str] = field(default_factory=list)
     scanned: int = 0
     scan_limited: bool = False
@@ -146,6 +155,10 @@ class GlobList(BaseTool):
                             "description": "Glob pattern relative to the workspace"},
                 "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS,
                                 "default": DEFAULT_MAX_RESULTS},
+                "include_secret_files": {
+                    "type": "boolean", "default": False,
+                    "description": "Also list secret files (.env, keys, credentials); high "
+                                   "risk: the user is asked first"},
             },
             "required": ["pattern"],
             "additionalProperties": False,
@@ -159,22 +172,43 @@ class GlobList(BaseTool):
     )
     examples: ClassVar[list[dict[str, Any]]] = [{"pattern": "**/*.md"}]
 
+    def risk_for(self, args: dict[str, Any]) -> Risk:
+        return "high" if args.get("include_secret_files") is True else "low"
+
+    def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
+        if args.get("include_secret_files") is True:
+            return None
+        return "names", "listing files other than secret files"
+
+    async def dry_run(self, ctx: CallContext, pattern: str, **args: Any) -> dict[str, Any]:
+        if args.get("include_secret_files") is True:
+            return {"summary": SECRET_PREVIEW.format(pattern=pattern)}
+        return await self.execute(ctx, pattern, **args)
+
     async def execute(self, ctx: CallContext, pattern: str,
-                      max_results: int = DEFAULT_MAX_RESULTS, **_: Any) -> dict[str, Any]:
+                      max_results: int = DEFAULT_MAX_RESULTS, include_secret_files: bool = False,
+                      **_: Any) -> dict[str, Any]:
         compiled = compile_pattern(ctx, pattern)
         root = workspace_root(ctx)
-        walk = Walk(root, compiled, protected_paths(ctx, root), ctx.cancelled)
+        # Secret files' names only for a call a person approved (include_secret_files is high).
+        include = include_secret_files is True and ctx.approved_by is not None
+        walk = Walk(root, compiled, protected_paths(ctx, root), ctx.cancelled, secret_files(ctx),
+                    include)
         start = os.path.join(root, *compiled.base)
         # The literal prefix goes through the sandbox like any other path; a prefix that passes
         # through a symlink is not walked, as symlinked folders are never entered.
         if not compiled.base or str(resolve_in_workspace(
-                ctx, "/".join(compiled.base), must_exist=False, for_write=False)) == start:
+                ctx, "/".join(compiled.base), must_exist=False, for_write=False,
+                previewing=include)) == start:
             await asyncio.to_thread(_walk_tree, walk, start)
         found = sorted(walk.found)
         result: dict[str, Any] = {
             "pattern": pattern, "matches": found[:max_results], "count": min(len(found), max_results),
             "total_matches": len(found), "truncated": len(found) > max_results or walk.scan_limited,
         }
+        if walk.hidden_secrets:
+            result["secret_files_not_listed"] = walk.hidden_secrets
+            result["note"] = SECRETS_HIDDEN_NOTE
         if walk.scan_limited:
             result["note"] = (f"Stopped after scanning {MAX_SCANNED} entries; use a narrower "
                               "pattern such as 'notes/**/*.md'.")
@@ -269,7 +303,10 @@ def _walk_tree(walk: Walk, start: str) -> None:
 
 def _visit(walk: Walk, entry: os.DirEntry[str]) -> bool:
     """Record `entry` if it matches; True when the walk should enter it."""
-    if is_env_name(entry.name) or walk.protected.covers(entry.path, None):
+    if walk.protected.covers(entry.path, None):
+        return False
+    if walk.secrets.is_secret_name(entry.name) and not walk.include_secrets:
+        walk.hidden_secrets += walk.pattern.matches(_relative(walk, entry.path))
         return False
     try:
         mode = entry.stat(follow_symlinks=False).st_mode
@@ -280,17 +317,22 @@ def _visit(walk: Walk, entry: os.DirEntry[str]) -> bool:
         real = os.path.realpath(entry.path)
         if not real.startswith(walk.root + os.sep) or walk.protected.covers(real, None):
             return False
-        if any(is_env_name(part) for part in os.path.relpath(real, walk.root).split(os.sep)):
+        if walk.secrets.is_secret_path(os.path.relpath(real, walk.root)) and not walk.include_secrets:
+            walk.hidden_secrets += walk.pattern.matches(_relative(walk, entry.path))
             return False
         is_dir = os.path.isdir(real)
     elif not (is_dir or stat.S_ISREG(mode)):
         return False  # devices, FIFOs and sockets are never offered to the model
-    rel = os.path.relpath(entry.path, walk.root).replace(os.sep, "/")
+    rel = _relative(walk, entry.path)
     if walk.pattern.matches(rel):
         walk.found.append(rel + "/" if is_dir else rel)
     depth = rel.count("/") + 1
     within = walk.pattern.max_depth is None or depth < walk.pattern.max_depth
     return is_dir and not stat.S_ISLNK(mode) and within
+
+
+def _relative(walk: Walk, path: str) -> str:
+    return os.path.relpath(path, walk.root).replace(os.sep, "/")
 
 
 def build() -> GlobList:

@@ -14,19 +14,23 @@ import mimetypes
 from typing import Any
 
 from bot.core.events import FileOut
-from bot.core.tool import BaseTool, CallContext, ToolMeta, ToolUnsupportedError
+from bot.core.secret_files import DEFAULT, SecretFiles
+from bot.core.tool import BaseTool, CallContext, Risk, ToolMeta, ToolUnsupportedError
 from bot.media.images import FORMATS, sniff_image
 from bot.media.received import shown_name
-from tools._sandbox import display_path, read_regular_file, resolve_in_workspace
+from tools._sandbox import display_path, is_secret_file, read_regular_file, resolve_in_workspace
 
 # What each channel can upload (bytes). Telegram bots: 50 MB; Discord without boosts: 10 MiB.
 UPLOAD_LIMITS = {"telegram": 50_000_000, "discord": 10 * 1024 * 1024}
 DEFAULT_LIMIT = 50_000_000
 MAX_CAPTION = 1000
+PREVIEW = "Send {path} to this chat"
+SECRET_PREVIEW = "Send the secret file {path} to this chat (its content is not redacted)"
 
 
 class SendFile(BaseTool):
-    def __init__(self, workspace: str) -> None:
+    def __init__(self, workspace: str, secrets: SecretFiles = DEFAULT) -> None:
+        self.secrets = secrets
         self.meta = ToolMeta(
             name="send_file",
             description=(
@@ -54,9 +58,19 @@ class SendFile(BaseTool):
             capability_required=f"fs:read:{workspace}/*",
         )
 
+    def risk_for(self, args: dict[str, Any]) -> Risk:
+        """Sending a secret file puts it in the chat: only in a call a person approves."""
+        return "high" if self.secrets.is_secret_path(str(args.get("path", ""))) else "low"
+
+    def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
+        if self.secrets.is_secret_path(str(args.get("path", ""))):
+            return None
+        return "files", "sending files that are not secret files"
+
     async def dry_run(self, ctx: CallContext, path: str, caption: str = "", **_: Any) -> dict[str, Any]:
-        real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False)
-        return {"summary": f"Send {display_path(ctx, real)} to this chat"}
+        real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False, previewing=True)
+        text = SECRET_PREVIEW if is_secret_file(ctx, path, real) else PREVIEW
+        return {"summary": text.format(path=display_path(ctx, real))}
 
     async def execute(self, ctx: CallContext, path: str, caption: str = "", **_: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False)
@@ -90,4 +104,5 @@ def _media_type(name: str, data: bytes) -> str:
 
 
 def build(config: Any = None) -> SendFile:
-    return SendFile(str(config.workspace) if config is not None else "<workspace>")
+    return SendFile(str(config.workspace) if config is not None else "<workspace>",
+                    SecretFiles.from_config(config))

@@ -7,8 +7,9 @@ a private /tmp and /proc, and no network unless the call asks for it. Where bubb
 run, every call is refused (`myclaw doctor --security` says how to fix it).
 
 Risk is still decided per command (`classify`), for the approval: a known read-only program
-with plain arguments that stay inside the workspace is medium; anything else is high, and so is
-any call with network (data can leave). When in doubt: high.
+in a known shape with plain arguments that stay inside the workspace is medium; anything else
+is high, and so is any call with network (data can leave). When in doubt: high. Secret files
+are masked for every call not approved by a person at high risk (tools/_shell_secrets.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 from typing import Any, ClassVar
 
 from bot.config.settings import SECRET_ENV_VARS
+from bot.core.secret_files import DEFAULT, SecretFiles
 from bot.core.tool import (
     BaseTool,
     CallContext,
@@ -27,7 +29,16 @@ from bot.core.tool import (
 )
 from bot.ops.security_audit import Finding
 from tools._bwrap import OPTIONAL_FLAGS, Limits, SandboxFinder, SandboxUnavailable, probe_sync
-from tools._shell_risk import classify, holds_secrets, programs_of, reads_recursively, visible
+from tools._shell_risk import classify as classify  # re-exported: the classification of a command
+from tools._shell_risk import judge, programs_of, visible
+from tools._shell_secrets import (
+    TREE_REASON,
+    grantable,
+    masks_for,
+    preview_note,
+    reads_secret_tree,
+    unmasked,
+)
 
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 # Read-only runs must stay read-only even in a repository whose config names a program to run.
@@ -69,19 +80,22 @@ UNAVAILABLE_HINT = ("No shell command runs without the sandbox. The operator can
 class ShellRun(BaseTool):
     examples: ClassVar[list[dict[str, Any]]] = [{"command": "ls -la"}]
 
-    def __init__(self, workspace: str = "<workspace>", sandbox: SandboxFinder | None = None):
+    def __init__(self, workspace: str = "<workspace>", sandbox: SandboxFinder | None = None,
+                 secrets: SecretFiles = DEFAULT):
         self.workspace = workspace
         self.sandbox = SHARED_SANDBOX if sandbox is None else sandbox
+        self.secrets = secrets
         self.meta = ToolMeta(
             name="shell_run",
             description=(
                 "Run one shell command (/bin/sh -c) in the workspace directory, inside a sandbox "
                 "that sees only the workspace and read-only system programs, with no network "
                 "unless `network` is true; returns exit_code, stdout, stderr, truncated and "
-                "timed_out. Read-only commands (ls, cat, grep, find, git status/log/diff, ...) "
+                "timed_out. Read-only commands (ls, cat, grep, find, git status/log, ...) "
                 "with plain arguments are medium risk; pipes, redirections, substitutions, other "
-                "programs and network access are high risk and need approval. Secrets are not "
-                "in its environment."
+                "programs, git show/diff, and network access are high risk and need approval. "
+                "Secrets are not in its environment, and secret files (.env, keys, "
+                "credentials) read as empty unless the user approves a high-risk command."
             ),
             schema={
                 "type": "object",
@@ -105,16 +119,14 @@ class ShellRun(BaseTool):
         )
 
     def assess(self, command: str, network: bool = False) -> tuple[Risk, str]:
-        """classify(), plus what depends on the call: network access lets data leave, and a
-        recursive search through a tree that holds .env files would read those secrets, which
-        no file tool may."""
+        """The command's verdict, plus what depends on the call: network access lets data
+        leave, and a command reading every file of a tree that holds secret files reads them."""
         if network:
             return "high", NETWORK_REASON
-        risk, reason = classify(command)
-        if (risk == "medium" and reads_recursively(command)
-                and holds_secrets(self.workspace)):
-            return "high", "searches a workspace tree that holds .env files"
-        return risk, reason
+        verdict = judge(command, self.secrets)
+        if verdict.risk == "medium" and reads_secret_tree(self.workspace, verdict, self.secrets):
+            return "high", TREE_REASON
+        return verdict.risk, verdict.reason
 
     def environment_report(self) -> tuple[str, list[Finding]]:
         """For `myclaw doctor --security`: does the sandbox work on this machine, and how well.
@@ -149,8 +161,13 @@ class ShellRun(BaseTool):
     def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
         """An "Always" covers the program(s) this command runs — `git` for `git status`, so
         `git log` is covered but `rm` is not (and `git push`, being riskier, still asks)."""
-        programs = programs_of(str(args.get("command", "")))
+        command = str(args.get("command", ""))
+        programs = programs_of(command)
         if not programs or args.get("network") is True:
+            return None
+        # A read-only shape prints no file content (git log without -p, diff --stat); any other
+        # command that could print the repository's history or a secret file is asked each time.
+        if judge(command, self.secrets).risk != "medium" and not grantable(command, self.secrets):
             return None
         shown = ", ".join(f"`{visible(p)[:40]}`" for p in programs)
         return "programs:" + " ".join(programs), shown
@@ -167,8 +184,10 @@ class ShellRun(BaseTool):
         risk, reason = self.assess(command, network)
         timeout = _timeout(ctx, timeout_seconds)
         where = f"{ctx.workspace}, with network" if network else str(ctx.workspace)
+        note = await preview_note(ctx, command, self.secrets) if risk == "high" else ""
         return {
-            "summary": f"Run `{visible(command)}` in {where} ({risk}: {reason})",
+            "summary": f"Run `{visible(command)}` in {where} ({risk}: {reason})"
+                       + (f"\n{note}" if note else ""),
             "command": command, "cwd": str(ctx.workspace), "risk": risk, "reason": reason,
             "timeout_seconds": timeout, "network": network,
         }
@@ -183,13 +202,16 @@ class ShellRun(BaseTool):
                                       UNAVAILABLE_HINT) from exc
         settings = ctx.settings["tools"]["shell_run"]
         env = child_environment(ctx.settings.secret_values())
-        if self.assess(command)[0] == "medium":
+        risk = self.assess(command, network is True)[0]
+        if risk == "medium":
             env.update(READ_ONLY_GIT_ENV)
         ctx.workspace.mkdir(parents=True, exist_ok=True)
+        masks = () if unmasked(ctx, risk) else await masks_for(ctx, SecretFiles.from_config(ctx.settings))
         return await sandbox.run(command, ctx.workspace, env, network=network is True,
                                  limits=Limits.from_settings(settings),
                                  timeout=_timeout(ctx, timeout_seconds),
-                                 cap=int(settings["max_output_bytes"]), stop=ctx.cancelled)
+                                 cap=int(settings["max_output_bytes"]), stop=ctx.cancelled,
+                                 masks=masks)
 
 
 def _check_command(command: str) -> None:
@@ -205,4 +227,5 @@ def _timeout(ctx: CallContext, asked: float | None) -> float:
 
 
 def build(config: Any = None) -> ShellRun:
-    return ShellRun(str(config.workspace) if config is not None else "<workspace>")
+    return ShellRun(str(config.workspace) if config is not None else "<workspace>",
+                    secrets=SecretFiles.from_config(config))

@@ -226,6 +226,7 @@ SCHEMA: dict[str, Any] = _obj({
         "login_ttl_seconds": {"type": "integer", "minimum": 10, "maximum": 3600},
         "secure_cookies": {"enum": ["auto", True, False]},
     }),
+    "security": _obj({"secret_files": {"type": "array", "items": {"type": "string", "minLength": 1}}}),
     "log": _obj({
         "format": {"enum": ["text", "json"]},
         "level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},

@@ -25,6 +25,7 @@ from bot.config.file import read_toml
 from bot.config.schema import first_problem
 from bot.core.errors import ConfigError
 from bot.core.identity import OPERATOR
+from bot.core.secret_files import DEFAULT_SECRET_FILES
 
 SECRET_ENV_VARS = (
     "ANTHROPIC_API_KEY",
@@ -136,6 +137,9 @@ DEFAULTS: dict[str, Any] = {
     "budgets": {"currency": "USD", "sender_daily": 2.0, "sender_monthly": 30.0,
                 "global_daily": 20.0, "levels": {"read_only": 0.25}},
     "rate_limits": {"messages_per_minute": 20, "max_share_of_model_slots": 0.25},
+    # secret_files: globs of file or folder names whose content no tool call reads unless a
+    # person approved that call naming the file (bot/core/secret_files.py).
+    "security": {"secret_files": list(DEFAULT_SECRET_FILES)},
 }
 
 

@@ -149,6 +149,10 @@ class CallContext:
     # The turn's sink: a tool hands the channel a `bot.core.events` event (e.g. FileOut) through
     # `emit`, never calling a platform itself. None where no conversation is attached.
     event_sink: Callable[[Any], Awaitable[None]] | None = None
+    # Who approved this very call, when a person did (None: it runs unasked, under an "Always"
+    # grant or the profile's auto_approve). What only an approval naming it may reach (a
+    # secret file) is refused, or masked, without one.
+    approved_by: str | None = None
 
     @property
     def channel(self) -> str:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from bot.config.settings import Config
 from bot.core.identity import OPERATOR, is_operator
+from bot.core.secret_files import DEFAULT_SECRET_FILES
 
 Severity = Literal["high", "medium", "low"]
 SEVERITY_ORDER: tuple[Severity, ...] = ("high", "medium", "low")
@@ -327,6 +328,20 @@ def _check_budgets(config: Config) -> Iterator[Finding]:
                       "set [budgets] global_daily (e.g. 20.0)")
 
 
+def _check_secret_files(config: Config) -> Iterator[Finding]:
+    configured = set(config["security"]["secret_files"])
+    missing = [g for g in DEFAULT_SECRET_FILES if g not in configured]
+    if not configured:
+        yield Finding("medium", "security.secret_files",
+                      "no file counts as a secret file: .env files and keys are read, shown to "
+                      "the model and readable in the shell like any other file",
+                      "remove [security] secret_files to get the defaults back")
+    elif missing:
+        yield Finding("low", "security.secret_files",
+                      f"{', '.join(missing)} no longer count as secret files",
+                      "add them back to [security] secret_files unless they hold no secrets here")
+
+
 _CHECKS = (
     _check_unknown_senders,
     _check_groups_with_full,
@@ -339,4 +354,5 @@ _CHECKS = (
     _check_telegram_transport,
     _check_health_exposure,
     _check_budgets,
+    _check_secret_files,
 )

@@ -24,6 +24,8 @@ from bot.core.events import Sink, ToolFinished, ToolProgress, ToolStarted
 from bot.core.identity import Sender
 from bot.core.logs import Redactor
 from bot.core.policy import TAINT_REASON, Caller, Decision, decide
+from bot.core.secret_files import SecretFiles
+from bot.core.secret_redaction import SecretRedaction
 from bot.core.tool import (
     NO_PREVIEW,
     CallContext,
@@ -177,6 +179,10 @@ class Dispatcher:
     def __init__(self, services: Services):
         self.services = services
         self._redactor = Redactor(services.config.secret_values())
+        # What leaves a call (result, error, preview) is scrubbed of secret values first.
+        self._secrets = SecretRedaction(services.config.secret_values(),
+                                        SecretFiles.from_config(services.config))
+        self._root = services.config.workspace
 
     def what_ran(self, name: str, args: Any, summary: str | None = None) -> str:
         """One line for the audit: the approved preview, else the call itself; secrets redacted
@@ -253,21 +259,23 @@ class Dispatcher:
 
     # --- running -------------------------------------------------------------------------
 
-    def context(self, turn: Turn, call_id: str, tool_name: str) -> CallContext:
+    def context(self, turn: Turn, call_id: str, tool_name: str,
+                approver: str | None = None) -> CallContext:
         async def progress(text: str) -> None:
             await turn.sink.emit(ToolProgress(call_id, tool_name, text))
         return self.services.call_context(
             sender=turn.sender, level=turn.autonomy, session_id=turn.session_id, chat=turn.chat,
             progress_sink=progress, cancelled=turn.cancelled,
-            event_sink=turn.sink.emit if turn.sink is not None else None)
+            event_sink=turn.sink.emit if turn.sink is not None else None, approved_by=approver)
 
     async def preview(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str) -> str:
         """The approval text, whole: the dry_run summary (and diff), or — for a tool without a
         preview of its own — every argument of the call. Never cut: one too long to read is
         refused instead (raises ToolInvalidArgsError)."""
         summary = ""
+        ctx = self.context(turn, call_id, tool.meta.name)
         if tool.meta.supports_dry_run:
-            outcome = await tool.dry_run(self.context(turn, call_id, tool.meta.name), **args)
+            outcome = await tool.dry_run(ctx, **args)
             summary = outcome.get("summary") if isinstance(outcome, dict) else None
             if summary == NO_PREVIEW:
                 summary = ""
@@ -279,6 +287,7 @@ class Dispatcher:
                     summary = f"{summary}\n{diff}"
         if not summary:
             summary = f"{NO_PREVIEW}\n{tool.meta.name} {visible_json(args)}"
+        summary = await self._secrets.scrub((self._root, ctx.workspace), summary)
         if turn.tainted and egress_of(tool, args):
             summary += f"\nAsked because {TAINT_REASON}: it may be steering this call."
         if len(summary) > MAX_PREVIEW_CHARS:
@@ -300,18 +309,21 @@ class Dispatcher:
         turn.tainted = turn.tainted or tool.meta.returns_untrusted
         await turn.sink.emit(ToolStarted(call_id, name, args))
         started = time.time()
+        ctx = self.context(turn, call_id, name, approver)
         try:
-            result = await tool.execute(self.context(turn, call_id, name), **args)
+            result = await tool.execute(ctx, **args)
         except asyncio.CancelledError:
             self._audit(turn, name, args, "allow", "cancelled", "", call_id, approval_id)
             await turn.sink.emit(ToolFinished(call_id, name, False, "cancelled"))
             raise
         except Exception as exc:  # translated for the model; to_tool_error logs unexpected ones
-            error = to_tool_error(exc, name)
+            error = await self._secrets.scrub_error((self._root, ctx.workspace),
+                                                    to_tool_error(exc, name))
             self._audit(turn, name, args, "allow", "failed", f"{error.kind}: {error.message}",
                         call_id, approval_id)
             await turn.sink.emit(ToolFinished(call_id, name, False, error.message))
             return error_block(call_id, error, tool, args)
+        result = await self._secrets.scrub((self._root, ctx.workspace), result)
         self._record_success(turn, tool, args, result, approver, started,
                              self._ran_detail(name, args, approver, grant, summary),
                              call_id, approval_id)

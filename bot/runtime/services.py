@@ -61,12 +61,14 @@ class Services:
                      chat: str, workspace: Path | None = None,
                      progress_sink: Callable[[str], Awaitable[None] | None] | None = None,
                      cancelled: asyncio.Event | None = None,
-                     event_sink: Callable[[Any], Awaitable[None]] | None = None) -> CallContext:
-        """The context of one tool call (or session hook) for `sender` at `level`."""
+                     event_sink: Callable[[Any], Awaitable[None]] | None = None,
+                     approved_by: str | None = None) -> CallContext:
+        """The context of one tool call (or session hook) for `sender` at `level`; `approved_by`
+        the person who approved this very call, if one did."""
         who = Sender.of_text(sender)
         extra: dict[str, Any] = {} if cancelled is None else {"cancelled": cancelled}
         return CallContext(
             sender=who, level=Level(level), session_id=session_id, chat=chat,
             workspace=workspace or workspace_for(self.config, str(who)), settings=self.config,
             network=self.network, ports=self.ports, progress_sink=progress_sink,
-            event_sink=event_sink, **extra)
+            event_sink=event_sink, approved_by=approved_by, **extra)

@@ -77,12 +77,6 @@ HOSTILE_PATHS = [
     ("{ws}/db/myclaw.db", PROTECTED),
     ("hardlink.db", PROTECTED),
     ("myclaw.toml", PROTECTED),
-    (".env", PROTECTED),
-    ("sub/.env.local", PROTECTED),
-    ("sub/.env", PROTECTED),
-    (".env/anything", PROTECTED),
-    ("innocent.txt", PROTECTED),
-    ("sub/.ENV", PROTECTED),
     ("mytools/evil.py", PROTECTED),
     ("mytools", PROTECTED),
 ]
@@ -99,6 +93,19 @@ def test_every_hostile_path_is_refused_with_a_hint_naming_the_workspace(hostile,
     assert error.kind == "permission_denied"
     assert str(hostile.workspace) in error.llm_hint
     assert "\x00" not in error.message
+
+
+SECRET_PATHS = [".env", "sub/.env.local", "sub/.env", ".env/anything", "innocent.txt", "sub/.ENV"]
+
+
+@pytest.mark.parametrize("for_write", [False, True], ids=["read", "write"])
+@pytest.mark.parametrize("path", SECRET_PATHS)
+def test_a_secret_file_is_refused_to_a_call_no_person_approved_and_never_written(hostile, path,
+                                                                                for_write):
+    with pytest.raises(ToolPermissionError, match="is a secret file") as caught:
+        resolve_in_workspace(hostile, path, must_exist=False, for_write=for_write)
+    assert caught.value.to_error().kind == "permission_denied"
+    assert "approve" in caught.value.llm_hint or "never written" in caught.value.llm_hint
 
 
 def test_a_unix_socket_in_the_workspace_is_refused(hostile):
@@ -121,8 +128,8 @@ def test_a_unix_socket_in_the_workspace_is_refused(hostile):
     ("{ws}/notes/a.md", "notes/a.md"),
     ("new/deeper/file.txt", "new/deeper/file.txt"),
     ("my.env", "my.env"),
-    (".envrc", ".envrc"),
-    ("environment/.envious", "environment/.envious"),
+    ("environment/envious.txt", "environment/envious.txt"),
+    ("keys.md", "keys.md"),
     ("inside_link", "notes/a.md"),
     (".", "."),
 ])

@@ -67,7 +67,8 @@ def leaked(result: dict) -> bool:
 
 
 READ_ONLY_ESCAPES = [
-    # (setup in the workspace, command): every command here is "read-only" (medium) to the classifier
+    # (setup in the workspace, command): the sandbox is the boundary whatever the rating; the
+    # last three are read-only (medium) to the classifier, --files0-from is no known shape
     ({"list": "{outside}\0"}, "sort --files0-from=list"),
     ({"list": "{outside}\0"}, "wc --files0-from=list"),
     ({"list": "{outside}\0"}, "du --files0-from=list"),
@@ -88,7 +89,8 @@ async def test_a_read_only_command_cannot_read_a_file_outside_the_workspace(ctx,
             path.symlink_to(content[2:])
         else:
             path.write_text(content)
-    assert classify(command) == ("medium", "read-only command")
+    expected = "high" if "files0-from" in command else "medium"
+    assert classify(command)[0] == expected
     via_tool = await through_tool(ctx, command)
     assert not leaked(via_tool)
     assert not leaked(await direct(command, ctx.workspace))
@@ -134,8 +136,8 @@ async def test_a_git_file_pointing_at_a_repository_outside_is_not_followed(ctx, 
     other = tmp_path / "other-repo"
     make_repository(other)
     (ctx.workspace / ".git").write_text(f"gitdir: {other}/.git\n")
-    assert classify("git log -p") == ("medium", "read-only command")
-    result = await through_tool(ctx, "git log -p")
+    assert classify("git log --stat") == ("medium", "read-only command")
+    result = await through_tool(ctx, "git log --stat")
     assert result["exit_code"] != 0 and not leaked(result)
 
 

@@ -177,9 +177,10 @@ MEDIUM = [
     "wc -l a.txt", "grep -rn TODO .", "grep -rn 'a|b' src", "rg -n TODO", "find . -name '*.py'",
     "pwd", "echo hello world", "echo '$HOME'", "date", "whoami", "uname -a", "df -h", "du -sh .",
     "stat a.txt", "file a.bin", "sort names.txt", "uniq names.txt", "diff a.txt b.txt", "git status",
-    "git log --oneline -5", "git diff HEAD~1", "git show HEAD", "ls x~",
+    "git log --oneline -5", "git diff --stat HEAD~1", "ls x~",
 ]
 HIGH = [
+    "git diff HEAD~1", "git show HEAD",
     "rm -rf x", "touch a", "ls | wc -l", "ls; rm x", "ls && rm x", "ls || rm x", "ls & rm x",
     "cat a > b", "cat a >> b", "cat < a", "echo $(id)", "echo `id`", "echo $HOME", 'echo "$HOME"',
     "echo ${HOME}", "ls *.txt", "ls a?", "ls [ab]", "cat ~/x", "FOO=1 ls", "env ls", "nice ls",

@@ -1,0 +1,215 @@
+"""Defence in depth: secret values never leave a tool call, whatever read them.
+
+The values are the bot's own secrets (its environment: API keys, tokens, the database password)
+the passwords in the URLs of a workspace repository's remotes (`.git/config`), and the values
+found in the workspace's secret files (bot/core/secret_files.py): each
+assignment's value (`KEY=value`, `"key": "value"`, `password hunter2` as in .netrc) whose
+name says it is a secret, and every value or line that looks random enough to be a key (a PEM
+body line, an API token). Every string of a tool result is scrubbed of them before the result
+reaches the model, a chat, the logs or the store.
+
+Cheap per call: one combined pattern per workspace, rebuilt only when a secret file's mtime or
+size changed (a file that did not change is never read again); the workspace check is the
+folder-mtime walk of secret_files.inventory, done off the event loop for a large tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from bot.core.secret_files import DEFAULT, Inventory, SecretFiles, inventory
+from bot.core.tool import ToolError
+
+REDACTED = "[REDACTED]"
+READ_LIMIT = 256 * 1024   # bytes of one secret file looked at for values
+MIN_NAMED = 4             # a value under a secret-sounding name, this long or longer
+MIN_RANDOM = 12           # a value that looks random, this long or longer
+INLINE_FOLDERS = 256      # workspaces with fewer folders are checked without a thread
+GIT_CONFIG = os.path.join(".git", "config")
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL", "AUTH", "PRIVATE", "DSN",
+                "SALT", "COOKIE", "SESSION", "SIGNATURE", "CERT")
+_ASSIGNMENT = re.compile(r"""^\s*(?:export\s+)?["']?([A-Za-z_][\w.\-]*)["']?\s*[:=]\s*(.*?)\s*,?\s*$""")
+# A quoted value under a name anywhere in a line: JSON, YAML or TOML written on one line.
+_QUOTED_PAIR = re.compile(r"""["']?([A-Za-z_][\w.\-]*)["']?\s*[:=]\s*"((?:[^"\\\n]|\\.)*)\"""")
+_QUOTES = "\"'`"
+
+
+def values_in(text: str) -> set[str]:
+    """The secret values one secret file holds, by the rules in the module docstring."""
+    found: set[str] = set()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "-----", "//", ";")):
+            continue
+        pairs = _QUOTED_PAIR.findall(line)
+        for name, value in pairs:
+            _add_value(found, name, value)
+        if pairs:
+            continue
+        match = _ASSIGNMENT.match(line)
+        if match:
+            _add_value(found, match.group(1), match.group(2).strip().strip(_QUOTES))
+            continue
+        words = line.split()
+        for before, word in zip(["", *words], words, strict=False):
+            word = word.strip(_QUOTES)
+            if (_named_secret(before) and len(word) >= MIN_NAMED) or _looks_random(word):
+                found.add(word)
+        if _looks_random(line):
+            found.add(line)
+    return found
+
+
+def _add_value(found: set[str], name: str, value: str) -> None:
+    if not value:
+        return
+    if (_named_secret(name) and len(value) >= MIN_NAMED) or _looks_random(value):
+        found.add(value)
+    password = _url_password(value)
+    if password and len(password) >= MIN_NAMED:
+        found.add(password)
+    for part in value.split("\\n"):   # a key written as one JSON string with \n escapes
+        if _looks_random(part.strip()):
+            found.add(part.strip())
+
+
+def _named_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in SECRET_WORDS)
+
+
+def _looks_random(value: str) -> bool:
+    """Long, and mixing at least three kinds of character (as keys, tokens and base64 do)."""
+    if len(value) < MIN_RANDOM or " " in value:
+        return False
+    kinds = (any(c.islower() for c in value) + any(c.isupper() for c in value)
+             + any(c.isdigit() for c in value) + any(not c.isalnum() for c in value))
+    return kinds >= 3
+
+
+def _url_password(value: str) -> str:
+    if "://" not in value:
+        return ""
+    try:
+        return urlsplit(value).password or ""
+    except ValueError:
+        return ""
+
+
+def _pattern(values: Iterable[str]) -> re.Pattern[str] | None:
+    given = {v for v in values if v and len(v) >= MIN_NAMED}
+    spelled = given | {quote(v, safe="") for v in given}
+    if not spelled:
+        return None
+    # Longest first, so a value that contains another is replaced whole.
+    return re.compile("|".join(re.escape(v) for v in sorted(spelled, key=len, reverse=True)))
+
+
+class SecretRedaction:
+    """Scrubs tool results (any JSON-like value) of the bot's secrets and the workspace's."""
+
+    def __init__(self, own_secrets: Iterable[str] = (), files: SecretFiles = DEFAULT):
+        self.own = frozenset(v for v in own_secrets if v and len(v) >= MIN_NAMED)
+        self.files = files
+        self._own_pattern = _pattern(self.own)
+        # root -> (the inventory's stamp, the pattern built from it); path -> (mtime, size, values)
+        self._patterns: dict[str, tuple[tuple[Any, ...], re.Pattern[str] | None]] = {}
+        self._file_values: dict[str, tuple[int, int, frozenset[str]]] = {}
+        self._folders: dict[str, int] = {}
+
+    async def scrub(self, roots: Iterable[os.PathLike[str] | str], value: Any) -> Any:
+        """`value` with every secret replaced (the same object when there are no secrets).
+
+        A result's revert-only keys (`undo`, `_...`: bot.core.tool.model_view) are kept as
+        they are: they never reach the model or a chat, and an undo must put a file back
+        exactly as it was; they stay in the store's undo log beside the file they restore."""
+        pattern = await self.pattern_for(roots)
+        if pattern is None:
+            return value
+        if isinstance(value, dict):
+            return {k if _revert_only(k) else _scrub(pattern, k): v if _revert_only(k)
+                    else _scrub(pattern, v) for k, v in value.items()}
+        return _scrub(pattern, value)
+
+    async def scrub_error(self, roots: Iterable[os.PathLike[str] | str], error: ToolError) -> ToolError:
+        pattern = await self.pattern_for(roots)
+        if pattern is None:
+            return error
+        return replace(error, message=_scrub(pattern, error.message),
+                       details=_scrub(pattern, error.details))
+
+    async def pattern_for(self, roots: Iterable[os.PathLike[str] | str]) -> re.Pattern[str] | None:
+        paths = sorted({os.fspath(root) for root in roots})
+        if all(self._folders.get(p, 0) < INLINE_FOLDERS for p in paths):
+            return self._pattern_now(paths)
+        return await asyncio.to_thread(self._pattern_now, paths)
+
+    def _pattern_now(self, roots: list[str]) -> re.Pattern[str] | None:
+        found = [self._inventory(root) for root in roots]
+        stamp = tuple(s for inv in found for s in inv.stamp) + _git_configs(roots)
+        key = "\0".join(roots)
+        cached = self._patterns.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        values = set(self.own)
+        for path, mtime, size in stamp:
+            values |= self._values_of(path, mtime, size)
+        pattern = _pattern(values) if values != self.own else self._own_pattern
+        self._patterns[key] = (stamp, pattern)
+        return pattern
+
+    def _inventory(self, root: str) -> Inventory:
+        found = inventory(root, self.files)
+        self._folders[root] = len(found.stamp) + found.folders
+        return found
+
+    def _values_of(self, path: str, mtime: int, size: int) -> frozenset[str]:
+        known = self._file_values.get(path)
+        if known is not None and known[:2] == (mtime, size):
+            return known[2]
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read(READ_LIMIT).decode("utf-8", errors="replace")
+        except OSError:
+            return frozenset()
+        values = frozenset(_url_passwords(text) if path.endswith(GIT_CONFIG) else values_in(text))
+        self._file_values[path] = (mtime, size, values)
+        return values
+
+
+def _git_configs(roots: list[str]) -> tuple[tuple[str, int, int], ...]:
+    """A repository's config may keep a token in a remote's URL (https://user:token@host)."""
+    stamps = []
+    for root in roots:
+        path = os.path.join(root, GIT_CONFIG)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        stamps.append((path, st.st_mtime_ns, st.st_size))
+    return tuple(stamps)
+
+
+def _url_passwords(text: str) -> set[str]:
+    return {p for word in text.split() if len(p := _url_password(word)) >= MIN_NAMED}
+
+
+def _revert_only(key: Any) -> bool:
+    return isinstance(key, str) and (key == "undo" or key.startswith("_"))
+
+
+def _scrub(pattern: re.Pattern[str], value: Any) -> Any:
+    if isinstance(value, str):
+        return pattern.sub(REDACTED, value)
+    if isinstance(value, dict):
+        return {_scrub(pattern, k) if isinstance(k, str) else k: _scrub(pattern, v)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(pattern, v) for v in value]
+    return value

@@ -1,0 +1,93 @@
+"""What shell_run does about secret files (bot/core/secret_files.py).
+
+- A command that reads whole trees (a recursive search, ripgrep, diff of folders) is rated as
+  reading every file in them: high when the workspace holds a secret file.
+- A call that is not approved by a person at high risk runs with every secret file of the
+  workspace, and every hard link to one, masked by an empty read-only file (tools/_bwrap.py).
+  A workspace too large to be sure of runs no such call at all.
+- The preview of a high-risk call names the secret files the command will be able to read
+  once approved, and says when it can read the repository's history.
+- An "Always" never covers a command that names a secret file or reads repository history:
+  the mask cannot hide what git keeps in its objects, so each of those is asked on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from pathlib import Path
+
+from bot.core.secret_files import SecretFiles, inventory
+from bot.core.tool import CallContext, Risk, ToolPermissionError
+from tools._shell_risk import Verdict, _words
+
+MAX_MASKS = 4096          # secret files one command can have masked
+SHOWN_IN_PREVIEW = 12     # secret files named in a preview before "and N more"
+TREE_REASON = "reads every file of a folder tree, and the workspace holds secret files"
+TOO_LARGE = ("The workspace is too large to check for secret files, so only a command approved "
+             "at high risk runs here.")
+TOO_LARGE_HINT = ("Ask the user to approve this command, or to move large folders (dependencies, "
+                  "data) out of the workspace.")
+UNMASKED_NOTE = "If approved, it can read these secret files: {names}"
+MORE = " and {count} more"
+HISTORY_NOTE = "If approved, it can read the repository's history, secret files committed there included."
+# git subcommands that print no file content: an "Always" for git may cover them.
+GIT_GRANTABLE = frozenset({"add", "commit", "push", "pull", "fetch", "checkout", "switch",
+                           "branch", "merge", "rebase", "init", "clone", "rm", "mv", "restore",
+                           "reset", "status", "tag", "remote"})
+
+
+def reads_secret_tree(workspace: str, verdict: Verdict, secrets: SecretFiles) -> bool:
+    """Does this medium command read every file of a tree that holds a secret file?"""
+    tree = verdict.tree or any(os.path.isdir(os.path.join(workspace, f)) for f in verdict.folders)
+    return tree and inventory(workspace, secrets).any
+
+
+def unmasked(ctx: CallContext, risk: Risk) -> bool:
+    """Only a call a person approved at high risk sees the secret files as they are."""
+    return ctx.approved_by is not None and risk == "high"
+
+
+async def masks_for(ctx: CallContext, secrets: SecretFiles) -> tuple[str, ...]:
+    """The real paths to mask for this call (refused when they cannot all be known)."""
+    found = await asyncio.to_thread(inventory, ctx.workspace, secrets)
+    if not found.complete or len(found.masked) > MAX_MASKS:
+        raise ToolPermissionError(TOO_LARGE, TOO_LARGE_HINT)
+    return found.masked
+
+
+async def preview_note(ctx: CallContext, command: str, secrets: SecretFiles) -> str:
+    """For a high-risk preview: what the approval will let the command read."""
+    return await asyncio.to_thread(_preview_note, str(ctx.workspace), command, secrets)
+
+
+def _preview_note(workspace: str, command: str, secrets: SecretFiles) -> str:
+    found = inventory(workspace, secrets)
+    root = os.path.realpath(workspace)
+    names = [Path(os.path.relpath(p, root)).as_posix() for p in found.masked]
+    lines = []
+    if names:
+        shown = ", ".join(names[:SHOWN_IN_PREVIEW])
+        if len(names) > SHOWN_IN_PREVIEW:
+            shown += MORE.format(count=len(names) - SHOWN_IN_PREVIEW)
+        lines.append(UNMASKED_NOTE.format(names=shown))
+    if _has_repository(root) and _GIT_CALL.search(command + " "):
+        lines.append(HISTORY_NOTE)
+    return "\n".join(lines)
+
+
+def _has_repository(root: str) -> bool:
+    return os.path.exists(os.path.join(root, ".git"))
+
+
+def grantable(command: str, secrets: SecretFiles) -> bool:
+    """May an "Always" for this command's programs cover it? Not when it names a secret file
+    or runs a git subcommand that can print what the repository holds (looked for anywhere in
+    the text: `sh -c "git show ..."` runs git too)."""
+    if secrets.named_in(_words(command) or [command]):
+        return False
+    return all(sub in GIT_GRANTABLE for sub in _GIT_CALL.findall(command + " "))
+
+
+_GIT_CALL = re.compile(r"(?<![\w.-])git(?:\s+(\S*)|$)")
