@@ -166,8 +166,9 @@ class LengthValidator(Validator):
 
     def validate(self, document: Document) -> None:
         if len(document.text) > self.limit:
-            raise ValidationError(message=texts.TOO_LONG.format(length=len(document.text),
-                                                                limit=self.limit))
+            raise ValidationError(   # the cursor stays at the end (not moved to the start)
+                cursor_position=len(document.text),
+                message=texts.TOO_LONG.format(length=len(document.text), limit=self.limit))
 
 
 class AttachCompleter(Completer):
