@@ -221,8 +221,10 @@ class TerminalChannel:
             while True:
                 answer = await self.lines.read(
                     question, (self._exit, self._cancel_answer, self._withdrawn), kind="answer")
-                if self._withdrawn.is_set():
-                    return True   # approval_resolved said who decided
+                if self._withdrawn.is_set():   # approval_resolved said who decided
+                    if isinstance(answer, str) and self.lines.inline_prompt:
+                        await self._take(answer)   # on a pipe, the next line: a message
+                    return True
                 if answer is WOKEN and not self._exit.is_set():   # Ctrl-C: no
                     self.sink.end_line()
                     self.sink.line(f"\n{texts.DENIED_HERE}" if self.lines.inline_prompt

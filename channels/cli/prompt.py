@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion, Path
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.input import Input
+from prompt_toolkit.input.vt100 import Vt100Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import ColorDepth, Output, create_output
 from prompt_toolkit.shortcuts import CompleteStyle, print_formatted_text
@@ -45,7 +47,7 @@ class PromptLines:
     def __init__(self, *, history: Path | None, on_interrupt: Callable[[], None], limit: int,
                  input: Input | None = None, output: Output | None = None,
                  colours: bool | None = None):
-        self.input = input or create_input()
+        self.input = input or StaysRaw(sys.stdin)
         self.output = output or create_output()
         colours = not os.environ.get("NO_COLOR") if colours is None else colours
         self.style = Style.from_dict(STYLE if colours else {})
@@ -133,6 +135,15 @@ class PromptLines:
         if self._raw is not None:
             self._raw.close()
             self._raw = None
+
+
+class StaysRaw(Vt100Input):
+    """The terminal's input, kept in raw mode while text is printed above the prompt too: in
+    the terminal's own (cooked) mode, keys typed at that instant would be echoed out of place
+    and Ctrl-D or Ctrl-C taken by the terminal instead of reaching the prompt."""
+
+    def cooked_mode(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
 
 class PromptWriter:
