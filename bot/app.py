@@ -274,9 +274,11 @@ class App:
             logging.getLogger().setLevel(logging.ERROR)
         log.info("myclaw ready (channels: terminal)")
         grace = self.config["agent"]["shutdown_grace_seconds"]
-        terminal = channel_module("cli").TerminalChannel(self.agent, grace=grace)
+        terminal = channel_module("cli").create(self.config, self.agent)
         if self.services.delivery is not None:
             self.services.delivery.register("cli", terminal)
+        if isinstance(terminal, ApprovalSurface):   # answered in the console: the question goes
+            self.agent.add_approval_surface("cli", terminal)
         await self.recover()
         await self.expiry.sweep()
         await terminal.run()

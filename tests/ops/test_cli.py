@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -100,30 +98,17 @@ def test_usage_lists_the_recorded_tokens_and_cost_as_a_table_and_as_json(tmp_pat
 
 
 class _Terminal:
-    """Reads a pty up to a needle; what came after the needle stays for the next read (the
-    prompt often arrives in the same chunk as the answer before it)."""
+    """Reads a pty up to a needle in what a person would read (escape sequences left out);
+    what came after the needle stays for the next read (the prompt often arrives in the same
+    chunk as the answer before it)."""
 
     def __init__(self, fd: int):
-        self.fd = fd
-        self.pending = b""
+        from tests.channels.cli.test_cli_prompts import Screen
+
+        self.screen = Screen(fd)
 
     def read_until(self, needle: bytes, timeout: float = 60) -> bytes:
-        seen = self.pending
-        deadline = time.monotonic() + timeout
-        while needle not in seen:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"did not see {needle!r} in {seen[-500:]!r}"
-            ready, _, _ = select.select([self.fd], [], [], remaining)
-            if ready:
-                try:
-                    chunk = os.read(self.fd, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-        head, found, self.pending = seen.partition(needle)
-        return head + found
+        return self.screen.expect(needle, timeout)
 
 
 def test_ctrl_c_in_a_terminal_stops_the_turn_and_a_second_one_in_a_row_exits(tmp_path):
@@ -132,8 +117,10 @@ def test_ctrl_c_in_a_terminal_stops_the_turn_and_a_second_one_in_a_row_exits(tmp
         env = base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
         pid, fd = pty.fork()
         if pid == 0:  # child: the CLI on a real terminal
+            from tests.channels.cli.test_cli_prompts import tty_env
+
             os.chdir(ROOT)
-            os.execve(sys.executable, [sys.executable, "-m", "bot", "chat"], env)
+            os.execve(sys.executable, [sys.executable, "-m", "bot", "chat"], tty_env(env))
         terminal = _Terminal(fd)
         try:
             terminal.read_until(b"Ctrl-D to quit")

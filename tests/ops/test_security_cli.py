@@ -7,7 +7,6 @@ rewrite them, retitle the window or set the clipboard (OSC 52).
 
 from __future__ import annotations
 
-import asyncio
 import io
 
 from bot.core.events import ApprovalView, Done, Notice, TextDelta, ToolProgress
@@ -45,11 +44,8 @@ async def test_escape_sequences_are_shown_not_sent_to_the_terminal():
     view = ApprovalView("A" * 16, "shell_run", "high", f"Run `{ERASE_AND_REWRITE}`", "cli:local",
                         "local", "cli", {}, 0.0)
 
-    class Reader:
-        async def readline(self):
-            return "n"
-
-    assert await channel._ask(view, Reader(), asyncio.Event())
+    channel.lines.queue.put_nowait("n")   # the answer, as if typed on the pipe
+    assert await channel._ask((view,))
     text = out.getvalue()
     assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
     assert "rm -rf ~\\x1b[2K\\x1b[1A\\r\\x1b[32mls -la" in text

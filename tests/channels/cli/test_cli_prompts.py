@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import signal
 import sqlite3
@@ -19,25 +20,39 @@ from tests.ops.test_cli import ROOT, base_env, run_cli, write_config
 APPROVE = b"Approve? [y]es / [N]o / [a]lways: files in the workspace root in this chat: "
 
 
+# What a person would read: the text, without the escape sequences that colour it or move the
+# cursor, and with line ends as plain newlines.
+_ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|\r")
+
+
+def visible(raw: bytes) -> bytes:
+    return _ESCAPES.sub(b"", raw)
+
+
 class Screen:
     """What the terminal showed, read in order: each expect() continues after the last match, so
-    output that arrived in the same chunk as an earlier match is never lost."""
+    output that arrived in the same chunk as an earlier match is never lost. Matches what a
+    person reads (see `visible`), not the bytes that draw it."""
 
     def __init__(self, fd: int):
-        self.fd, self.seen, self.pos = fd, b"", 0
+        self.fd, self.raw, self.pos = fd, b"", 0
+
+    @property
+    def seen(self) -> bytes:
+        return visible(self.raw)
 
     def expect(self, needle: bytes, timeout: float = 60) -> bytes:
         deadline = time.monotonic() + timeout
         while (found := self.seen.find(needle, self.pos)) < 0:
             remaining = deadline - time.monotonic()
-            assert remaining > 0, f"did not see {needle!r} in {self.seen[self.pos:][-500:]!r}"
+            assert remaining > 0, f"did not see {needle!r} in {self.seen[-1500:]!r}"
             ready, _, _ = select.select([self.fd], [], [], remaining)
             try:
                 chunk = os.read(self.fd, 4096) if ready else b""
             except OSError:  # EIO: the child has exited and closed the terminal
                 chunk = b""
-            assert chunk or not ready, f"the terminal closed before {needle!r}"
-            self.seen += chunk
+            assert chunk or not ready, f"the terminal closed before {needle!r}: {self.seen[-1500:]!r}"
+            self.raw += chunk
         shown, self.pos = self.seen[self.pos:found + len(needle)], found + len(needle)
         return shown
 
@@ -48,7 +63,7 @@ def terminal(env: dict[str, str]):
     pid, fd = pty.fork()
     if pid == 0:  # child: the CLI on a real terminal
         os.chdir(ROOT)
-        os.execve(sys.executable, [sys.executable, "-m", "bot", "chat"], env)
+        os.execve(sys.executable, [sys.executable, "-m", "bot", "chat"], tty_env(env))
     try:
         yield pid, fd, Screen(fd)
     finally:
@@ -74,13 +89,19 @@ def supervised_env(tmp_path: Path, fake) -> dict[str, str]:
     return base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url)
 
 
+def tty_env(env: dict[str, str]) -> dict[str, str]:
+    """A terminal of a known size; the pty answers no cursor-position requests (a real terminal
+    does), so prompt_toolkit is told not to ask."""
+    return {**env, "TERM": "xterm", "COLUMNS": "100", "LINES": "40", "PROMPT_TOOLKIT_NO_CPR": "1"}
+
+
 def test_ctrl_c_at_an_idle_prompt_says_how_to_quit_and_a_second_one_quits(tmp_path):
     with FakeAnthropic.start_in_thread() as fake, \
             terminal(base_env(tmp_path, ANTHROPIC_API_KEY="test",
                               ANTHROPIC_BASE_URL=fake.base_url)) as (pid, fd, screen):
         screen.expect(b"you> ")
         os.kill(pid, signal.SIGINT)
-        screen.expect(b"(press Ctrl-C again or Ctrl-D to quit)\r\nyou> ")
+        screen.expect(b"(press Ctrl-C again or Ctrl-D to quit)\nyou> ")
         os.write(fd, b"still here?\n")  # typing something starts the count again
         screen.expect(b"ok: still here?")
         screen.expect(b"you> ")  # the turn is over: nothing is running now

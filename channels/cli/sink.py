@@ -1,0 +1,122 @@
+"""What the agent sends to the terminal, as lines of text (styled when the terminal shows colours).
+
+Terminal control characters in what the model, a tool or a web page wrote (ESC sequences can
+erase or rewrite lines, retitle the window or set the clipboard) are shown, never obeyed: an
+approval prompt must look exactly like what will run. Newline and tab stay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TextIO
+
+from bot.core.events import (
+    ApprovalBatchNeeded,
+    ApprovalNeeded,
+    ApprovalView,
+    Done,
+    ErrorEvent,
+    Event,
+    FileOut,
+    Notice,
+    TextDelta,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+)
+from channels.cli import texts
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class Writer(Protocol):
+    """Where the terminal's text goes: plain on a pipe, above the prompt on a terminal."""
+
+    def write(self, text: str, style: str = "") -> None: ...
+
+
+class PlainWriter:
+    """Text as it is, for a pipe or a file (never colours)."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+
+    def write(self, text: str, style: str = "") -> None:
+        self.out.write(text)
+        self.out.flush()
+
+
+class TerminalSink:
+    def __init__(self, writer: Writer,
+                 on_approval: Callable[[tuple[ApprovalView, ...]], Awaitable[None]] | None = None):
+        self.writer = writer
+        self.muted = False  # once the terminal has said bye, late output of a turn is dropped
+        self.streamed = False
+        self.approvals: list[tuple[ApprovalView, ...]] = []   # one entry per prompt
+        self._on_approval = on_approval
+
+    def write(self, text: str, style: str = "") -> None:
+        if not self.muted:
+            self.writer.write(_CONTROLS.sub(_visible, text), style)
+
+    def line(self, text: str, style: str = "") -> None:
+        self.write(f"{text}\n", style)
+
+    def end_line(self) -> None:
+        """Streamed text stops mid-line: what comes next starts on a line of its own."""
+        if self.streamed:
+            self.write("\n")
+            self.streamed = False
+
+    def withdraw(self, approval_ids: set[str]) -> list[tuple[ApprovalView, ...]]:
+        """Drop the waiting prompts that ask about `approval_ids` (answered elsewhere)."""
+        gone = [views for views in self.approvals if {view.id for view in views} & approval_ids]
+        self.approvals = [views for views in self.approvals if views not in gone]
+        return gone
+
+    async def emit(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            if not self.streamed:
+                self.write(texts.BOT, "class:bot")
+            self.streamed = True
+            self.write(event.text)
+        elif isinstance(event, Done):
+            if self.streamed:
+                self.write("\n")
+            elif event.text:
+                self.write(texts.BOT, "class:bot")
+                self.line(event.text)
+            self.streamed = False
+        elif isinstance(event, Notice):
+            self.line(event.text, "class:notice")
+            for button in event.buttons:   # no buttons in a terminal: show what to type
+                self.line(texts.BUTTON.format(label=button.label, command=button.command))
+        elif isinstance(event, ErrorEvent):
+            self.line(texts.ERROR.format(message=event.message), "class:error")
+        elif isinstance(event, ApprovalNeeded | ApprovalBatchNeeded):
+            views = (event.approval,) if isinstance(event, ApprovalNeeded) else event.approvals
+            self.approvals.append(tuple(views))
+            if self._on_approval is not None:
+                await self._on_approval(tuple(views))
+        else:
+            self._activity(event)
+
+    def _activity(self, event: Event) -> None:
+        if isinstance(event, ToolStarted):
+            if self.streamed:
+                self.write("\n")
+            self.line(texts.TOOL_STARTED.format(tool=event.tool), "class:tool")
+            self.streamed = False
+        elif isinstance(event, ToolProgress):
+            self.line(texts.TOOL_PROGRESS.format(text=event.text), "class:tool")
+        elif isinstance(event, ToolFinished) and not event.ok:
+            self.line(texts.TOOL_FAILED.format(tool=event.tool, summary=event.summary), "class:error")
+        elif isinstance(event, FileOut):
+            caption = f" — {event.caption}" if event.caption else ""
+            self.line(texts.FILE_OUT.format(name=event.path or event.name, size=len(event.data),
+                                            caption=caption))
+
+
+def _visible(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
