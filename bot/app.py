@@ -110,7 +110,8 @@ class App:
         from bot.conversation.delivery import Delivery
         from bot.conversation.inbox import Inbox, InboxSettings, replica_name
         from bot.jobs.jobs import JobLimits, Jobs
-        from bot.llm.client import LLMClient
+        from bot.llm.client import LLMClient, audit_to
+        from bot.llm.models import Models
         from bot.money.budgets import Budgets
         from bot.money.prices import PriceTable
         from bot.money.spend import SpendLedger
@@ -119,11 +120,14 @@ class App:
         config.workspace.mkdir(parents=True, exist_ok=True)
         store = await make_store(config).open()
         approvals_cfg = config["approvals"]
-        spend = SpendLedger(store, PriceTable.from_config(config), clock)
+        llm_models = Models(config)
+        spend = SpendLedger(store, PriceTable.from_config(config, llm_models.price_tables()),
+                            clock)
         budgets = Budgets(config, spend)
         services = Services(
             config=config, store=store, registry=build_registry(config),
-            llm=LLMClient(config, budgets=budgets), spend=spend, budgets=budgets,
+            llm=LLMClient(config, budgets=budgets, audit=audit_to(store), models=llm_models),
+            spend=spend, budgets=budgets,
             rate_limits=rate_limiter(config, store),
             approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
                                 approvers=approvers(config), clock=clock,

@@ -41,6 +41,7 @@ DEFAULTS: dict[str, Any] = {
         "model": "claude-sonnet-5-5",
         "supra_model": "claude-opus-5-5",
         "small_model": "claude-haiku-5-5",
+        "fallbacks": [],
         "workspace": "~/myclaw-workspace",
         "max_steps": 20,
         "max_tokens": 4096,
@@ -57,7 +58,7 @@ DEFAULTS: dict[str, Any] = {
         "timezone": "UTC",
         "allow_broad_workspace": False,
     },
-    "jobs": {"enabled": True, "max_per_sender": 20, "min_interval_seconds": 300,
+    "jobs": {"enabled": True, "model": "", "max_per_sender": 20, "min_interval_seconds": 300,
              "grace_seconds": 3600, "run_lease_seconds": 3600, "tick_seconds": 30},
     "store": {"path": "", "url": ""},
     # keep_done_hours: how long handled updates are remembered; above Telegram's 24 h of
@@ -85,6 +86,8 @@ DEFAULTS: dict[str, Any] = {
                        "brave_url": "https://api.search.brave.com/res/v1/web/search"},
         "supra_llm": {"daily_quota": 20},
     },
+    # Models by alias: [models.local] provider = "openai", base_url = …, model = …
+    "models": {},
     "mcp": {"servers": {}},
     "media": {
         "max_image_bytes": 25_000_000,      # what arrives; larger photos are scaled down
@@ -193,6 +196,11 @@ class Config:
         return profiles[name]
 
     @property
+    def main_model(self) -> str:
+        """The model turns run on: the active profile's `model`, else `[agent] model`."""
+        return self.profile().get("model") or self.data["agent"]["model"]
+
+    @property
     def origin(self) -> str:
         return str(self.source) if self.source else "(built-in defaults)"
 
@@ -266,6 +274,18 @@ def _check_shards(config: Config, origin: str) -> None:
     if wrong:
         raise ConfigError(f"{origin}: [discord] shard_ids {wrong} are not below shard_count = "
                           f"{count} (shards are numbered from 0)")
+
+
+def model_names(config: Config) -> list[tuple[str, str]]:
+    """Every place the config names a model: (where, name)."""
+    agent = config["agent"]
+    named = [(f"[agent] {key}", agent[key]) for key in ("model", "supra_model", "small_model")]
+    named += [("[agent] fallbacks", name) for name in agent["fallbacks"]]
+    named += [(f"[profiles.{p}] model", t["model"]) for p, t in config["profiles"].items()
+              if t.get("model")]
+    if config["jobs"]["model"]:
+        named.append(("[jobs] model", config["jobs"]["model"]))
+    return named
 
 
 def _check_timezone(config: Config, origin: str) -> None:
