@@ -18,7 +18,9 @@ import pytest
 
 PROVIDERS = ("anthropic", "openai")
 ALIAS = "main"
+SMALL_ALIAS = "small"
 OPENAI_MODEL = "fake-gpt-1"
+OPENAI_SMALL_MODEL = "fake-gpt-mini"
 OPENAI_KEY_ENV = "FAKE_OPENAI_KEY"
 SONNET_PRICES = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.30}
 
@@ -31,10 +33,10 @@ def on_both_providers() -> Any:
     return provider_name
 
 
-def openai_model(fake: Any, **capabilities: Any) -> dict[str, Any]:
-    """The `[models.main]` table of an OpenAI-compatible model served by `fake`."""
+def openai_model(fake: Any, model: str = OPENAI_MODEL, **capabilities: Any) -> dict[str, Any]:
+    """The `[models.x]` table of an OpenAI-compatible model served by `fake`."""
     caps = {"vision": True, "pdfs": False, "parallel_tool_calls": True, **capabilities}
-    return {"provider": "openai", "base_url": fake.api_url, "model": OPENAI_MODEL,
+    return {"provider": "openai", "base_url": fake.api_url, "model": model,
             "api_key_env": OPENAI_KEY_ENV, "capabilities": caps, "prices": dict(SONNET_PRICES)}
 
 
@@ -42,14 +44,33 @@ def provider_overrides(provider: str, fake: Any) -> tuple[dict[str, Any], dict[s
     """Config overrides and environment for an app whose every model is `fake`'s."""
     if provider == "anthropic":
         return {}, {"ANTHROPIC_BASE_URL": fake.base_url}
-    agent = {"model": ALIAS, "small_model": ALIAS, "supra_model": ALIAS}
-    return ({"models": {ALIAS: openai_model(fake)}, "agent": agent},
+    agent = {"model": ALIAS, "small_model": SMALL_ALIAS, "supra_model": ALIAS}
+    models = {ALIAS: openai_model(fake), SMALL_ALIAS: openai_model(fake, OPENAI_SMALL_MODEL)}
+    return ({"models": models, "agent": agent},
             {OPENAI_KEY_ENV: "sk-test-openai-000000000000"})
 
 
 def model_id(provider: str) -> str:
     """The model id usage rows name for the app's main model."""
     return "claude-sonnet-5-5" if provider == "anthropic" else OPENAI_MODEL
+
+
+def limited(provider: str, fake: Any, **capabilities: Any) -> dict[str, Any]:
+    """Overrides making the app's main model one that lacks something (vision, tools…), on
+    either provider: an alias of the Anthropic model, or the OpenAI-compatible one."""
+    if provider == "anthropic":
+        table = {"provider": "anthropic", "model": "claude-sonnet-5-5",
+                 "capabilities": capabilities}
+    else:
+        table = openai_model(fake, **capabilities)
+    return {"models": {"limited": table}, "agent": {"model": "limited"}}
+
+
+def is_error_text(content: str) -> bool:
+    """Tool errors reach the model as "<kind>: <message>" (bot.runtime.dispatch.error_block)."""
+    from bot.core.tool import ERROR_KINDS
+
+    return content.partition(":")[0] in ERROR_KINDS
 
 
 def tool_result_texts(fake: Any, request: Any) -> list[str]:
