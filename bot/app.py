@@ -325,7 +325,16 @@ def long_lived_heap() -> Iterator[None]:
 
 
 def require_api_key(config: Config) -> None:
-    if not config.secret("ANTHROPIC_API_KEY"):
+    from bot.config.settings import model_names
+    from bot.llm.models import Models
+
+    missing = Models(config).missing_keys(model_names(config), config)
+    other = [m for m in missing if m[0] != "ANTHROPIC_API_KEY"]
+    if other:
+        env, model, where = other[0]
+        raise ConfigError(f"{env} is not set: the model {model!r} ({where}) needs it. Export "
+                          f"it (export {env}=...) and run again.")
+    if missing:
         raise ConfigError(
             "ANTHROPIC_API_KEY is not set. Export your Anthropic API key "
             "(export ANTHROPIC_API_KEY=sk-ant-...) and run again. Optional: TELEGRAM_BOT_TOKEN "

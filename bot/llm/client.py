@@ -20,7 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.config.settings import Config
+from bot.config.settings import Config, model_names
 from bot.core.errors import LLMError
 from bot.llm.degrade import Degrader
 from bot.llm.models import ANTHROPIC_KEY, Models, ModelSpec
@@ -51,6 +51,11 @@ class LLMClient:
         self.slots = FairSlots(agent["max_concurrent_llm_calls"],
                                config["rate_limits"]["max_share_of_model_slots"])
         self.stream_enabled: bool = agent["stream"]
+        # The providers of the models the config names are built now, with their SDKs: at
+        # start-up, inside the frozen long-lived heap (bot.app.long_lived_heap), not in a turn.
+        for _, name in model_names(config):
+            for spec in self.models.chain(name):
+                self.provider(spec)
 
     def provider(self, spec: ModelSpec) -> Provider:
         """The provider for a model's endpoint, built on first use (and its SDK imported)."""

@@ -87,6 +87,16 @@ class Models:
                 chain.append(spec)
         return chain
 
+    def missing_keys(self, names: list[tuple[str, str]], env: Any) -> list[tuple[str, str, str]]:
+        """(key variable, model, where it is named) for each model that needs a key not set."""
+        missing = []
+        for where, name in names:
+            for spec in self.chain(name):
+                local = spec.provider == "openai" and is_local(spec.base_url)
+                if not local and not env.secret(spec.api_key_env):
+                    missing.append((spec.api_key_env, spec.alias, where))
+        return missing
+
     def price_tables(self) -> dict[str, dict[str, float]]:
         """The `[prices]` rows the aliases add, keyed by the model id usage records."""
         return {spec.model: spec.prices for spec in self.specs.values() if spec.prices is not None}

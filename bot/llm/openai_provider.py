@@ -17,6 +17,8 @@ import math
 from typing import Any
 from urllib.parse import urlsplit
 
+import openai
+
 from bot.core.errors import LLMError
 from bot.llm.capabilities import Capabilities
 from bot.llm.errors import Account, translate
@@ -52,8 +54,6 @@ class OpenAIProvider:
             if not self._key:
                 raise LLMError(f"{self.account.key_env} is not set",
                                NO_KEY.format(url=self.base_url or "api.openai.com", env=self.account.key_env))
-            import openai
-
             self._client = openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url or None,
                                               max_retries=self._max_retries,
                                               timeout=self._timeout)
@@ -65,8 +65,6 @@ class OpenAIProvider:
 
     async def complete(self, params: dict[str, Any],
                        on_text: TextCallback | None) -> LLMResponse:
-        import openai
-
         request = chat_request(params, self.caps, completion_tokens_key=self._tokens_key)
         accumulator = ChunkAccumulator(on_text, params.get("tools") if self.caps.tools else None)
         try:
