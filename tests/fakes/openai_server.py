@@ -211,3 +211,35 @@ class FakeOpenAI:
     async def _notify(self) -> None:
         async with self._changed:  # type: ignore[union-attr]
             self._changed.notify_all()  # type: ignore[union-attr]
+
+
+# ----------------------------------------------------------------------------- out of process
+
+async def _serve(args: Any) -> None:
+    import signal
+
+    fake = FakeOpenAI(delay=args.delay, port=args.port)
+    fake.responder = RESPONDERS[args.responder]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    async with fake:
+        print(f"READY {fake.base_url}", flush=True)
+        await stop.wait()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m tests.fakes.openai_server [--port 0] [--delay S] [--responder NAME]`
+    prints `READY http://127.0.0.1:PORT` (the API is under /v1)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible API on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 = let the OS choose")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds added to every reply")
+    parser.add_argument("--responder", choices=sorted(RESPONDERS), default="echo")
+    asyncio.run(_serve(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()
