@@ -328,7 +328,10 @@ def require_api_key(config: Config) -> None:
     from bot.config.settings import model_names
     from bot.llm.models import Models
 
-    missing = Models(config).missing_keys(model_names(config), config)
+    # supra_model only serves the supra_llm tool, which says so itself when its key is missing.
+    needed = [(where, name) for where, name in model_names(config)
+              if where != "[agent] supra_model"]
+    missing = Models(config).missing_keys(needed, config)
     other = [m for m in missing if m[0] != "ANTHROPIC_API_KEY"]
     if other:
         env, model, where = other[0]

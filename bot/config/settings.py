@@ -34,6 +34,7 @@ SECRET_ENV_VARS = (
     "MYCLAW_RECEIPT_KEY",
     "MYCLAW_DATABASE_URL",  # a PostgreSQL URL may carry the password
     "MYCLAW_STT_API_KEY",
+    "OPENAI_API_KEY",   # the default key of [models.*] provider = "openai"
 )
 
 DEFAULTS: dict[str, Any] = {
@@ -172,7 +173,9 @@ class Config:
     def secret_values(self) -> list[str]:
         """Every secret the bot holds, for scrubbing child environments and logs (a database
         URL's password on its own too: a driver's message may quote it without the URL)."""
-        values = [self.secret(n) for n in SECRET_ENV_VARS]
+        names = [*SECRET_ENV_VARS, *(t["api_key_env"] for t in self.data["models"].values()
+                                     if t.get("api_key_env"))]
+        values = [self.secret(n) for n in names]
         values.append(_url_password(self.secret("MYCLAW_DATABASE_URL")))
         return [v for v in values if v and len(v) >= 4]
 

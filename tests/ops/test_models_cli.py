@@ -37,12 +37,22 @@ async def test_doctor_asks_for_a_remote_models_key_but_not_for_a_local_ones(tmp_
     env = {k: v for k, v in FAKE_ENV.items() if k != "ANTHROPIC_API_KEY"}
     remote = {"provider": "openai", "model": "gpt-4.1"}
     config = make_config(tmp_path, {"models": {"local": LOCAL, "gpt": remote},
-                                    "agent": {"model": "local", "small_model": "local",
-                                              "supra_model": "gpt"}}, env=env)
+                                    "agent": {"model": "local", "small_model": "gpt",
+                                              "supra_model": "local"}}, env=env)
     out = io.StringIO()
     assert await run_doctor(config, out=out) == 1
     (key,) = [line for line in lines_of(out) if "_API_KEY:" in line and "BRAVE" not in line]
     assert key == "FAIL OPENAI_API_KEY: not set: needed to chat on any channel (for gpt)"
+
+
+async def test_a_key_only_supra_llm_needs_is_a_warning_not_a_failure(tmp_path):
+    env = {k: v for k, v in FAKE_ENV.items() if k != "ANTHROPIC_API_KEY"}
+    config = make_config(tmp_path, {"models": {"local": LOCAL},
+                                    "agent": {"model": "local", "small_model": "local"}}, env=env)
+    out = io.StringIO()
+    assert await run_doctor(config, out=out) == 0
+    (key,) = [line for line in lines_of(out) if line.split()[1] == "ANTHROPIC_API_KEY:"]
+    assert key.startswith("warn ANTHROPIC_API_KEY: not set: supra_llm cannot use its model")
 
 
 @pytest.fixture

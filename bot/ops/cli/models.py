@@ -84,22 +84,27 @@ def model_lines(config: Config) -> list[str]:
 
 
 def key_checks(config: Config) -> list[tuple[str, str, str]]:
-    """(status, name, detail) for each key variable the used models need."""
+    """(status, name, detail) for each key variable the used models need: FAIL when a model a
+    turn runs on lacks it, warn when only supra_llm's does."""
     from bot.llm.capabilities import is_local
     from bot.llm.models import ANTHROPIC_KEY, Models
 
-    missing = {m[0] for m in Models(config).missing_keys(model_names(config), config)}
+    models = Models(config)
     needed: dict[str, list[str]] = {}
     for spec in _specs(config):
         if not (spec.provider == "openai" and is_local(spec.base_url)):
             needed.setdefault(spec.api_key_env, []).append(spec.alias)
+    blocking = {env for env, _, where in models.missing_keys(model_names(config), config)
+                if where != "[agent] supra_model"}
     checks = []
     for env, aliases in needed.items():
         by = "" if env == ANTHROPIC_KEY else f" (for {', '.join(aliases)})"
-        if env in missing:
-            checks.append(("FAIL", env, f"not set: needed to chat on any channel{by}"))
-        elif config.secret(env):
+        if config.secret(env):
             checks.append(("ok", env, f"set: the agent can chat{by}"))
+        elif env in blocking:
+            checks.append(("FAIL", env, f"not set: needed to chat on any channel{by}"))
+        else:
+            checks.append(("warn", env, f"not set: supra_llm cannot use its model{by}"))
     return checks
 
 
