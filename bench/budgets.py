@@ -49,8 +49,8 @@ async def fill(store: Any, senders: int, rows: int) -> None:
 
 async def budget_checks(store: Any, config: Any, senders: int) -> tuple[list[float], list[float]]:
     """(first look per sender, later checks), in ms."""
+    from bot.config.prices import PriceTable
     from bot.money.budgets import Budgets
-    from bot.money.prices import PriceTable
     from bot.money.spend import SpendLedger
 
     budgets = Budgets(config, SpendLedger(store, PriceTable.from_config(config)))

@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from bot import config as config_mod  # noqa: E402
 from bot.app import App  # noqa: E402
-from bot.approvals.audit import AuditEntry, write_audit  # noqa: E402
+from bot.ops.surfaces import OPERATOR_SURFACES  # noqa: E402
+from bot.store.audit import AuditEntry, write_audit  # noqa: E402
 
 PAGES = ("/", "/audit", "/usage", "/health")
 
@@ -62,7 +63,7 @@ async def main(args: argparse.Namespace) -> None:
             {"agent": {"workspace": f"{tmp}/ws"}, "store": {"path": f"{tmp}/myclaw.db"},
              "console": {"enabled": True, "port": 0}},
             env={"HOME": tmp, "ANTHROPIC_API_KEY": "unused", "PATH": "/usr/bin:/bin"})
-        app = await App.open(config)
+        app = await App.open(config, surfaces=OPERATOR_SURFACES)
         try:
             await app.start_services()
             await seed(app, args.approvals)

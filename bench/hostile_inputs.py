@@ -52,7 +52,6 @@ def renderer_rows(small: int, large: int) -> None:
 async def preview_row() -> None:
     from bot.config.settings import from_dict
     from bot.core.tool import CallContext
-    from bot.toolbox.services import Services
     from tests.support.looplag import LoopWatch, _tick
     from tools import fs_write
 
@@ -60,8 +59,7 @@ async def preview_row() -> None:
     config = from_dict({"agent": {"workspace": str(tmp / "ws")}, "store": {"path": str(tmp / "db")}},
                        env={"HOME": str(tmp), "ANTHROPIC_API_KEY": "x"})
     config.workspace.mkdir(parents=True, exist_ok=True)
-    ctx = CallContext(workspace=config.workspace, services=Services(config=config, store=None,
-                                                                    registry=None))  # type: ignore[arg-type]
+    ctx = CallContext(workspace=config.workspace, settings=config)
     old = "".join(f"{i % 101}\n" for i in range(13_000))
     new = "".join(f"{i % 103}\n" for i in range(13_000))
     (config.workspace / "data.txt").write_text(old)

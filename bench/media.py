@@ -228,11 +228,9 @@ async def _probe(config: object, data: bytes) -> None:
     from bot.media.intake import MediaIntake
     from bot.store.sqlite import Store
     from bot.toolbox import offload
-    from bot.toolbox.registry import Registry
-    from bot.toolbox.services import Services
 
     async with Store(config.store_path) as store:
-        intake = MediaIntake(Services(config=config, store=store, registry=Registry()))
+        intake = MediaIntake(config, store)
         # A small photo first: the workers start and import Pillow (code, not processing).
         warm = io.BytesIO()
         PIL.Image.new("RGB", (2000, 1500)).save(warm, "JPEG")

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -29,15 +29,16 @@ from bot.approvals.expiry import ExpirySweeper
 from bot.config.settings import SECRET_ENV_VARS, Config
 from bot.core.errors import ChannelError, ConfigError
 from bot.core.events import ApprovalSurface
+from bot.core.identity import CONSOLE_OPERATOR, OPERATOR, Level, Sender
 from bot.core.policy import Profile
+from bot.core.tool import Ports
+from bot.runtime.services import Services
 from bot.store.factory import make_store
 from bot.toolbox import offload
 from bot.toolbox.hooks import run_session_hooks
 from bot.toolbox.registry import Registry
-from bot.toolbox.services import Services
 
 if TYPE_CHECKING:
-    from bot.ops.console.server import ConsoleServer
     from bot.toolbox.custom_tools import LoadReport
 
 log = logging.getLogger(__name__)
@@ -67,14 +68,69 @@ def build_registry(config: Config, cwd: Path | str | None = None) -> Registry:
     return build_tools(config, cwd)[0]
 
 
+def build_services(config: Config, store: Any, registry: Registry,
+                   clock: Callable[[], float] = time.time, llm_client: Any = None) -> Services:
+    """Every long-lived part of one process, on an open store."""
+    from bot.access.ratelimit import rate_limiter
+    from bot.access.senders import Senders
+    from bot.approvals.grants import Grants
+    from bot.approvals.receipts import Receipts, receipt_key
+    from bot.approvals.service import Approvals
+    from bot.approvals.undo import UndoLog
+    from bot.config.prices import PriceTable
+    from bot.conversation.delivery import Delivery
+    from bot.conversation.inbox import Inbox, InboxSettings, replica_name
+    from bot.jobs.jobs import JobLimits, Jobs
+    from bot.llm.client import LLMClient, audit_to
+    from bot.llm.models import Models
+    from bot.money.budgets import Budgets
+    from bot.money.spend import SpendLedger
+
+    approvals_cfg = config["approvals"]
+    models = Models(config)   # the aliases' prices count like [prices]
+    spend = SpendLedger(store, PriceTable.from_config(config, models.price_tables()), clock)
+    budgets = Budgets(config, spend)
+    llm = LLMClient(config, client=llm_client, budgets=budgets, audit=audit_to(store),
+                    models=models)
+    jobs = Jobs(store, JobLimits.from_config(config["jobs"]), clock)
+    return Services(
+        config=config, store=store, registry=registry, llm=llm, spend=spend, budgets=budgets,
+        rate_limits=rate_limiter(config, store),
+        approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
+                            approvers=approvers(config), clock=clock,
+                            grants=Grants(store, approvals_cfg["grant_ttl_seconds"], clock)),
+        receipts=Receipts(store, receipt_key(config)),
+        undo=UndoLog(store),
+        senders=Senders(config, store),
+        jobs=jobs,
+        delivery=Delivery(),
+        inbox=Inbox(store, replica_name(config["inbox"]["replica"], store.dialect, config.env),
+                    InboxSettings.from_config(config["inbox"]), clock),
+        ports=tool_ports(config, store, registry, llm, spend, jobs),
+    )
+
+
+def tool_ports(config: Config, store: Any, registry: Registry, llm: Any, spend: Any,
+               jobs: Any) -> Ports:
+    """What tools reach besides their args: memory, the metered model, quotas and jobs."""
+    from bot.conversation.memory import Memories
+    from bot.jobs.planner import JobPlanner
+    from bot.llm.consult import MeteredModel
+    from bot.money.quota import ToolQuota
+
+    def catalog(sender: Sender, level: Level) -> set[str]:
+        return {tool.meta.name for tool in registry.list_for_sender(str(sender), level)}
+
+    return Ports(memory=Memories(store), model=MeteredModel(llm, spend), quota=ToolQuota(store),
+                 jobs=JobPlanner(jobs, catalog, config["agent"]["timezone"]))
+
+
 def approvers(config: Config) -> list[str]:
     """Who may answer anyone's approval requests: the configured approvers, and the operator's
     web console when it is enabled (its sessions need a login link only the operator can make)."""
-    from bot.ops.console.auth import OPERATOR
-
     names = list(config["approvals"]["approvers"])
     if config["console"]["enabled"]:
-        names.append(OPERATOR)
+        names.append(str(CONSOLE_OPERATOR))
     return names
 
 
@@ -84,8 +140,12 @@ class Stoppable(Protocol):
     async def stop(self) -> None: ...
 
 
+# Starts one operator surface for a built app: (name, part with start/stop), or None when off.
+Surface = Callable[["App"], Awaitable[tuple[str, Any] | None]]
+
+
 class App:
-    def __init__(self, config: Config, services: Services):
+    def __init__(self, config: Config, services: Services, surfaces: Sequence[Surface] = ()):
         from bot.runtime.agent import Agent
 
         self.config = config
@@ -94,61 +154,30 @@ class App:
         self.expiry = ExpirySweeper(self.agent, min(15.0, config["approvals"]["timeout_seconds"] / 4))
         self.channels: dict[str, Any] = {}
         self._extras: list[Stoppable] = []  # other long-lived parts (MCP, health, console…)
-        self.console: ConsoleServer | None = None   # the web console, once started
+        self._surfaces = tuple(surfaces)       # the operator's surfaces, started with the services
+        self.parts: dict[str, Any] = {}        # the started surfaces by name ("console", …)
         self._closed = False
         self._started = False
 
     @classmethod
-    async def open(cls, config: Config, clock: Callable[[], float] = time.time) -> App:
-        from bot.access.ratelimit import rate_limiter
-        from bot.access.senders import Senders
+    async def open(cls, config: Config, clock: Callable[[], float] = time.time,
+                   surfaces: Sequence[Surface] = ()) -> App:
         from bot.access.workspace_scope import require_dedicated_workspace
-        from bot.approvals.grants import Grants
-        from bot.approvals.receipts import Receipts, receipt_key
-        from bot.approvals.service import Approvals
-        from bot.approvals.undo import UndoLog
-        from bot.conversation.delivery import Delivery
-        from bot.conversation.inbox import Inbox, InboxSettings, replica_name
-        from bot.jobs.jobs import JobLimits, Jobs
-        from bot.llm.client import LLMClient, audit_to
-        from bot.llm.models import Models
-        from bot.money.budgets import Budgets
-        from bot.money.prices import PriceTable
-        from bot.money.spend import SpendLedger
 
         require_dedicated_workspace(config)
         config.workspace.mkdir(parents=True, exist_ok=True)
         store = await make_store(config).open()
-        approvals_cfg = config["approvals"]
-        llm_models = Models(config)
-        spend = SpendLedger(store, PriceTable.from_config(config, llm_models.price_tables()),
-                            clock)
-        budgets = Budgets(config, spend)
-        services = Services(
-            config=config, store=store, registry=build_registry(config),
-            llm=LLMClient(config, budgets=budgets, audit=audit_to(store), models=llm_models),
-            spend=spend, budgets=budgets,
-            rate_limits=rate_limiter(config, store),
-            approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
-                                approvers=approvers(config), clock=clock,
-                                grants=Grants(store, approvals_cfg["grant_ttl_seconds"], clock)),
-            receipts=Receipts(store, receipt_key(config)),
-            undo=UndoLog(store),
-            senders=Senders(config, store),
-            jobs=Jobs(store, JobLimits.from_config(config["jobs"]), clock),
-            delivery=Delivery(),
-            inbox=Inbox(store, replica_name(config["inbox"]["replica"], store.dialect,
-                                                config.env),
-                        InboxSettings.from_config(config["inbox"]), clock),
-        )
-        return cls(config, services)
+        return cls(config, build_services(config, store, build_registry(config), clock), surfaces)
+
+    @property
+    def console(self) -> Any:
+        """The web console, once started (None when not enabled or not handed in)."""
+        return self.parts.get("console")
 
     def system_context(self) -> Any:
         """The call context for process-level hooks (not tied to any sender's session)."""
-        from bot.core.tool import CallContext
-
-        return CallContext(sender="cli:local", session_id="", channel="cli",
-                           workspace=self.config.workspace, services=self.services)
+        return self.services.call_context(sender=OPERATOR, level=Level.FULL, session_id="",
+                                          chat="", workspace=self.config.workspace)
 
     async def close(self) -> None:
         if self._closed:
@@ -211,19 +240,12 @@ class App:
             manager = MCPManager(self.config, self.services.registry)
             await manager.start()
             self._extras.append(manager)
-        if self.config["health"]["enabled"]:
-            from bot.ops.health import HealthServer
-
-            health = HealthServer(self.config, self.services.store, self.channels)
-            await health.start()
-            self._extras.append(health)
-        if self.config["console"]["enabled"]:
-            from bot.ops.console import build
-
-            console = build(self.config, self.services, self.agent, self.channels)
-            await console.start()
-            self.console = console
-            self._extras.append(console)
+        for surface in self._surfaces:
+            started = await surface(self)
+            if started is not None:
+                name, part = started
+                self.parts[name] = part
+                self._extras.append(part)
         if self.config["jobs"]["enabled"]:
             from bot.jobs.runner import AgentJobRunner
             from bot.jobs.scheduler import Scheduler

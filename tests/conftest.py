@@ -14,13 +14,16 @@ from typing import Any
 
 import pytest
 
+from bot.app import build_services
 from bot.config import settings as config_mod
 from bot.core import logs
+from bot.core.identity import OPERATOR, Level
 from bot.core.policy import Profile
 from bot.core.tool import CallContext
+from bot.ops.surfaces import OPERATOR_SURFACES
+from bot.runtime.services import Services
 from bot.store.sqlite import Store
 from bot.toolbox.registry import Registry
-from bot.toolbox.services import Services
 from tests.support.pg_support import (
     Backend,
     PgTestSchema,
@@ -116,14 +119,13 @@ async def store(store_backend: Backend):
 
 @pytest.fixture
 def services(config: config_mod.Config, store: Store) -> Services:
-    return Services(config=config, store=store,
-                    registry=Registry(Profile.from_config(config.profile())))
+    return build_services(config, store, Registry(Profile.from_config(config.profile())))
 
 
 @pytest.fixture
 def ctx(config: config_mod.Config, services: Services) -> CallContext:
-    return CallContext(sender="cli:local", session_id="test-session", channel="cli",
-                       workspace=config.workspace, services=services)
+    return services.call_context(sender=OPERATOR, level=Level.FULL, session_id="test-session",
+                                 chat="local", workspace=config.workspace)
 
 
 @pytest.fixture
@@ -182,7 +184,7 @@ async def app_factory(tmp_path: Path, fake_model, provider_name: str, store_back
             else:
                 merged[section] = values
         full_env = {**FAKE_ENV, **model_env, **store_backend.env, **(env or {})}
-        app = await App.open(make_config(tmp_path, merged, env=full_env))
+        app = await App.open(make_config(tmp_path, merged, env=full_env), surfaces=OPERATOR_SURFACES)
         opened.append(app)
         return app
 

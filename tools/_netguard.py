@@ -6,7 +6,7 @@ and whatever DNS answers. So:
 
 - only http/https, no userinfo, no control characters; numeric hosts are parsed the way
   `inet_aton` and browsers parse them (2130706433, 0177.0.0.1, 0x7f.1, 127.1) before checking;
-- the host is resolved once (through `ctx.services.network.resolver` when present, else
+- the host is resolved once (through `ctx.network.resolver` when present, else
   `loop.getaddrinfo`) and EVERY address must be globally routable unicast (an allow-list:
   tools/_globaladdr.py), so loopback, private, link-local, multicast, site-local, documentation,
   benchmarking, CGNAT and every other special-purpose range are refused, as are IPv6 forms
@@ -87,14 +87,13 @@ class Guard:
 
     @classmethod
     def from_context(cls, ctx: CallContext) -> Guard:
-        services = ctx.services
-        net = services.config["tools"]["net"]
+        net = ctx.settings["tools"]["net"]
         return cls(
             allow=allow_list(tuple(net.get("allow_hosts", ()))),
-            resolver=services.network.resolver or system_resolver,
+            resolver=ctx.network.resolver or system_resolver,
             timeout=float(net["timeout_seconds"]),
             max_bytes=int(net["max_bytes"]),
-            transport=services.network.http_transport,
+            transport=ctx.network.http_transport,
         )
 
     def check_ip(self, host: str, ip: IPAddress) -> None:

@@ -59,8 +59,8 @@ class Protected:
 
 
 def protected_paths(ctx: CallContext, root: str) -> Protected:
-    config = getattr(ctx.services, "config", None)
-    if config is None:
+    config = ctx.settings
+    if not hasattr(config, "store_path"):  # a bare context: no store or key files to protect
         return Protected(frozenset(), (), frozenset())
     files, dirs = _protected_locations(config, root)
     inodes = set()

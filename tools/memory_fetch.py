@@ -18,30 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.core.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
-from tools.memory_store import require_store
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
 MAX_TERMS = 32
 _WORD = re.compile(r"\w+", re.UNICODE)
-_PREFIX_MIN_CHARS = 3  # shorter words as prefixes would match almost everything
-
-_FTS5_SQL = """
-SELECT m.id, m.text, m.created_at, bm25(memories_fts) AS score
-FROM memories_fts JOIN memories AS m ON m.id = memories_fts.rowid
-WHERE memories_fts MATCH ? AND m.sender = ?
-ORDER BY score, m.id DESC
-LIMIT ?
-"""
-# The 'simple' configuration, as the index (bot/store/pg_dialect.py): no stemming, no stop words.
-_TSQUERY_SQL = """
-SELECT m.id, m.text, m.created_at, ts_rank(m.search, q) AS score
-FROM memories AS m, to_tsquery('simple', ?) AS q
-WHERE m.search @@ q AND m.sender = ?
-ORDER BY score DESC, m.id DESC
-LIMIT ?
-"""
-
 
 class MemoryFetch(BaseTool):
     meta = ToolMeta(
@@ -71,16 +52,11 @@ class MemoryFetch(BaseTool):
 
     async def execute(self, ctx: CallContext, query: str, limit: int = DEFAULT_LIMIT,
                       **_: Any) -> dict[str, Any]:
-        store = require_store(ctx)
-        if getattr(store, "dialect", "sqlite") == "postgresql":
-            sql, match = _TSQUERY_SQL, tsquery(query)
-        else:
-            sql, match = _FTS5_SQL, fts_query(query)
-        rows = await store.fetchall(sql, (match, ctx.sender, limit))
+        found = await ctx.ports.memory.search(ctx.sender, search_words(query), limit)
         memories = [
-            {"id": row["id"], "text": row["text"],
-             "stored_at": datetime.fromtimestamp(row["created_at"], UTC).isoformat(timespec="seconds")}
-            for row in rows
+            {"id": m.id, "text": m.text,
+             "stored_at": datetime.fromtimestamp(m.created_at, UTC).isoformat(timespec="seconds")}
+            for m in found
         ]
         result: dict[str, Any] = {"query": query, "memories": memories, "count": len(memories)}
         if not memories:
@@ -89,7 +65,7 @@ class MemoryFetch(BaseTool):
         return result
 
 
-def _words(query: str) -> list[str]:
+def search_words(query: str) -> list[str]:
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))[:MAX_TERMS]
     if not words:
         raise ToolInvalidArgsError(
@@ -97,20 +73,6 @@ def _words(query: str) -> list[str]:
             "Search with plain words, e.g. 'birthday' or 'favourite restaurant'.",
         )
     return words
-
-
-def fts_query(query: str) -> str:
-    """A safe FTS5 MATCH expression: every word quoted, longer words also as prefixes, OR-ed."""
-    # \w+ never contains a double quote, so wrapping in quotes always yields a literal term.
-    return " OR ".join(f'"{w}"*' if len(w) >= _PREFIX_MIN_CHARS else f'"{w}"'
-                       for w in _words(query))
-
-
-def tsquery(query: str) -> str:
-    """The same search as a PostgreSQL tsquery: quoted lexemes, longer ones as prefixes, OR-ed."""
-    # \w+ never contains a quote or an operator (& | ! : * < >), so each term stays a literal.
-    return " | ".join(f"'{w}':*" if len(w) >= _PREFIX_MIN_CHARS else f"'{w}'"
-                      for w in _words(query))
 
 
 def build() -> MemoryFetch:

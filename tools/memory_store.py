@@ -7,7 +7,6 @@ as untrusted data rather than as instructions.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from bot.core.tool import (
@@ -15,7 +14,6 @@ from bot.core.tool import (
     CallContext,
     ToolInvalidArgsError,
     ToolMeta,
-    ToolUnsupportedError,
     UnrevertibleError,
 )
 
@@ -51,36 +49,17 @@ class MemoryStore(BaseTool):
         return {"would_store": _clean(text), "summary": f"Remember: {_clean(text)}"}
 
     async def execute(self, ctx: CallContext, text: str, **_: Any) -> dict[str, Any]:
-        store = require_store(ctx)
         cleaned = _clean(text)
-        async with store.transaction() as tx:
-            row = await tx.fetchone(
-                "INSERT INTO memories(sender, text, created_at) VALUES (?, ?, ?) RETURNING id",
-                (ctx.sender, cleaned, time.time()),
-            )
-            memory_id = row["id"] if row else None
-        return {"id": memory_id, "stored": cleaned}
+        return {"id": await ctx.ports.memory.remember(ctx.sender, cleaned), "stored": cleaned}
 
     async def revert(self, ctx: CallContext, args: dict[str, Any], result: dict[str, Any]) -> dict:
         memory_id = result.get("id")
         if not isinstance(memory_id, int):
             raise UnrevertibleError("This result carries no memory id to delete.")
-        # Only the sender's own memory: an undo can never delete someone else's.
-        async with require_store(ctx).transaction() as tx:
-            deleted = await tx.execute(
-                "DELETE FROM memories WHERE id = ? AND sender = ?", (memory_id, ctx.sender))
-        if not deleted:
+        if not await ctx.ports.memory.forget(ctx.sender, memory_id):
             raise UnrevertibleError(f"Memory {memory_id} is already gone.",
                                     "Nothing to undo; tell the user it was already forgotten.")
         return {"id": memory_id, "deleted": True}
-
-
-def require_store(ctx: CallContext) -> Any:
-    store = getattr(ctx.services, "store", None)
-    if store is None:
-        raise ToolUnsupportedError("Long-term memory is not available (no store is configured).",
-                                   "Answer from the conversation alone.")
-    return store
 
 
 def _clean(text: str) -> str:

@@ -11,15 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.identity import LEVELS
-from bot.core.tool import BaseTool, CallContext, Risk, ToolInvalidArgsError, ToolMeta, ToolPermissionError
-from bot.jobs.jobs import Job, JobError
-from bot.jobs.schedule import ScheduleError, local_time, parse_at, parse_cron
+from bot.core.ports import JobRequest
+from bot.core.tool import BaseTool, CallContext, Risk, ToolMeta
 
 NAME = "schedule"
-HINT = ("Use `at` for one time ('in 20 minutes', '2026-12-02 09:00', '09:00', local time) or "
-        "`cron` for a repeating schedule ('0 8 * * 1' = Mondays 08:00), and `message` for a "
-        "plain reminder or `prompt` for work the agent should do then.")
 
 
 class ScheduleTool(BaseTool):
@@ -65,81 +60,23 @@ class ScheduleTool(BaseTool):
         if args["action"] == "list":
             return await self.execute(ctx, **args)
         if args["action"] == "cancel":
-            job = await _own_job(ctx, args)
-            return {"summary": f"Cancel job {job.id} '{job.name}' ({job.schedule.describe()})"}
-        job = await _draft(ctx, args)
-        runs = job.schedule.upcoming(ctx.services.jobs.clock(), 3)
-        when = "; ".join(local_time(t, job.schedule.timezone) for t in runs)
-        what = f"send the reminder: {job.message}" if job.is_reminder else f"run: {job.prompt}"
-        tools = ", ".join(job.tools) or "none"
-        return {"summary": f"Schedule '{job.name}' {job.schedule.describe()} in this chat, "
-                           f"to {what}\nTools it may use: {tools}\nNext runs: {when}"}
+            return {"summary": await ctx.ports.jobs.describe(ctx.sender, args.get("job_id", ""))}
+        return {"summary": await ctx.ports.jobs.preview(_request(ctx, args))}
 
     async def execute(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
-        jobs = ctx.services.jobs
+        jobs = ctx.ports.jobs
         if args["action"] == "list":
-            return {"jobs": [_describe(job) for job in await jobs.for_owner(ctx.sender)]}
-        try:
-            if args["action"] == "cancel":
-                job = await jobs.cancel((await _own_job(ctx, args)).id, ctx.sender)
-                return {"cancelled": job.id, "name": job.name}
-            job = await jobs.create(await _draft(ctx, args))
-        except JobError as exc:
-            raise ToolInvalidArgsError(str(exc)) from exc
-        return {"created": _describe(job)}
+            return {"jobs": await jobs.list(ctx.sender)}
+        if args["action"] == "cancel":
+            return await jobs.cancel(ctx.sender, args.get("job_id", ""))
+        return {"created": await jobs.create(_request(ctx, args))}
 
 
-async def _draft(ctx: CallContext, args: dict[str, Any]) -> Job:
-    """The job a create call describes, checked against the caller's own rights."""
-    services = ctx.services
-    if not args.get("name") or ("at" in args) == ("cron" in args):
-        raise ToolInvalidArgsError("create needs a `name` and exactly one of `at` or `cron`.", HINT)
-    if not args.get("message") and not args.get("prompt"):
-        raise ToolInvalidArgsError("create needs a `message` (reminder) or a `prompt`.", HINT)
-    level = await services.senders.autonomy(ctx.sender)
-    if level not in LEVELS:
-        raise ToolPermissionError("Only senders with an autonomy level can schedule jobs.")
-    timezone = await services.jobs.timezone_of(ctx.sender, services.config["agent"]["timezone"])
-    now = services.jobs.clock()
-    try:
-        when = (parse_at(args["at"], now=now, timezone=timezone) if "at" in args
-                else parse_cron(args["cron"], timezone=timezone))
-    except ScheduleError as exc:
-        raise ToolInvalidArgsError(str(exc), HINT) from exc
-    tools = tuple(args.get("tools") or ())
-    allowed = {t.meta.name for t in services.registry.list_for_sender(ctx.sender, level)} - {NAME}
-    refused = [name for name in tools if name not in allowed]
-    if refused:
-        raise ToolPermissionError(
-            f"A job can only use tools you may use yourself (not {', '.join(refused)}).",
-            f"Choose from: {', '.join(sorted(allowed)) or '(none)'}.")
-    job = Job(id="", owner=ctx.sender, channel=ctx.channel, chat=ctx.chat, name=args["name"],
-              schedule=when, level=level, prompt=args.get("prompt", ""),
-              message=args.get("message", ""), tools=tools)
-    try:
-        services.jobs.check(job, now)
-    except JobError as exc:
-        raise ToolInvalidArgsError(str(exc), HINT) from exc
-    return job
-
-
-async def _own_job(ctx: CallContext, args: dict[str, Any]) -> Job:
-    job_id = args.get("job_id")
-    job = await ctx.services.jobs.get(job_id) if job_id else None
-    if job is None or job.owner != ctx.sender or job.status not in ("active", "paused"):
-        raise ToolInvalidArgsError(f"No job {job_id!r} of this user.",
-                                   "Call schedule with action=list to see the job ids.")
-    return job
-
-
-def _describe(job: Job) -> dict[str, Any]:
-    shown: dict[str, Any] = {"id": job.id, "name": job.name, "schedule": job.schedule.describe(),
-                             "status": job.status}
-    if job.next_run is not None:
-        shown["next_run"] = local_time(job.next_run, job.schedule.timezone)
-    if job.last_outcome:
-        shown["last_outcome"] = job.last_outcome
-    return shown
+def _request(ctx: CallContext, args: dict[str, Any]) -> JobRequest:
+    """A create call as a request of this caller, at the level of this turn (roles applied)."""
+    return JobRequest(owner=ctx.sender, level=ctx.level, chat=ctx.chat, name=args.get("name", ""),
+                      at=args.get("at"), cron=args.get("cron"), message=args.get("message", ""),
+                      prompt=args.get("prompt", ""), tools=tuple(args.get("tools") or ()))
 
 
 def build() -> ScheduleTool:

@@ -181,9 +181,8 @@ class ShellRun(BaseTool):
         except SandboxUnavailable as exc:
             raise ToolPermissionError(f"shell_run is disabled on this machine: {exc}.",
                                       UNAVAILABLE_HINT) from exc
-        config = ctx.services.config
-        settings = config["tools"]["shell_run"]
-        env = child_environment(config.secret_values())
+        settings = ctx.settings["tools"]["shell_run"]
+        env = child_environment(ctx.settings.secret_values())
         if self.assess(command)[0] == "medium":
             env.update(READ_ONLY_GIT_ENV)
         ctx.workspace.mkdir(parents=True, exist_ok=True)
@@ -201,7 +200,7 @@ def _check_command(command: str) -> None:
 
 
 def _timeout(ctx: CallContext, asked: float | None) -> float:
-    configured = float(ctx.services.config["tools"]["shell_run"]["timeout_seconds"])
+    configured = float(ctx.settings["tools"]["shell_run"]["timeout_seconds"])
     return min(configured, float(asked)) if asked else configured
 
 

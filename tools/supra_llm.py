@@ -19,10 +19,7 @@ from bot.core.tool import (
     ToolMeta,
     ToolNetworkError,
     ToolQuotaError,
-    ToolUnsupportedError,
 )
-from bot.money.prices import PriceTable
-from bot.money.spend import SpendLedger
 
 TOOL = "supra_llm"
 SYSTEM_PROMPT = (
@@ -30,16 +27,6 @@ SYSTEM_PROMPT = (
     "question directly and precisely; show the key reasoning briefly; say plainly when you are "
     "unsure or when the question cannot be answered from what is given."
 )
-# Reserve one slot unless today's count already reached the quota; RETURNING yields no row then.
-_RESERVE_SQL = """
-INSERT INTO tool_quota(sender, tool, day, count) VALUES (?, ?, ?, 1)
-ON CONFLICT(sender, tool, day) DO UPDATE SET count = count + 1 WHERE count < ?
-RETURNING count
-"""
-_REFUND_SQL = ("UPDATE tool_quota SET count = count - 1"
-               " WHERE sender = ? AND tool = ? AND day = ? AND count > 0")
-
-
 class SupraLLM(BaseTool):
     meta = ToolMeta(
         name=TOOL,
@@ -69,25 +56,20 @@ class SupraLLM(BaseTool):
 
     async def execute(self, ctx: CallContext, question: str, context: str = "",
                       **_: Any) -> dict[str, Any]:
-        llm = getattr(ctx.services, "llm", None)
-        if llm is None:
-            raise ToolUnsupportedError("supra_llm is not configured (no model client).",
-                                       "Answer with your own reasoning instead.")
-        config = ctx.services.config
-        model = config["agent"]["supra_model"]
-        quota = int(config["tools"]["supra_llm"]["daily_quota"])
+        agent = ctx.settings["agent"]
+        model = agent["supra_model"]
+        quota = int(ctx.settings["tools"]["supra_llm"]["daily_quota"])
         day = datetime.now(UTC).date().isoformat()
         used = await _reserve(ctx, day, quota)
         await ctx.progress(f"Asking {model}…")
         try:
-            answer = await llm.ask(sender=ctx.sender, model=model,
-                                   prompt=_prompt(question, context),
-                                   system=SYSTEM_PROMPT, max_tokens=config["agent"]["max_tokens"])
+            answer = await ctx.ports.model.ask(
+                sender=ctx.sender, level=ctx.level, session_id=ctx.session_id, model=model,
+                prompt=_prompt(question, context), system=SYSTEM_PROMPT,
+                max_tokens=agent["max_tokens"])
         except LLMError as exc:
-            async with ctx.services.store.transaction() as tx:
-                await tx.execute(_REFUND_SQL, (ctx.sender, TOOL, day))
+            await ctx.ports.quota.refund(ctx.sender, TOOL, day)
             raise _translate(exc, model) from exc
-        await _record_usage(ctx, model, answer.usage)
         if not answer.text.strip():
             raise ToolExternalError(f"{model} returned an empty answer.",
                                     "Rephrase the question more concretely, or answer yourself.")
@@ -96,27 +78,15 @@ class SupraLLM(BaseTool):
 
 
 async def _reserve(ctx: CallContext, day: str, quota: int) -> int:
-    store = ctx.services.store
-    row = None
-    if quota > 0:
-        async with store.transaction() as tx:
-            row = await tx.fetchone(_RESERVE_SQL, (ctx.sender, TOOL, day, quota))
-    if row is None:
+    used = await ctx.ports.quota.reserve(ctx.sender, TOOL, day, quota)
+    if used is None:
         raise ToolQuotaError(
             f"The daily supra_llm quota ({quota} calls) is used up for today (UTC).",
             "Answer with your own reasoning, say that the stronger model is unavailable until "
             "tomorrow (UTC), or ask the user whether the question can wait.",
             {"daily_limit": quota, "day": day},
         )
-    return int(row[0])
-
-
-async def _record_usage(ctx: CallContext, model: str, usage: dict[str, int]) -> None:
-    """The supra call costs money like any model call: account for it in the usage table (and
-    the running totals budgets are checked against)."""
-    services = ctx.services
-    ledger = services.spend or SpendLedger(services.store, PriceTable.from_config(services.config))
-    await ledger.record(session_id=ctx.session_id, sender=ctx.sender, model=model, usage=usage)
+    return used
 
 
 def _prompt(question: str, context: str) -> str:

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bot.core.identity import is_operator
+
 MAX_TRACKED = 10_000  # buckets kept in memory; past it, full ones (same as a fresh one) are dropped
 TOPIC = "rate"
 _READ_SQL = "SELECT tokens, updated, noticed FROM rate_buckets WHERE sender = ?"
@@ -63,7 +65,7 @@ def take(bucket: Bucket | None, now: float, per_minute: int) -> tuple[Bucket, Ra
 
 
 def _exempt(per_minute: int, sender: str) -> bool:
-    return per_minute <= 0 or sender.startswith("cli:")
+    return per_minute <= 0 or is_operator(sender)
 
 
 class MessageRateLimiter:

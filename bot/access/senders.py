@@ -17,11 +17,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bot.approvals.audit import AuditEntry, write_audit
 from bot.config.settings import Config
 from bot.core.errors import MyclawError
-from bot.core.identity import CHANNELS, LEVELS, Access, Level, Stranger, channel_of, parse_access
+from bot.core.identity import CHANNELS, LEVELS, OPERATOR, Access, Level, Sender, Stranger, parse_access
 from bot.core.policy import highest_level
+from bot.store.audit import AuditEntry, write_audit
 from bot.store.sqlite import Row, Store, Tx
 
 # No 0/O, 1/I/L: a code read aloud or copied from a phone screen survives.
@@ -60,25 +60,28 @@ class Senders:
         if level is None:
             level = await self.granted_level(sender)
         if roles and self._has_roles(sender):
-            mapped = self._roles[channel_of(sender)]
+            mapped = self._roles[Sender.parse(sender).channel]
             role_levels = [mapped[role] for role in roles if role in mapped]
             level = highest_level([lvl for lvl in (level, *role_levels) if lvl]) or level
         return level or self._unknown
 
-    async def level_for_resume(self, sender: str, at_request: str | None) -> Access:
-        """The level an approved call runs at, when the answer arrives.
+    async def level_of(self, sender: str, roles: Sequence[str] = (),
+                       recorded: str | None = None) -> Access:
+        """The one resolver of a sender's level: for a message (with the roles it came with),
+        an approval answered later, a job that runs later, or a tool checking its caller.
 
-        The sender's level now: access revoked since the request means the call is refused.
-        A sender whose level may come from roles keeps the level the request was made at:
-        roles arrive only with a message, so they are not known when the answer does.
+        The sender's level now: access revoked since means refused. Roles arrive only with a
+        message, so without them a sender whose level may come from roles keeps the level
+        `recorded` when the request or job was made (a member whose level comes only from a
+        guild role can answer their approvals and run their reminders).
         """
-        if at_request in LEVELS and self._has_roles(sender):
-            return Level(at_request)
-        return await self.autonomy(sender)
+        if not roles and recorded in LEVELS and self._has_roles(sender):
+            return Level(recorded)
+        return await self.autonomy(sender, roles)
 
     def _has_roles(self, sender: str) -> bool:
         """Does the sender's channel map roles to levels?"""
-        return channel_of(sender) in self._roles
+        return Sender.parse(sender).channel in self._roles
 
     async def granted_level(self, sender: str) -> Level | None:
         row = await self.store.fetchone("SELECT level FROM granted_senders WHERE sender = ?",
@@ -158,13 +161,13 @@ class Senders:
             " WHERE status = 'pending' AND expires_at > ? ORDER BY created_at", (self.clock(),))
         return [dict(row) for row in rows]
 
-    async def approve(self, code: str, level: str = "supervised", by: str = "cli:local") -> str:
+    async def approve(self, code: str, level: str = "supervised", by: str = str(OPERATOR)) -> str:
         """Grant `level` to the sender who received `code`; returns that sender."""
         if level not in LEVELS:
             raise PairingError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
         return await self._answer(code, "approved", level, by)
 
-    async def deny(self, code: str, by: str = "cli:local") -> str:
+    async def deny(self, code: str, by: str = str(OPERATOR)) -> str:
         """Refuse `code`; the sender stays unknown. Returns that sender."""
         return await self._answer(code, "denied", None, by)
 

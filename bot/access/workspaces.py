@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.core.errors import ConfigError
+from bot.core.identity import is_operator
 
 MODES = ("shared", "per_sender")
 MAX_NAME = 120  # far below any filesystem's limit, even after escaping
@@ -45,7 +46,7 @@ def _escape(byte: int) -> str:
 
 
 def uses_root(sender: str) -> bool:
-    return sender.startswith("cli:")
+    return is_operator(sender)
 
 
 def workspace_for(config: Any, sender: str) -> Path:

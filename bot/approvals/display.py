@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.approvals.records import ApprovalRequest
 from bot.core.errors import ChannelError
@@ -25,14 +25,16 @@ from bot.core.events import (
     ApprovalView,
     CallOutcome,
 )
-from bot.toolbox.services import Services
+
+if TYPE_CHECKING:
+    from bot.approvals.service import Approvals
 
 log = logging.getLogger(__name__)
 
 
 class ApprovalDisplay:
-    def __init__(self, services: Services):
-        self.services = services
+    def __init__(self, approvals: Approvals):
+        self.approvals = approvals
         self._surfaces: dict[str, ApprovalSurface] = {}
         self._batch_locks: dict[str, asyncio.Lock] = {}
 
@@ -46,7 +48,7 @@ class ApprovalDisplay:
             await self._show_batch(request.batch)
             return
         when = request.resolved_at or time.time()
-        for channel, ref in await self.services.approvals.message_refs(request.id):
+        for channel, ref in await self.approvals.message_refs(request.id):
             surface = self._surfaces.get(channel)
             if surface is None:
                 continue
@@ -60,7 +62,7 @@ class ApprovalDisplay:
     async def _show_batch(self, batch: str) -> None:
         """Redraw every message of a batch (each copy) from the store: answered calls show
         their outcome, pending ones keep their buttons."""
-        approvals = self.services.approvals
+        approvals = self.approvals
         lock = self._batch_locks.setdefault(batch, asyncio.Lock())
         async with lock:
             members = await approvals.batch_members(batch)

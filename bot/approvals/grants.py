@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.approvals.audit import AuditEntry, write_audit
 from bot.core.errors import MyclawError
 from bot.core.tool import RISKS, Risk
+from bot.store.audit import AuditEntry, write_audit
 from bot.store.sqlite import Store, Tx
 
 WHOLE_TOOL_KEY = "*"

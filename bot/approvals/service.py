@@ -26,7 +26,6 @@ from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any
 
-from bot.approvals.audit import AuditEntry, write_audit
 from bot.approvals.grants import Grants, Scope
 from bot.approvals.records import (
     ANSWER_LABELS,
@@ -41,6 +40,7 @@ from bot.approvals.records import (
     looks_like_id,
 )
 from bot.core.tool import args_hash
+from bot.store.audit import AuditEntry, write_audit
 from bot.store.sqlite import Store, Tx
 
 log = logging.getLogger(__name__)

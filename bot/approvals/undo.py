@@ -14,8 +14,8 @@ import time
 import weakref
 from typing import Any
 
-from bot.approvals.audit import AuditEntry, write_audit
 from bot.core.tool import CallContext, ToolException, args_hash, to_tool_error
+from bot.store.audit import AuditEntry, write_audit
 from bot.store.sqlite import Store, Tx
 from bot.toolbox.registry import Registry
 
@@ -52,7 +52,7 @@ class UndoLog:
         # Only the sender's own changes: in a chat-wide session a member cannot undo another's.
         row = await self.store.fetchone(
             "SELECT id, tool, args, result FROM undo_log WHERE session_id = ? AND sender = ?"
-            " AND reverted_at IS NULL ORDER BY id DESC LIMIT 1", (session_id, ctx.sender))
+            " AND reverted_at IS NULL ORDER BY id DESC LIMIT 1", (session_id, str(ctx.sender)))
         if row is None:
             return NOTHING_TO_UNDO
         name, args, result = row["tool"], json.loads(row["args"]), json.loads(row["result"])
@@ -70,7 +70,7 @@ class UndoLog:
         async with self.store.transaction() as tx:
             await tx.execute("UPDATE undo_log SET reverted_at = ? WHERE id = ? AND reverted_at IS NULL",
                              (time.time(), row["id"]))
-            await write_audit(tx, AuditEntry(sender=ctx.sender, decision="undo", outcome="reverted",
+            await write_audit(tx, AuditEntry(sender=str(ctx.sender), decision="undo", outcome="reverted",
                                              session_id=session_id, tool=name,
                                              args_hash=args_hash(args),
                                              detail=f"undo_log {row['id']}"))
@@ -80,7 +80,7 @@ class UndoLog:
     async def _refused(self, session_id: str, ctx: CallContext, name: str, args: dict[str, Any],
                        reason: str) -> str:
         async with self.store.transaction() as tx:
-            await write_audit(tx, AuditEntry(sender=ctx.sender, decision="undo", outcome="failed",
+            await write_audit(tx, AuditEntry(sender=str(ctx.sender), decision="undo", outcome="failed",
                                              session_id=session_id, tool=name,
                                              args_hash=args_hash(args), detail=reason))
         return f"{name} cannot be undone: {reason}"

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bot.config import prices
 from bot.config.file import read_toml
 from bot.config.schema import first_problem
 from bot.core.errors import ConfigError
-from bot.money import prices
+from bot.core.identity import OPERATOR
 
 SECRET_ENV_VARS = (
     "ANTHROPIC_API_KEY",
@@ -65,7 +66,7 @@ DEFAULTS: dict[str, Any] = {
     # keep_done_hours: how long handled updates are remembered; above Telegram's 24 h of
     # re-delivery, so an update delivered again after a restart is still recognised.
     "inbox": {"lease_seconds": 30, "keep_done_hours": 48, "replica": ""},
-    "senders": {"cli:local": "full", "unknown": "pairing"},
+    "senders": {str(OPERATOR): "full", "unknown": "pairing"},
     "pairing": {"code_ttl_seconds": 3600, "max_codes_per_hour": 3},
     "approvals": {"timeout_seconds": 300, "approvers": [], "grant_ttl_seconds": 86_400,
                   "notify_approvers": True},

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from bot.core.events import Sink
-from bot.core.identity import channel_of
+from bot.core.identity import Sender
 
 
 class Outlet(Protocol):
@@ -37,7 +37,7 @@ class Delivery:
 
     def private(self, sender: str) -> Sink | None:
         """A sink reaching `sender` privately on their own channel, when it is running."""
-        channel = channel_of(sender)
+        channel = Sender.parse(sender).channel
         outlet = self._outlets.get(channel)
         return outlet.private_sink_for(sender) if outlet is not None else None
 

@@ -17,16 +17,16 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from bot.approvals.audit import AuditEntry, write_audit
 from bot.approvals.receipts import Receipts
 from bot.approvals.undo import UndoLog
 from bot.conversation import turns
 from bot.conversation.history_cache import HistoryCache
 from bot.conversation.members import author
 from bot.money.spend import SpendLedger
-from bot.runtime.dispatch import ExecutedCall, Turn
+from bot.store.audit import AuditEntry, write_audit
 from bot.store.sqlite import Store, Tx
 
 Messages = list[dict[str, Any]]
@@ -45,6 +45,35 @@ def encode_contents(messages: Messages) -> list[str]:
 
 def active_key(owner: str, chat: str) -> str:
     return f"{owner}\x1f{chat}"
+
+
+
+@dataclass(frozen=True)
+class ExecutedCall:
+    """A call that ran successfully: its receipt (and undo entry, when `revertible`)."""
+
+    session_id: str
+    sender: str
+    tool: str
+    args: dict[str, Any]
+    result: Any
+    approver: str | None
+    started_at: float
+    finished_at: float
+    revertible: bool
+
+
+Record = AuditEntry | ExecutedCall
+
+
+class Step(Protocol):
+    """The turn a step of history belongs to (`bot.runtime.dispatch.Turn`)."""
+
+    session_id: str
+    sender: str
+    turn_id: str | None
+
+    def take_records(self) -> list[Record]: ...
 
 
 class Journal:
@@ -134,7 +163,7 @@ class Journal:
             await self.append(tx, session_id, messages)
             tx.on_commit(lambda: self.cache.drop(session_id))  # the next read loads it whole
 
-    async def write(self, turn: Turn, new: Messages, response: Any = None,
+    async def write(self, turn: Step, new: Messages, response: Any = None,
                     state: str | None = None) -> None:
         """Store one step: its messages, the rows its tool calls left on the turn, its usage,
         and the turn's new state when it changes."""
@@ -154,7 +183,7 @@ class Journal:
                                           lock=[HISTORY + "\x1f" + session_id]) as tx:
             yield tx
 
-    async def write_in(self, tx: Tx, turn: Turn, new: Messages, response: Any = None,
+    async def write_in(self, tx: Tx, turn: Step, new: Messages, response: Any = None,
                        state: str | None = None) -> None:
         """`write` inside the caller's transaction (with what else must commit with it)."""
         records = turn.take_records()
@@ -168,7 +197,7 @@ class Journal:
             await self.ledger.add(tx, session_id=turn.session_id, sender=turn.sender,
                                   model=response.model, usage=usage)
 
-    async def _write_record(self, tx: Tx, record: AuditEntry | ExecutedCall) -> None:
+    async def _write_record(self, tx: Tx, record: Record) -> None:
         if isinstance(record, AuditEntry):
             await write_audit(tx, record)
             return

@@ -35,19 +35,44 @@ class Sender:
         """The text form of a sender built from a platform's user id."""
         return str(cls(channel, str(user_id)))
 
+    @classmethod
+    def of_text(cls, value: Sender | str) -> Sender:
+        """The value of a sender given as a value or in its text form."""
+        return value if isinstance(value, Sender) else cls.parse(value)
+
+    @property
+    def in_terminal(self) -> bool:
+        """Typing in the bot's own terminal (where CLI-only tools are offered)."""
+        return self.channel == "cli"
+
+    @property
+    def is_operator(self) -> bool:
+        """The person who runs the bot: whoever types in its terminal (or signs in to its
+        console) is at the machine, whatever the configured approvers."""
+        return self.channel in OPERATOR_CHANNELS
+
     def __str__(self) -> str:
         return f"{self.channel}:{self.user_id}"
+
+
+# The channels only the operator can reach: the local terminal and the web console's login.
+OPERATOR_CHANNELS = frozenset({"cli", "console"})
+OPERATOR = Sender("cli", "local")         # the terminal's one sender
+CONSOLE_OPERATOR = Sender("console", "operator")
+
+
+def is_operator(sender: Sender | str) -> bool:
+    """`Sender.is_operator` for a sender in either form (a malformed one is not the operator)."""
+    try:
+        return Sender.of_text(sender).is_operator
+    except ValueError:
+        return False
 
 
 def channel_prefix(text: str) -> str:
     """What comes before the colon of something meant as a sender, even when it is not a valid
     one (for messages about a malformed config key)."""
     return str(text).partition(":")[0]
-
-
-def channel_of(sender: str) -> str:
-    """The channel part of a sender's text form."""
-    return Sender.parse(sender).channel
 
 
 class Level(StrEnum):

@@ -24,7 +24,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.core.identity import LEVELS, Level, channel_of
+from bot.core.identity import LEVELS, Level, Sender
 from bot.core.tool import RISKS, Risk, ToolMeta
 
 Verdict = Literal["allow", "ask", "deny"]
@@ -79,7 +79,7 @@ class Caller:
 
     @property
     def channel(self) -> str:
-        return channel_of(self.sender)
+        return Sender.parse(self.sender).channel
 
     @property
     def is_cli(self) -> bool:

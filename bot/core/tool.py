@@ -1,9 +1,9 @@
 """The Tool contract: what every tool (built-in, custom or MCP) is and how its errors look.
 
 A tool is a small typed record (`ToolMeta`) plus async methods. The runtime passes each call a
-`CallContext` (who is calling, where, with which services); tools keep no per-call state on
-themselves. Tools raise the typed exceptions below; the runtime turns them into `ToolError`s
-through `to_tool_error`, so the model never sees a stack trace.
+`CallContext` (who is calling at which level, where, and the typed ports of `bot.core.ports`);
+tools keep no per-call state on themselves. Tools raise the typed exceptions below; the runtime
+turns them into `ToolError`s through `to_tool_error`, so the model never sees a stack trace.
 """
 
 from __future__ import annotations
@@ -13,18 +13,49 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import Any, Literal, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from bot.toolbox.services import Services
+from bot.core.identity import OPERATOR, Level, Sender
+from bot.core.ports import JobsPort, MemoryPort, ModelPort, Network, QuotaPort
 
 log = logging.getLogger(__name__)
 
-Risk = Literal["low", "medium", "high"]
-RISKS: tuple[Risk, ...] = ("low", "medium", "high")
+
+class Risk(StrEnum):
+    """The risk of one call, ordered: low < medium < high (equal to its text, as in config)."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return RISKS.index(self.value)
+
+    def __lt__(self, other: object) -> bool:
+        return self.rank < Risk(other).rank if isinstance(other, str) else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return self.rank <= Risk(other).rank if isinstance(other, str) else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return self.rank > Risk(other).rank if isinstance(other, str) else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return self.rank >= Risk(other).rank if isinstance(other, str) else NotImplemented
+
+    @classmethod
+    def of(cls, value: object) -> Risk:
+        """A risk from config or a tool's answer; anything unknown counts as high."""
+        return cls(value) if value in RISKS else cls.HIGH
+
+
+RISKS: tuple[str, ...] = ("low", "medium", "high")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 NO_PREVIEW = "(preview not available for this tool)"
 
@@ -63,29 +94,65 @@ class ToolMeta:
 
     def __post_init__(self) -> None:
         unpreviewable = self.has_side_effects and not self.supports_dry_run
-        if unpreviewable or self.risk not in RISKS:
-            object.__setattr__(self, "risk", "high")  # frozen: settled before anyone reads it
+        risk = Risk.HIGH if unpreviewable else Risk.of(self.risk)
+        object.__setattr__(self, "risk", risk)  # frozen: settled before anyone reads it
+
+
+class Unavailable:
+    """A port this process has not wired: every method raises ToolUnsupportedError."""
+
+    def __init__(self, what: str):
+        self._what = what
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        async def refuse(*_: Any, **__: Any) -> Any:
+            raise ToolUnsupportedError(f"{self._what} is not available here.",
+                                       "Do without it and tell the user why.")
+        return refuse
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The typed ports of one process, the same for every call (see `bot.core.ports`)."""
+
+    memory: MemoryPort = field(default_factory=lambda: Unavailable("Long-term memory"))
+    model: ModelPort = field(default_factory=lambda: Unavailable("The stronger model"))
+    quota: QuotaPort = field(default_factory=lambda: Unavailable("The daily quota"))
+    jobs: JobsPort = field(default_factory=lambda: Unavailable("Scheduling"))
+
+
+NO_SETTINGS: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass
 class CallContext:
     """Everything one tool call may need besides its args. Built fresh for every call.
 
-    `services` holds shared, long-lived objects (store, llm client, settings) — read-only from a
-    tool's point of view. `progress` reports partial progress; `cancelled` is set by /stop.
+    `sender` and `level` are the turn's (roles applied); `settings` is the configuration,
+    read-only; `ports` reach the store, the metered model and the jobs. `progress` reports
+    partial progress; `cancelled` is set by /stop.
     """
 
-    sender: str = "cli:local"
+    sender: Sender = OPERATOR
+    level: Level = Level.FULL
     session_id: str = "local"
-    channel: str = "cli"
     chat: str = "local"
     workspace: Path = field(default_factory=Path.cwd)
-    services: Services | None = None
+    settings: Mapping[str, Any] = field(default_factory=lambda: NO_SETTINGS)
+    network: Network = field(default_factory=Network)
+    ports: Ports = field(default_factory=Ports)
     progress_sink: Callable[[str], Awaitable[None] | None] | None = None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     # The turn's sink: a tool hands the channel a `bot.core.events` event (e.g. FileOut) through
     # `emit`, never calling a platform itself. None where no conversation is attached.
     event_sink: Callable[[Any], Awaitable[None]] | None = None
+
+    @property
+    def channel(self) -> str:
+        return self.sender.channel
 
     async def emit(self, event: Any) -> bool:
         """Give the channel an event; False when there is no conversation to show it in."""
@@ -150,14 +217,10 @@ class BaseTool:
 def risk_of(tool: Tool, args: dict[str, Any]) -> Risk:
     """The risk of one invocation: `meta.risk` (the tool's floor, see ToolMeta), raised by
     `risk_for(args)` when the tool has it (an answer that is not a risk counts as high)."""
-    risk = tool.meta.risk
+    risk = Risk.of(tool.meta.risk)
     risk_for = getattr(tool, "risk_for", None)
     if callable(risk_for):
-        asked = risk_for(args)
-        if asked not in RISKS:
-            return "high"
-        if RISKS.index(asked) > RISKS.index(risk):
-            risk = asked
+        risk = max(risk, Risk.of(risk_for(args)))
     return risk
 
 

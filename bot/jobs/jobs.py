@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from bot.approvals.audit import AuditEntry, write_audit
 from bot.core.errors import MyclawError
 from bot.jobs.schedule import Schedule
+from bot.store.audit import AuditEntry, write_audit
 from bot.store.sqlite import Store, Tx
 
 Status = Literal["active", "paused", "done", "cancelled"]

@@ -41,7 +41,7 @@ class AgentJobRunner:
     async def level(self, job: Job) -> Level | None:
         """The lower of the owner's level now and the level the job was created with; None
         when the owner has no level any more (revoked, or a stranger again)."""
-        now = await self.senders.autonomy(job.owner)
+        now = await self.senders.level_of(job.owner, recorded=job.level)
         if now not in LEVELS or job.level not in LEVELS:
             return None
         return min(Level(now), Level(job.level))

@@ -52,7 +52,7 @@ LOCAL = Capabilities(parallel_tool_calls=False, vision=False, pdfs=False, prompt
 OTHER = LOCAL
 
 # Prices (per million tokens) a local model costs by default: nothing. Remote models without a
-# price in the config are charged at the highest configured rate (bot.money.prices).
+# price in the config are charged at the highest configured rate (bot.config.prices).
 FREE = {"input": 0.0, "output": 0.0, "cache_write": 0.0, "cache_read": 0.0}
 
 

@@ -3,7 +3,7 @@
 Every call names the sender it is made for: their budget is checked before it starts
 (bot.money.budgets; refused calls raise BudgetExceeded) and it waits for a model slot shared
 fairly between senders (bot.money.fairshare; excess calls queue instead of failing). Its usage
-comes back on the response under one set of names, priced by bot.money.prices when the step is
+comes back on the response under one set of names, priced by bot.config.prices when the step is
 stored (bot.conversation.journal), under the model that actually answered.
 
 The model asked for is an alias or a bare Anthropic id (bot/llm/models.py). The request is

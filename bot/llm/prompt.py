@@ -7,11 +7,19 @@ the conversation carries the third breakpoint, so each request reuses the previo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from bot.runtime.dispatch import Turn
-    from bot.toolbox.services import Services
+from bot.config.settings import Config
+from bot.toolbox.registry import Registry
+
+
+class Asker(Protocol):
+    """Who a request is built for (a turn): the catalog depends on these alone."""
+
+    sender: str
+    channel: str
+    autonomy: str
+    run_allowlist: frozenset[str] | None
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -39,10 +47,10 @@ person asks for it themselves."""
 
 
 class PromptBuilder:
-    def __init__(self, services: Services):
-        self.services = services
-        agent = services.config["agent"]
-        workspace = str(services.config.workspace)
+    def __init__(self, config: Config, registry: Registry):
+        self.registry = registry
+        agent = config["agent"]
+        workspace = str(config.workspace)
         if agent["workspace_mode"] == "per_sender":
             workspace = f"of the person you talk to (their own folder under {workspace})"
         text = DEFAULT_SYSTEM.format(workspace=workspace)
@@ -51,14 +59,14 @@ class PromptBuilder:
         if agent["system_prompt"].strip():  # the operator's instructions come after ours
             text += "\n\n" + agent["system_prompt"].strip()
         self.system = [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
-        self.model = services.config.main_model
+        self.model = config.main_model
         self.small_model = agent["small_model"]
-        self.job_model = services.config["jobs"]["model"]
+        self.job_model = config["jobs"]["model"]
         self.max_tokens = agent["max_tokens"]
         self._tools: dict[tuple, list[dict[str, Any]]] = {}
 
-    def tools(self, turn: Turn) -> list[dict[str, Any]]:
-        registry = self.services.registry
+    def tools(self, turn: Asker) -> list[dict[str, Any]]:
+        registry = self.registry
         key = (registry.generation, turn.channel == "cli", turn.autonomy,
                turn.run_allowlist)
         marked = self._tools.get(key)
@@ -70,7 +78,7 @@ class PromptBuilder:
             self._tools[key] = marked
         return marked
 
-    def params(self, turn: Turn, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def params(self, turn: Asker, messages: list[dict[str, Any]]) -> dict[str, Any]:
         # A run allowed no tools at all (a scheduled job that only writes, say a daily quote)
         # needs no more than the small model.
         writes_only = turn.run_allowlist is not None and not turn.run_allowlist

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 TextCallback = Callable[[str], Awaitable[None]]
-# The usage numbers every provider reports, under these names (bot.money.prices reads them).
+# The usage numbers every provider reports, under these names (bot.config.prices reads them).
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 

@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bot.access.workspaces import workspace_for
+from bot.config.settings import Config
 from bot.core.events import AudioPart, DocumentPart, ImagePart, IncomingMessage, Notice, Part, Sink
 from bot.core.wrap import wrap_untrusted
 from bot.media.attachments import (
@@ -39,6 +40,7 @@ from bot.media.images import prepare_image_file, sniff_image
 from bot.media.limits import MediaLimits, MediaRefused, megabytes
 from bot.media.received import AUDIO_SUFFIXES, Inbox, shown_name
 from bot.media.transcribe import HOW_TO_ENABLE, Transcriber, TranscriptionError
+from bot.store.sqlite import Store
 from bot.toolbox.offload import OverBudget, run_off_loop
 
 log = logging.getLogger(__name__)
@@ -52,11 +54,11 @@ DOCUMENT_BUDGET_SECONDS = 15.0
 
 
 class MediaIntake:
-    def __init__(self, services: Any):
-        self.config = services.config
+    def __init__(self, config: Config, store: Store):
+        self.config = config
         self.limits = MediaLimits.from_config(self.config["media"])
-        self.attachments = AttachmentStore(services.store, self.config.data_dir / "attachments")
-        self.inbox = Inbox(services.store, self.limits.inbox_quota_bytes)
+        self.attachments = AttachmentStore(store, self.config.data_dir / "attachments")
+        self.inbox = Inbox(store, self.limits.inbox_quota_bytes)
         self.transcriber = Transcriber(self.config)
         # What the attachments shown in full may take of a prompt, all together: half the
         # history's budget (the rest is the conversation, compacted to fit its own budget).

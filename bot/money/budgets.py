@@ -18,10 +18,11 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.approvals.audit import AuditEntry, write_audit
-from bot.conversation.notices import OnceNotices
 from bot.core.errors import LLMError
+from bot.core.identity import is_operator
 from bot.money.spend import Period, SpendLedger, Totals
+from bot.store.audit import AuditEntry, write_audit
+from bot.store.notices import OnceNotices
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class Budgets:
                     or any(self._levels.values()))
 
     def limits(self, sender: str, level: str | None) -> Limits:
-        if sender.startswith("cli:"):
+        if is_operator(sender):
             return Limits(0.0, 0.0, self._global_daily)
         daily, setting = self._sender_daily, "sender_daily"
         name = str(getattr(level, "value", level))  # a Level enum or its text

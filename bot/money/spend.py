@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.money.prices import PriceTable
+from bot.config.prices import PriceTable
 from bot.store.sqlite import Store, Tx
 
 USAGE_SQL = ("INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"

@@ -19,7 +19,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from bot.config.settings import Config
-from bot.core.identity import channel_of
+from bot.core.identity import OPERATOR, is_operator
 
 Severity = Literal["high", "medium", "low"]
 SEVERITY_ORDER: tuple[Severity, ...] = ("high", "medium", "low")
@@ -77,7 +77,7 @@ def _check_unknown_senders(config: Config) -> Iterator[Finding]:
 def _full_non_cli_sources(config: Config) -> list[str]:
     """The config keys through which a non-CLI sender reaches full autonomy."""
     sources = [f"senders.{s}" for s, lvl in config["senders"].items()
-               if s != "unknown" and channel_of(s) != "cli" and lvl == "full"]
+               if s != "unknown" and not is_operator(s) and lvl == "full"]
     if config["senders"]["unknown"] == "full":
         sources.append("senders.unknown")
     if config["discord"]["guilds"]:
@@ -126,7 +126,7 @@ def _check_shell_without_approval(config: Config) -> Iterator[Finding]:
         return
     full = _full_non_cli_sources(config)
     supervised = [f"senders.{s}" for s, lvl in config["senders"].items()
-                  if (s == "unknown" or channel_of(s) != "cli") and lvl == "supervised"]
+                  if (s == "unknown" or not is_operator(s)) and lvl == "supervised"]
     fix = (f'add "{SHELL_TOOL}" to {where}.always_ask (approve every command) or to '
            f"{where}.excluded_tools (terminal only)")
     if SHELL_TOOL in profile["auto_approve"] and SHELL_TOOL not in profile["always_ask"]:
@@ -154,7 +154,7 @@ def _check_approvers(config: Config) -> Iterator[Finding]:
                           f"{approver!r} is not a sender id the channels produce, so it matches "
                           "nobody (or not whom you meant)",
                           'use "telegram:<numeric user id>", "discord:<numeric user id>" or '
-                          '"cli:local"; /whoami shows yours')
+                          f'"{OPERATOR}"; /whoami shows yours')
 
 
 # --- where the agent may write -----------------------------------------------------------------
@@ -303,7 +303,7 @@ def _check_health_exposure(config: Config) -> Iterator[Finding]:
 def _others_can_spend(config: Config) -> list[str]:
     """Who besides the terminal operator can start model calls, as config keys."""
     who = [f"senders.{s}" for s, level in config["senders"].items()
-           if s != "unknown" and not s.startswith("cli:")]
+           if s != "unknown" and not is_operator(s)]
     if config["senders"]["unknown"] != "ignore":
         who.append("senders.unknown")  # "pairing": every sender paired later
     if config["discord"]["guilds"]:

@@ -43,8 +43,8 @@ from bot.runtime import commands
 from bot.runtime.approval_flow import ApprovalFlow
 from bot.runtime.dispatch import Dispatcher, Planned, StepCancelled, Turn, error_block, tainted_since_user
 from bot.runtime.recovery import Recovery
+from bot.runtime.services import Services
 from bot.runtime.session_control import SessionControl
-from bot.toolbox.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +57,14 @@ class Agent(SessionControl, ApprovalFlow):
         self.config = services.config
         self.queue = SessionQueue()
         self.dispatcher = Dispatcher(services)
-        self.prompt = PromptBuilder(services)
+        self.prompt = PromptBuilder(services.config, services.registry)
         self._sessions: dict[str, str] = {}   # active_key(owner, chat) -> session id
         self._sessions_generation = 0          # bumped when another process changes one
-        self.display = ApprovalDisplay(services)
+        self.display = ApprovalDisplay(services.approvals)
         self._won: dict[str, ApprovalRequest] = {}   # answers won, not resumed yet
         self.journal = Journal(services.store, receipts=services.receipts, undo=services.undo,
                                ledger=services.spend)
-        self.media = MediaIntake(services)
+        self.media = MediaIntake(services.config, services.store)
         services.store.subscribe(ACTIVE, self._session_changed_elsewhere)
         # The inbox's name for this replica: turns and claims are taken over by the same rule.
         self.replica = replica_name(self.config["inbox"]["replica"], services.store.dialect,
@@ -80,7 +80,7 @@ class Agent(SessionControl, ApprovalFlow):
         return self.services.inbox
 
     async def handle(self, message: IncomingMessage, sink: Sink) -> None:
-        autonomy = await self.services.senders.autonomy(message.sender, message.roles)
+        autonomy = await self.services.senders.level_of(message.sender, message.roles)
         if autonomy is Stranger.IGNORE:
             return
         if autonomy is Stranger.PAIRING:
@@ -383,7 +383,7 @@ class Agent(SessionControl, ApprovalFlow):
     async def stored_turn(self, row: turns.TurnRow, sink: Sink) -> Turn:
         """The per-turn state of a stored turn, as its sender's level stands now (never above
         the level it was started at)."""
-        now = await self.services.senders.level_for_resume(row.sender, row.level)
+        now = await self.services.senders.level_of(row.sender, recorded=row.level)
         started = Level(row.level) if row.level in {str(x) for x in Level} else None
         level = min(now, started) if isinstance(now, Level) and started is not None else now
         turn = await self._turn(row.session_id, row.sender, row.chat, level, sink,

@@ -9,7 +9,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.approvals.audit import write_audit
 from bot.approvals.display import call_outcome, requests_event
 from bot.approvals.records import ApprovalRequest, Resolution
 from bot.conversation import turns
@@ -21,6 +20,7 @@ from bot.core.events import (
 )
 from bot.core.tool import ToolError, args_hash
 from bot.runtime.dispatch import Planned, Turn, error_block
+from bot.store.audit import write_audit
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ class ApprovalFlow:
         """Run (or refuse) the resolved call, then re-enter the loop from the stored history.
         `on_ran(ok)` is told how the call ended (None: not run) before the loop goes on."""
         await self.services.store.catch_up()
-        autonomy = await self.services.senders.level_for_resume(request.sender, request.autonomy)
+        autonomy = await self.services.senders.level_of(request.sender, recorded=request.autonomy)
         turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
                                 request.allowlist)
         row = await turns.open_in_session(self.services.store, request.session_id)
@@ -198,7 +198,7 @@ class ApprovalFlow:
         await self.services.store.catch_up()
         members = await self.services.approvals.batch_members(batch)
         first = members[0]
-        autonomy = await self.services.senders.level_for_resume(first.sender, first.autonomy)
+        autonomy = await self.services.senders.level_of(first.sender, recorded=first.autonomy)
         turn = await self._turn(first.session_id, first.sender, first.chat, autonomy, sink,
                                 first.allowlist)
         row = await turns.open_in_session(self.services.store, first.session_id)

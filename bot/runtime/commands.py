@@ -6,21 +6,38 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from bot.access.senders import PairingError
-from bot.access.workspaces import workspace_for
 from bot.approvals.grants import GrantError
 from bot.approvals.records import ANSWER_LABELS
+from bot.config.settings import Config
 from bot.core.events import Button, IncomingMessage, Notice, Sink
-from bot.core.tool import CallContext
 from bot.jobs.jobs import JobError
 from bot.jobs.schedule import ScheduleError, local_time, zone
+from bot.runtime.services import Services
 
-if TYPE_CHECKING:
-    from bot.runtime.agent import Agent
 
-Handler = Callable[["Agent", IncomingMessage, str, Sink, str], Awaitable[None]]
+class Agent(Protocol):
+    """What the commands ask of the agent (`bot.runtime.agent.Agent`)."""
+
+    config: Config
+    services: Services
+
+    async def session_id(self, message: IncomingMessage) -> str: ...
+    async def new_session(self, message: IncomingMessage, level: str) -> str: ...
+    def stop(self, message: IncomingMessage) -> Any: ...
+    def running_for(self, message: IncomingMessage) -> str | None: ...
+    def is_approver(self, sender: str) -> bool: ...
+    def shared_with_others(self, message: IncomingMessage) -> bool: ...
+    async def tell_paired(self, code: str, text: str) -> None: ...
+    async def resolve_approval(self, *args: Any, **kwargs: Any) -> Any: ...
+    async def resume_approval(self, *args: Any, **kwargs: Any) -> Any: ...
+    async def _queued(self, message: IncomingMessage, sink: Sink,
+                      work: Callable[[], Awaitable[None]]) -> Any: ...
+
+
+Handler = Callable[[Agent, IncomingMessage, str, Sink, str], Awaitable[None]]
 
 DESCRIPTIONS: list[tuple[str, str]] = [
     ("start", "Who you are and how to get started"),
@@ -149,7 +166,7 @@ async def _new(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink
                                "/grants."))
         return
     agent.stop(message)
-    await agent.new_session(message)
+    await agent.new_session(message, autonomy)
     await sink.emit(Notice("Started a fresh conversation."))
 
 
@@ -168,9 +185,8 @@ async def _stop(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
 async def _undo(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
     async def work() -> None:
         session_id = await agent.session_id(message)
-        ctx = CallContext(sender=message.sender, session_id=session_id, channel=message.channel,
-                          workspace=workspace_for(agent.config, message.sender),
-                          services=agent.services)
+        ctx = agent.services.call_context(sender=message.sender, level=autonomy,
+                                          session_id=session_id, chat=message.chat)
         text = await agent.services.undo.undo_last(session_id, agent.services.registry, ctx)
         await sink.emit(Notice(text))
     await agent._queued(message, sink, work)
@@ -256,8 +272,8 @@ async def _grants(agent: Agent, message: IncomingMessage, autonomy: str, sink: S
 
 async def _pair(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                 arg: str) -> None:
-    approvals, senders = agent.services.approvals, agent.services.senders
-    if message.sender not in approvals.approvers and message.sender != "cli:local":
+    senders = agent.services.senders
+    if not agent.is_approver(message.sender):
         await sink.emit(Notice("Only an approver can let people in."))
         return
     words = arg.split()
@@ -293,11 +309,11 @@ async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
     if arg.lower() != "all":
         await sink.emit(Notice(await own_report(services.budgets, message.sender, autonomy)))
         return
-    if message.sender not in services.approvals.approvers and not message.sender.startswith("cli:"):
+    if not agent.is_approver(message.sender):
         await sink.emit(Notice("Only approvers can see everyone's usage; /usage shows yours."))
         return
     spent = await services.spend.by_sender()
-    levels = {sender: await services.senders.autonomy(sender) for sender in list(spent)[:30]}
+    levels = {sender: await services.senders.level_of(sender) for sender in list(spent)[:30]}
     await sink.emit(Notice(await everyone_report(services.budgets, levels, spent)))
 
 

@@ -17,12 +17,11 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.access.workspaces import workspace_for
-from bot.approvals.audit import AuditEntry
 from bot.approvals.grants import Grant, Scope, covering, scope_of
 from bot.conversation import history
+from bot.conversation.journal import ExecutedCall, Record
 from bot.core.events import Sink, ToolFinished, ToolProgress, ToolStarted
-from bot.core.identity import channel_of
+from bot.core.identity import Sender
 from bot.core.logs import Redactor
 from bot.core.policy import TAINT_REASON, Caller, Decision, decide
 from bot.core.tool import (
@@ -38,7 +37,8 @@ from bot.core.tool import (
     to_tool_error,
 )
 from bot.core.wrap import source_of, wrap_untrusted
-from bot.toolbox.services import Services
+from bot.runtime.services import Services
+from bot.store.audit import AuditEntry
 
 log = logging.getLogger(__name__)
 
@@ -48,22 +48,6 @@ MAX_RESULT_CHARS = 200_000
 MAX_PREVIEW_CHARS = 12_000
 
 
-@dataclass(frozen=True)
-class ExecutedCall:
-    """A call that ran successfully: its receipt (and undo entry, when `revertible`)."""
-
-    session_id: str
-    sender: str
-    tool: str
-    args: dict[str, Any]
-    result: Any
-    approver: str | None
-    started_at: float
-    finished_at: float
-    revertible: bool
-
-
-Record = AuditEntry | ExecutedCall
 
 
 @dataclass
@@ -100,7 +84,7 @@ class Turn:
 
     @property
     def channel(self) -> str:
-        return channel_of(self.sender)
+        return Sender.parse(self.sender).channel
 
     @property
     def caller(self) -> Caller:
@@ -273,12 +257,10 @@ class Dispatcher:
     def context(self, turn: Turn, call_id: str, tool_name: str) -> CallContext:
         async def progress(text: str) -> None:
             await turn.sink.emit(ToolProgress(call_id, tool_name, text))
-        return CallContext(sender=turn.sender, session_id=turn.session_id, channel=turn.channel,
-                           chat=turn.chat,
-                           workspace=workspace_for(self.services.config, turn.sender),
-                           services=self.services, progress_sink=progress,
-                           cancelled=turn.cancelled,
-                           event_sink=turn.sink.emit if turn.sink is not None else None)
+        return self.services.call_context(
+            sender=turn.sender, level=turn.autonomy, session_id=turn.session_id, chat=turn.chat,
+            progress_sink=progress, cancelled=turn.cancelled,
+            event_sink=turn.sink.emit if turn.sink is not None else None)
 
     async def preview(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str) -> str:
         """The approval text, whole: the dry_run summary (and diff), or — for a tool without a

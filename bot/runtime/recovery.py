@@ -21,19 +21,31 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.approvals.audit import AuditEntry, write_audit
 from bot.approvals.display import requests_event
 from bot.conversation import turns
 from bot.conversation.history import error_result
 from bot.core.errors import LLMError
 from bot.core.events import ApprovalView, Done, ErrorEvent, Notice, Sink
 from bot.runtime.dispatch import Turn
+from bot.store.audit import AuditEntry, write_audit
 
 if TYPE_CHECKING:
     from bot.approvals.records import ApprovalRequest
-    from bot.runtime.agent import Agent
+    from bot.conversation.journal import Journal
+
+
+class Agent(Protocol):
+    """What recovery asks of the agent (`bot.runtime.agent.Agent`)."""
+
+    journal: Journal
+
+    async def stored_turn(self, *args: Any, **kwargs: Any) -> Any: ...
+    async def continue_turn(self, *args: Any, **kwargs: Any) -> Any: ...
+    async def show_outcome(self, *args: Any, **kwargs: Any) -> Any: ...
+    async def notify_approvers(self, *args: Any, **kwargs: Any) -> Any: ...
+    async def run_answered(self, *args: Any, **kwargs: Any) -> Any: ...
 
 log = logging.getLogger(__name__)
 

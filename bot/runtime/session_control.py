@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.access.workspaces import workspace_for
 from bot.conversation.journal import active_key
 from bot.conversation.sessions import ShuttingDown, Stopped
 from bot.core.errors import LLMError
@@ -18,8 +17,7 @@ from bot.core.events import (
     Notice,
     Sink,
 )
-from bot.core.identity import channel_of
-from bot.core.tool import CallContext
+from bot.core.identity import OPERATOR, Sender, is_operator
 from bot.money.budgets import BudgetExceeded
 from bot.runtime import commands
 from bot.toolbox.hooks import run_session_hooks
@@ -43,11 +41,11 @@ class SessionControl:
 
     def is_approver(self, sender: str) -> bool:
         """May `sender` act on other people's requests and turns (answer, stop, reset)?"""
-        return sender in self.services.approvals.approvers or sender == "cli:local"
+        return sender in self.services.approvals.approvers or is_operator(sender)
 
     def session_key(self, sender: str, chat: str) -> str:
         if self.config["agent"]["session_scope"] == "chat":
-            return f"chat:{channel_of(sender)}:{chat}"
+            return f"chat:{Sender.parse(sender).channel}:{chat}"
         return f"{sender}|{chat}"
 
     def _owner(self, message: IncomingMessage) -> str:
@@ -76,15 +74,14 @@ class SessionControl:
         else:
             self._sessions.pop(key, None)
 
-    async def new_session(self, message: IncomingMessage) -> str:
+    async def new_session(self, message: IncomingMessage, level: str) -> str:
         old = await self.session_id(message)
         async with self.services.store.transaction() as tx:
             await self.services.approvals.supersede_session(tx, old)
         new = await self.journal.new_session(self._owner(message), message.chat, message.channel)
         self._sessions[active_key(self._owner(message), message.chat)] = new
-        ctx = CallContext(sender=message.sender, session_id=new, channel=message.channel,
-                          workspace=workspace_for(self.config, message.sender),
-                          services=self.services)
+        ctx = self.services.call_context(sender=message.sender, level=level, session_id=new,
+                                         chat=message.chat)
         await run_session_hooks(self.services.registry, "new_session", ctx)
         return new
 
@@ -166,7 +163,7 @@ class SessionControl:
             Button("Deny", f"/pair deny {code}")))
         if self.services.delivery is not None:
             await self.services.delivery.tell_privately(
-                sorted(self.services.approvals.approvers | {"cli:local"}), [note])
+                sorted(self.services.approvals.approvers | {str(OPERATOR)}), [note])
 
     async def tell_paired(self, code: str, text: str) -> None:
         """Tell the stranger who asked with `code` the outcome, where they asked."""

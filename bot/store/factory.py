@@ -8,10 +8,10 @@ is configured, so an SQLite installation neither needs nor loads it.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from bot.core.errors import StoreError
 from bot.store.sqlite import Store
+from bot.store.urls import redact_url
 
 if TYPE_CHECKING:
     from bot.config.settings import Config
@@ -46,16 +46,3 @@ def store_location(config: Config) -> str:
     return redact_url(url) if url else str(config.store_path)
 
 
-def redact_url(url: str) -> str:
-    """The URL with any password replaced by `***` (safe for logs and messages)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.hostname or ""
-        if ":" in host:
-            host = f"[{host}]"
-        netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc))
-    except ValueError:
-        return "postgresql://(unparseable URL)"

@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonschema
 
-from bot.core.identity import channel_of
+from bot.core.identity import Sender
 from bot.core.policy import Caller, Decision, Profile, could_ever_run
 from bot.core.tool import NAME_RE, Tool, ToolError, ToolUnavailable
 
@@ -157,7 +157,7 @@ class Registry:
         key and rebuilt only when a tool is registered or removed. Do not mutate it.
         """
         allow = frozenset(run_allowlist) if run_allowlist is not None else None
-        is_cli = channel_of(sender) == "cli"
+        is_cli = Sender.parse(sender).in_terminal
         key = (is_cli, autonomy, allow)
         cached = self._catalogs.get(key)
         if cached is None:

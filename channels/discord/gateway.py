@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import aiohttp
 import discord
@@ -28,10 +29,17 @@ from channels.discord.approvals import ApprovalButton, ApprovalDesk
 from channels.discord.batch import BatchButton
 from channels.discord.buttons import CommandButton
 
-if TYPE_CHECKING:
-    from channels.discord.channel import DiscordChannel
-
 log = logging.getLogger(__name__)
+
+
+class DiscordChannel(Protocol):
+    """The channel the client forwards to (`channels.discord.channel.DiscordChannel`)."""
+
+    def in_flight(self) -> AbstractContextManager[None]: ...
+
+    async def on_message(self, message: discord.Message) -> None: ...
+
+    async def on_command_tap(self, *args: Any, **kwargs: Any) -> Any: ...
 
 READY_TIMEOUT = 60.0
 

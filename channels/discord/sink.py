@@ -16,13 +16,14 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import discord
 
 from bot.core.events import (
     ApprovalBatchNeeded,
     ApprovalNeeded,
+    ApprovalView,
     Done,
     ErrorEvent,
     Event,
@@ -36,10 +37,15 @@ from bot.core.events import (
 from channels.discord.buttons import view_for
 from channels.discord.rendering import split_message
 
-if TYPE_CHECKING:
-    from channels.discord.approvals import ApprovalDesk
-
 log = logging.getLogger(__name__)
+
+
+class ApprovalDesk(Protocol):
+    """Where approval requests are posted (`channels.discord.approvals.ApprovalDesk`)."""
+
+    async def post_request(self, approval: ApprovalView, outlet: Outlet) -> None: ...
+
+    async def post_batch(self, approvals: tuple[ApprovalView, ...], outlet: Outlet) -> None: ...
 
 NO_MENTIONS = discord.AllowedMentions.none()
 STATUS_MIN_INTERVAL = 1.0       # seconds between edits of the tool status line (rate limits)

@@ -79,7 +79,7 @@ async def run(undo: UndoLog, ctx: CallContext, tool: Any, **args: Any) -> dict[s
     """What the runtime does after a successful call of a revertible tool."""
     result = await tool.execute(ctx, **args)
     async with undo.store.transaction() as tx:
-        await undo.record(tx, session_id=ctx.session_id, sender=ctx.sender, tool=tool.meta.name,
+        await undo.record(tx, session_id=ctx.session_id, sender=str(ctx.sender), tool=tool.meta.name,
                           args=args, result=result)
     return result
 
@@ -133,8 +133,8 @@ async def test_a_tool_that_is_gone_cannot_be_undone(undo, services, ctx, tools):
 
 async def test_undo_only_touches_its_own_session(undo, services, ctx, tools):
     await run(undo, ctx, tools["note_write"], path="mine.md", text="x")
-    other = CallContext(sender="telegram:2", session_id="other", channel="telegram",
-                        workspace=ctx.workspace, services=services)
+    other = services.call_context(sender="telegram:2", level="full", session_id="other",
+                                  chat="other", workspace=ctx.workspace)
     assert await undo.undo_last("other", services.registry, other) == NOTHING_TO_UNDO
     assert (ctx.workspace / "mine.md").exists()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.conversation.notices import KEEP_S, OnceNotices
+from bot.store.notices import KEEP_S, OnceNotices
 from tests.jobs.test_jobs import Clock
 from tests.support.pg_support import on_both_backends
 

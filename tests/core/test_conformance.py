@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import httpx
 import pytest
 
 from bot.app import build_registry
+from bot.core.ports import Network
 from bot.core.tool import BaseTool, CallContext, ToolMeta
-from bot.toolbox.services import Network
 from tests.conftest import FAKE_ENV, make_config
 from tests.support import conformance
 
@@ -64,9 +65,9 @@ async def test_dry_run_is_honest(tmp_path, name, store, services, ctx):
         attempts.append(f"http {request.url}")
         raise httpx.ConnectError("no network in the conformance suite", request=request)
 
-    services.network = Network(resolver=refusing_resolver,
-                               http_transport=httpx.MockTransport(refusing_transport))
-    await conformance.check_dry_run(registry.get(name), ctx, store)
+    offline = dataclasses.replace(ctx, network=Network(
+        resolver=refusing_resolver, http_transport=httpx.MockTransport(refusing_transport)))
+    await conformance.check_dry_run(registry.get(name), offline, store)
     assert attempts == [], f"{name} reached for the network during the conformance run"
 
 

@@ -22,8 +22,8 @@ import pytest
 
 from bot.core.events import ApprovalNeeded, CollectingSink, IncomingMessage
 from bot.core.tool import BaseTool, CallContext, ToolExternalError, ToolMeta
+from bot.runtime.services import Network
 from bot.toolbox.mcp.client import MCPManager
-from bot.toolbox.services import Network
 from tests.fakes.anthropic_server import error, text, tool_use
 from tests.support import conformance
 from tests.support.runtime_tools import answer
@@ -119,7 +119,8 @@ async def world(app_factory):
 
     app.services.network = Network(resolver=resolver, http_transport=httpx.MockTransport(web))
     memory = app.services.registry.get("memory_store")
-    await memory.execute(CallContext(sender=ME, workspace=workspace, services=app.services),
+    await memory.execute(app.services.call_context(sender=ME, level="full", session_id="s", chat="c",
+                                                   workspace=workspace),
                          text=f"My favourite colour is {MARK}")
     app.services.registry.register(FileQuoter(), "tests")
     manager = MCPManager(app.config, app.services.registry, base_delay=0.05)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.identity import LEVELS, Level, Sender, Stranger, channel_of, parse_access
+from bot.core.identity import LEVELS, OPERATOR, Level, Sender, Stranger, is_operator, parse_access
 
 
 def test_a_sender_parses_into_its_channel_and_user_and_prints_back_the_same_text():
@@ -12,7 +12,7 @@ def test_a_sender_parses_into_its_channel_and_user_and_prints_back_the_same_text
     assert (sender.channel, sender.user_id) == ("telegram", "42")
     assert str(sender) == "telegram:42"
     assert Sender.of("discord", 7) == "discord:7"
-    assert channel_of("cli:local") == "cli"
+    assert Sender.parse("cli:local").channel == "cli"
 
 
 def test_a_user_id_may_itself_contain_a_colon():
@@ -56,3 +56,16 @@ async def test_the_sender_lookup_gives_a_level_or_a_stranger_outcome(config, sto
     senders = Senders(config, store)
     assert await senders.autonomy("cli:local") is Level.FULL
     assert await senders.autonomy("telegram:999") is Stranger.PAIRING
+
+
+@pytest.mark.parametrize(("sender", "operator"), [
+    ("cli:local", True), ("console:operator", True), ("telegram:1", False),
+    ("discord:cli", False), ("not a sender", False),
+])
+def test_the_operator_is_whoever_types_in_the_terminal_or_signs_in_to_the_console(sender, operator):
+    assert is_operator(sender) is operator
+
+
+def test_the_terminal_sender_is_the_operator_and_in_the_terminal():
+    assert OPERATOR.is_operator and OPERATOR.in_terminal and str(OPERATOR) == "cli:local"
+    assert not Sender("console", "operator").in_terminal

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from bot.config.prices import PriceTable
 from bot.core.errors import ConfigError
 from bot.llm.capabilities import ANTHROPIC, LOCAL, OPENAI
 from bot.llm.degrade import Degrader
 from bot.llm.models import Models
-from bot.money.prices import PriceTable
 from tests.conftest import make_config
 
 OLLAMA = {"provider": "openai", "base_url": "http://127.0.0.1:11434/v1", "model": "qwen3:14b",

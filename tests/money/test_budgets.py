@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.config.prices import PriceTable
 from bot.core.events import CollectingSink, Done, ErrorEvent, Notice
 from bot.money.budgets import BudgetExceeded, Budgets, until
-from bot.money.prices import PriceTable
 from bot.money.spend import SpendLedger
 from bot.store.sqlite import Store
 from tests.conftest import make_config

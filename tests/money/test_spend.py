@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.config import settings as config_mod
+from bot.config.prices import Price, PriceTable
 from bot.core.errors import ConfigError
-from bot.money.prices import Price, PriceTable
 from bot.money.spend import Period, SpendLedger
 from bot.ops.cli.core import usage_report
 from tests.conftest import make_config

@@ -264,7 +264,7 @@ async def test_tools_hear_about_start_new_sessions_and_shutdown(app_factory):
             self.events = []
 
         async def on_session(self, event, ctx):
-            self.events.append((event, ctx.sender))
+            self.events.append((event, str(ctx.sender)))
             if event == "new_session":
                 raise RuntimeError("a buggy hook must not break /new")
 

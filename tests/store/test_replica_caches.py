@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from bot.approvals.grants import Grants, Scope
+from bot.config.prices import Price, PriceTable
 from bot.conversation.inbox import Claim, Entry, Inbox, InboxSettings
 from bot.conversation.journal import Journal
-from bot.money.prices import Price, PriceTable
 from bot.money.spend import SpendLedger
 from bot.store import postgres as store_pg
 from bot.store.pg_invalidation import MAX_PAYLOAD, Subscribers, payloads
@@ -155,7 +155,7 @@ async def test_a_chat_moved_to_a_new_session_on_another_replica_continues_there_
     fake_anthropic.script(reply(text("one")), reply(text("two")), reply(text("three")))
     await say(first, "hello")
     old = await first.agent.session_id(message("x"))
-    await second.agent.new_session(message("/new"))
+    await second.agent.new_session(message("/new"), "full")
     await say(first, "after new")
     assert await first.agent.session_id(message("x")) != old
     new_history = await first.agent.journal.stored(await second.agent.session_id(message("x")))

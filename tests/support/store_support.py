@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.approvals.audit import AuditEntry, write_audit
 from bot.conversation.journal import Journal
+from bot.store.audit import AuditEntry, write_audit
 from bot.store.sqlite import Store
 
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 from aiohttp import web
 
+from bot.core.ports import Network
 from bot.core.tool import (
     CallContext,
     ToolExternalError,
@@ -26,8 +27,6 @@ from bot.core.tool import (
     ToolNetworkError,
     ToolPermissionError,
 )
-from bot.toolbox.registry import Registry
-from bot.toolbox.services import Network, Services
 from tests.conftest import make_config
 from tools import _netguard
 from tools._netguard import blocked_reason, fetch, parse_ipv4_loose, parse_target
@@ -142,9 +141,8 @@ def make_ctx(tmp_path: Path, *, allow_hosts: list[str] | None = None, resolver: 
     config = make_config(tmp_path, {"tools": {"net": {"allow_hosts": allow_hosts or [], **net}}})
     if transport is None and not real_transport:
         transport = LoopbackOnlyTransport()
-    services = Services(config=config, store=None, registry=Registry(),  # type: ignore[arg-type]
-                        network=Network(resolver=resolver, http_transport=transport))
-    return CallContext(workspace=config.workspace, services=services)
+    return CallContext(workspace=config.workspace, settings=config,
+                       network=Network(resolver=resolver, http_transport=transport))
 
 
 # --- hostile inputs: all refused before any connection --------------------------------------
@@ -327,7 +325,7 @@ async def test_dns_rebinding_cannot_switch_a_real_request_to_another_address(tmp
     resolver = FakeResolver({"rebind.test": [["127.0.0.1"], ["169.254.169.254"]]})
     ctx = make_ctx(tmp_path, allow_hosts=["127.0.0.1"], resolver=resolver)
     fetched = await fetch(ctx, "GET", f"http://rebind.test:{site.port}/")
-    assert ctx.services.network.http_transport.refused == []
+    assert ctx.network.http_transport.refused == []
     assert fetched.body == b"hello from the checked address"
     assert site.seen[0]["headers"]["Host"] == f"rebind.test:{site.port}"
     assert resolver.calls == ["rebind.test"]
@@ -369,7 +367,7 @@ async def test_redirects_to_internal_addresses_are_refused(tmp_path, local_site,
     with pytest.raises(ToolPermissionError):
         await fetch(ctx, "GET", f"http://allowed.test:{site.port}/start")
     assert site.paths() == ["/start"]  # the internal target was never contacted
-    assert ctx.services.network.http_transport.refused == []
+    assert ctx.network.http_transport.refused == []
 
 
 async def test_redirects_within_allowed_hosts_are_followed(tmp_path, local_site):

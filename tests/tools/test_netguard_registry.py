@@ -14,9 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bot.core.ports import Network
 from bot.core.tool import CallContext, ToolPermissionError
-from bot.toolbox.registry import Registry
-from bot.toolbox.services import Network, Services
 from tests.conftest import make_config
 from tools._netguard import blocked_reason, fetch
 
@@ -196,9 +195,8 @@ def net_ctx(tmp_path: Path, answers: dict[str, list[str]], transport: Recorder,
         return answers[host]
 
     config = make_config(tmp_path, {"tools": {"net": {"allow_hosts": allow_hosts or []}}})
-    services = Services(config=config, store=None, registry=Registry(),  # type: ignore[arg-type]
-                        network=Network(resolver=resolver, http_transport=transport))
-    return CallContext(workspace=config.workspace, services=services)
+    return CallContext(workspace=config.workspace, settings=config,
+                       network=Network(resolver=resolver, http_transport=transport))
 
 
 @pytest.mark.parametrize("answer", ["fec0::1", "64:ff9b:1::a", "2001:db8::1", "198.18.0.1",

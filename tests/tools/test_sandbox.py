@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import settings as config_mod
+from bot.core.identity import Sender
 from bot.core.tool import CallContext, ToolException, ToolNotFoundError, ToolPermissionError
-from bot.toolbox.registry import Registry
-from bot.toolbox.services import Services
 from tests.conftest import FAKE_ENV, make_config
 from tools._sandbox import (
     display_path,
@@ -49,8 +48,7 @@ def hostile(tmp_path: Path) -> CallContext:
     (ws / "db_alias").symlink_to(data)
     os.mkfifo(ws / "pipe")
     os.link(data / "myclaw.db", ws / "hardlink.db")
-    services = Services(config=cfg, store=None, registry=Registry())  # type: ignore[arg-type]
-    return CallContext(sender="telegram:1", workspace=cfg.workspace, services=services)
+    return CallContext(sender=Sender.parse("telegram:1"), workspace=cfg.workspace, settings=cfg)
 
 
 OUTSIDE, LOOP, PROTECTED = "resolves outside the workspace", "symlink loop", "protected files"
@@ -167,8 +165,7 @@ def test_the_store_outside_the_workspace_stays_unreachable_through_a_hard_link(t
     cfg.store_path.parent.mkdir(parents=True)
     cfg.store_path.write_text("db")
     os.link(cfg.store_path, cfg.workspace / "copy.db")
-    ctx = CallContext(workspace=cfg.workspace,
-                      services=Services(config=cfg, store=None, registry=Registry()))  # type: ignore[arg-type]
+    ctx = CallContext(workspace=cfg.workspace, settings=cfg)
     with pytest.raises(ToolPermissionError, match="protected"):
         resolve_in_workspace(ctx, "copy.db", must_exist=True, for_write=False)
 

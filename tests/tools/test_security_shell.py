@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 
 from bot.core.tool import CallContext
-from bot.toolbox.registry import Registry
-from bot.toolbox.services import Services
 from tests.conftest import make_config
 from tools import fs_write, shell_run
 
@@ -21,15 +19,14 @@ from tools import fs_write, shell_run
 def shell_ctx(tmp_path: Path) -> CallContext:
     config = make_config(tmp_path, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                                         "HOME": str(tmp_path / "home")})
-    services = Services(config=config, store=None, registry=Registry())  # type: ignore[arg-type]
-    return CallContext(workspace=config.workspace, services=services)
+    return CallContext(workspace=config.workspace, settings=config)
 
 
 async def test_fs_write_cannot_turn_the_workspace_into_a_bare_repo_that_git_diff_obeys(tmp_path):
     """fs_write (medium) plants HEAD/config/objects/refs at the workspace root; a medium
     `git diff --no-index` there used to read that `config` and run its diff.external."""
     ctx = shell_ctx(tmp_path)
-    writer = fs_write.build(ctx.services.config)
+    writer = fs_write.build(ctx.settings)
     planted = {
         "HEAD": "ref: refs/heads/main\n",
         "objects/info/keep": "",
@@ -42,7 +39,7 @@ async def test_fs_write_cannot_turn_the_workspace_into_a_bare_repo_that_git_diff
         await writer.execute(ctx, path=path, content=content)
     command = "git diff --no-index a.txt b.txt"
     assert shell_run.classify(command)[0] == "medium"  # runs unapproved at full autonomy
-    await shell_run.build(ctx.services.config).execute(ctx, command=command)
+    await shell_run.build(ctx.settings).execute(ctx, command=command)
     assert not (ctx.workspace / "pwned").exists()
 
 

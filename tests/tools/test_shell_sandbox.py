@@ -19,8 +19,6 @@ from pathlib import Path
 import pytest
 
 from bot.core.tool import CallContext, ToolPermissionError
-from bot.toolbox.registry import Registry
-from bot.toolbox.services import Services
 from tests.conftest import make_config
 from tests.support.process_tree import all_gone, descendants
 from tools import _bwrap, _pidcap, shell_run
@@ -34,8 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def ctx(tmp_path: Path) -> CallContext:
     config = make_config(tmp_path)
-    services = Services(config=config, store=None, registry=Registry())  # type: ignore[arg-type]
-    return CallContext(workspace=config.workspace, services=services)
+    return CallContext(workspace=config.workspace, settings=config)
 
 
 @pytest.fixture
@@ -55,7 +52,7 @@ async def direct(command: str, workspace: Path, *, network: bool = False,
 
 
 async def through_tool(ctx: CallContext, command: str, **args) -> dict:
-    return await shell_run.build(ctx.services.config).execute(ctx, command=command, **args)
+    return await shell_run.build(ctx.settings).execute(ctx, command=command, **args)
 
 
 def exists(path: Path | str) -> bool:
@@ -105,7 +102,7 @@ async def test_the_files0_from_example_reads_nothing_from_the_store_or_home(ctx,
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text(SECRET)
     monkeypatch.setenv("HOME", str(home))
-    store = ctx.services.config.store_path
+    store = ctx.settings.store_path
     store.parent.mkdir(parents=True, exist_ok=True)
     store.write_text(SECRET)
     names = [home / ".ssh" / "id_ed25519", store, Path("/proc/1/environ"),
@@ -309,8 +306,7 @@ async def test_a_process_flood_stops_at_the_process_limit(ctx):
 async def test_the_configured_limits_reach_the_command(ctx, tmp_path):
     config = make_config(tmp_path, {"tools": {"shell_run": {
         "cpu_seconds": 7, "memory_mb": 300, "max_file_mb": 5, "max_processes": 40}}})
-    tool_ctx = CallContext(workspace=config.workspace, services=Services(
-        config=config, store=None, registry=Registry()))  # type: ignore[arg-type]
+    tool_ctx = CallContext(workspace=config.workspace, settings=config)
     result = await through_tool(tool_ctx, "ulimit -t; ulimit -v; ulimit -f; ulimit -p")
     assert result["stdout"].split() == ["7", str(300 * 1024), str(5 * 2048), "40"]
 

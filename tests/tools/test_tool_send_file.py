@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.events import FileOut
+from bot.core.identity import Sender
 from bot.core.tool import ToolPermissionError, ToolUnsupportedError
 from tests.support.media_support import png
 from tools.send_file import build
@@ -50,7 +51,7 @@ async def test_the_bots_own_files_are_refused(ctx, config, sent):
 
 async def test_a_file_over_the_platform_limit_is_a_clear_error_for_the_model(ctx, config, sent):
     (config.workspace / "big.bin").write_bytes(b"x" * (10 * 1024 * 1024 + 1))
-    ctx.channel = "discord"
+    ctx.sender = Sender("discord", "1")
     with pytest.raises(ToolUnsupportedError, match=r"discord accepts files up to 10\.5 MB"):
         await build(config).execute(ctx, path="big.bin")
     assert sent == []

@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from bot.core.tool import CallContext, ToolInvalidArgsError, risk_of
-from bot.toolbox.registry import Registry
-from bot.toolbox.services import Services
 from tests.conftest import make_config
 from tests.support.process_tree import all_gone, descendants
 from tools import shell_run
@@ -27,8 +25,7 @@ SECRETS = {
 def shell_ctx(tmp_path: Path, **settings) -> CallContext:
     config = make_config(tmp_path, {"tools": {"shell_run": settings}},
                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **SECRETS})
-    services = Services(config=config, store=None, registry=Registry())  # type: ignore[arg-type]
-    return CallContext(workspace=config.workspace, services=services)
+    return CallContext(workspace=config.workspace, settings=config)
 
 
 # A shell that ignores SIGTERM, with a grandchild that ignores it too (SIG_IGN is inherited);
@@ -39,7 +36,7 @@ STUBBORN_TREE = "trap '' TERM; sleep 300 & echo go > ready; wait"
 async def test_a_command_runs_in_the_workspace(tmp_path):
     ctx = shell_ctx(tmp_path)
     (ctx.workspace / "notes.txt").write_text("hello\n")
-    result = await shell_run.build(ctx.services.config).execute(ctx, command="pwd && cat notes.txt")
+    result = await shell_run.build(ctx.settings).execute(ctx, command="pwd && cat notes.txt")
     assert result == {"exit_code": 0, "stdout": f"{ctx.workspace}\nhello\n", "stderr": "",
                       "truncated": False, "timed_out": False}
 

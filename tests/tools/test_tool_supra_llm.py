@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.app import build_services
 from bot.core.tool import (
     CallContext,
     ToolExternalError,
@@ -18,7 +19,6 @@ from bot.core.tool import (
 from bot.llm.client import LLMClient
 from bot.store.sqlite import Store
 from bot.toolbox.registry import Registry
-from bot.toolbox.services import Services
 from tests.conftest import FAKE_ENV, make_config
 from tests.fakes.anthropic_server import FakeAnthropic, error, text
 from tools import supra_llm
@@ -43,11 +43,11 @@ async def supra(tmp_path: Path, fake: FakeAnthropic):
             env={**FAKE_ENV, "ANTHROPIC_BASE_URL": fake.base_url},
         )
         store = await Store(config.store_path).open()
-        llm = LLMClient(config)
-        opened.append((store, llm))
-        services = Services(config=config, store=store, registry=Registry(), llm=llm)
-        return CallContext(sender="telegram:7", session_id="s1", workspace=config.workspace,
-                           services=services)
+        services = build_services(config, store, Registry())
+        opened.append((store, services.llm))
+        stores.append(store)
+        return services.call_context(sender="telegram:7", level="full", session_id="s1",
+                                     chat="c", workspace=config.workspace)
 
     opened: list[tuple[Store, LLMClient]] = []
     yield build
@@ -56,9 +56,12 @@ async def supra(tmp_path: Path, fake: FakeAnthropic):
         await store.close()
 
 
+stores: list[Store] = []   # the store of the context built last
+
+
 async def quota_used(ctx: CallContext) -> int:
-    row = await ctx.services.store.fetchone(
-        "SELECT count FROM tool_quota WHERE sender = ? AND tool = 'supra_llm'", (ctx.sender,))
+    row = await stores[-1].fetchone(
+        "SELECT count FROM tool_quota WHERE sender = ? AND tool = 'supra_llm'", (str(ctx.sender),))
     return 0 if row is None else row["count"]
 
 
@@ -84,7 +87,7 @@ async def test_the_supra_call_is_accounted_in_the_usage_table(supra, fake):
     ctx = await supra()
     fake.script(text("fine"))
     await supra_llm.build().execute(ctx, question="ok?")
-    row = await ctx.services.store.fetchone("SELECT * FROM usage WHERE sender = 'telegram:7'")
+    row = await stores[-1].fetchone("SELECT * FROM usage WHERE sender = 'telegram:7'")
     assert row["model"] == "claude-opus-5-5" and row["session_id"] == "s1"
     assert row["input_tokens"] == fake.last_request.usage["input_tokens"] > 0
     assert row["output_tokens"] > 0
@@ -157,8 +160,8 @@ async def test_an_empty_answer_is_reported_instead_of_returned(supra, fake):
         await supra_llm.build().execute(ctx, question="say nothing")
 
 
-async def test_without_a_model_client_both_execute_and_dry_run_say_it_is_not_configured(ctx):
-    tool = supra_llm.build()
+async def test_where_no_model_is_wired_both_execute_and_dry_run_say_it_is_not_available(config):
+    tool, bare = supra_llm.build(), CallContext(settings=config)
     for method in (tool.execute, tool.dry_run):
-        with pytest.raises(ToolUnsupportedError, match="not configured"):
-            await method(ctx, question="anything")
+        with pytest.raises(ToolUnsupportedError, match="not available here"):
+            await method(bare, question="anything")

@@ -15,8 +15,6 @@ from bot.core.tool import (
     ToolUnsupportedError,
     UnrevertibleError,
 )
-from bot.toolbox.registry import Registry
-from bot.toolbox.services import Services
 from tests.conftest import make_config
 from tests.support.conformance import snapshot_tree
 from tools import fs_edit, fs_read, fs_write, glob_list
@@ -358,8 +356,7 @@ async def test_glob_list_does_not_list_the_store_when_it_lives_in_the_workspace(
     (ws / "data").mkdir()
     (ws / "data" / "myclaw.db").write_text("db")
     (ws / "keep.md").write_text("k")
-    services = Services(config=config, store=None, registry=Registry())  # type: ignore[arg-type]
-    ctx = CallContext(workspace=ws, services=services)
+    ctx = CallContext(workspace=ws, settings=config)
     result = await glob_list.build().execute(ctx, pattern="**/*")
     assert result["matches"] == ["keep.md"]
     with pytest.raises(ToolPermissionError):

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from bot.conversation.memory import fts_query, tsquery
 from bot.core.tool import CallContext, ToolInvalidArgsError, UnrevertibleError
 from tests.support.conformance import snapshot_store
 from tests.support.pg_support import on_both_backends
@@ -111,10 +112,10 @@ async def test_memory_fetch_respects_the_limit_and_explains_an_empty_result(ctx)
 
 
 def test_fts_query_quotes_every_term():
-    assert memory_fetch.fts_query('Say "hi" NEAR(me) to-day') == (
+    assert fts_query(memory_fetch.search_words('Say "hi" NEAR(me) to-day')) == (
         '"say"* OR "hi" OR "near"* OR "me" OR "to" OR "day"*')
 
 
 def test_tsquery_quotes_every_term_so_operators_in_the_query_stay_words():
-    assert memory_fetch.tsquery("Don't & birthday | !c <-> d:*") == (
+    assert tsquery(memory_fetch.search_words("Don't & birthday | !c <-> d:*")) == (
         "'don':* | 't' | 'birthday':* | 'c' | 'd'")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.config.schema import SENDER_HINT, SENDER_KEY
 from bot.config.settings import Config
-from bot.core.identity import Stranger
+from bot.core.identity import OPERATOR, Stranger
 from bot.store.factory import make_store
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def add_commands(subparsers: Any) -> None:
     chat.set_defaults(handler=cmd_chat)
     tools = subparsers.add_parser("tools", help="the catalog a sender would receive, and why "
                                   "other tools are hidden")
-    tools.add_argument("--sender", default="cli:local", help="e.g. telegram:123 (default cli:local)")
+    tools.add_argument("--sender", default=str(OPERATOR), help="e.g. telegram:123 (default cli:local)")
     tools.add_argument("--role", action="append", default=[], help="Discord role name (repeat)")
     tools.set_defaults(handler=cmd_tools)
     usage = subparsers.add_parser("usage", help="tokens and cost per day, sender and model")
@@ -37,11 +37,12 @@ def add_commands(subparsers: Any) -> None:
 
 async def cmd_run(args: argparse.Namespace, config: Config) -> int:
     from bot.app import App, harden_process, long_lived_heap, require_api_key
+    from bot.ops.surfaces import OPERATOR_SURFACES
 
     require_api_key(config)
     harden_process()
     with long_lived_heap():
-        app = await App.open(config)
+        app = await App.open(config, surfaces=OPERATOR_SURFACES)
     try:
         names = app.configured_channels()
         if not names:
@@ -54,11 +55,12 @@ async def cmd_run(args: argparse.Namespace, config: Config) -> int:
 
 async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
     from bot.app import App, harden_process, long_lived_heap, require_api_key
+    from bot.ops.surfaces import OPERATOR_SURFACES
 
     require_api_key(config)
     harden_process()
     with long_lived_heap():
-        app = await App.open(config)
+        app = await App.open(config, surfaces=OPERATOR_SURFACES)
     try:
         return await _terminal(app, args)
     finally:
@@ -82,7 +84,7 @@ async def cmd_tools(args: argparse.Namespace, config: Config) -> int:
         return 2
     registry = build_registry(config)
     async with make_store(config) as store:
-        autonomy = await Senders(config, store).autonomy(args.sender, tuple(args.role))
+        autonomy = await Senders(config, store).level_of(args.sender, tuple(args.role))
     print(f"{args.sender}: autonomy {autonomy}")
     if isinstance(autonomy, Stranger):
         what = ("must pair first (myclaw pair approve CODE)" if autonomy is Stranger.PAIRING
@@ -109,7 +111,7 @@ async def cmd_tools(args: argparse.Namespace, config: Config) -> int:
 
 
 async def cmd_usage(args: argparse.Namespace, config: Config) -> int:
-    from bot.money.prices import PriceTable
+    from bot.config.prices import PriceTable
 
     since = time.time() - args.days * 86400
     async with make_store(config) as store:

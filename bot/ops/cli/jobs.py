@@ -12,12 +12,13 @@ import sys
 from typing import Any
 
 from bot.config.settings import Config
+from bot.core.identity import OPERATOR as TERMINAL
 from bot.jobs.jobs import JobError, Jobs
 from bot.jobs.schedule import utc_text
 from bot.ops.cli.safety import clean, table
 from bot.store.factory import make_store
 
-OPERATOR = "cli:local"
+OPERATOR = str(TERMINAL)
 
 
 def add_commands(subparsers: Any) -> None:

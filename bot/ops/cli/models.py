@@ -56,8 +56,8 @@ def _uses(config: Config) -> dict[str, list[str]]:
 
 
 def model_lines(config: Config) -> list[str]:
+    from bot.config.prices import PriceTable
     from bot.llm.models import Models
-    from bot.money.prices import PriceTable
 
     table = PriceTable.from_config(config, Models(config).price_tables())
     uses = _uses(config)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bot.config.settings import Config
     from bot.ops.console.server import ConsoleServer
+    from bot.runtime.services import Services
     from bot.store.sqlite import Store
-    from bot.toolbox.services import Services
 
 
 def auth_for(config: Config, store: Store) -> Any:

@@ -22,10 +22,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.approvals.audit import AuditEntry, write_audit
+from bot.core.identity import CONSOLE_OPERATOR
+from bot.core.identity import OPERATOR as TERMINAL_SENDER
+from bot.store.audit import AuditEntry, write_audit
 from bot.store.sqlite import Store
 
-OPERATOR = "console:operator"          # who the console acts as (audit rows, approvals)
+OPERATOR = str(CONSOLE_OPERATOR)       # who the console acts as (audit rows, approvals)
+TERMINAL = str(TERMINAL_SENDER)        # who makes login links (`myclaw console login`)
 TOKEN_BYTES = 32
 # token_urlsafe(32) gives 43 characters; anything else cannot be one of ours.
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43}")
@@ -58,7 +61,7 @@ class ConsoleAuth:
         self.clock = clock
         self._refusals = _RefusalSampler(REFUSED_AUDITS_PER_MINUTE)
 
-    async def issue_login(self, by: str = "cli:local") -> str:
+    async def issue_login(self, by: str = TERMINAL) -> str:
         """A new one-time login token (returned once, stored only as its hash)."""
         token = secrets.token_urlsafe(TOKEN_BYTES)
         now = self.clock()
@@ -120,7 +123,7 @@ class ConsoleAuth:
             await write_audit(tx, AuditEntry(sender=OPERATOR, decision="console:logout",
                                              outcome="ok", detail="this session"))
 
-    async def revoke_all(self, by: str = "cli:local") -> int:
+    async def revoke_all(self, by: str = TERMINAL) -> int:
         """End every session (and every unused login link); returns how many sessions ended."""
         now = self.clock()
         async with self.store.transaction() as tx:

@@ -19,11 +19,11 @@ from urllib.parse import urlsplit
 import jinja2
 from aiohttp import web
 
-from bot.approvals.audit import AuditEntry, write_audit
 from bot.core.errors import MyclawError
 from bot.ops.console.auth import OPERATOR, ConsoleSession, csrf_matches
 from bot.ops.console.pages import PAGES
 from bot.ops.console.web import Action, ConsoleContext, Outcome, Page, utc_text
+from bot.store.audit import AuditEntry, write_audit
 
 log = logging.getLogger(__name__)
 

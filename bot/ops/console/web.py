@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bot.config.settings import Config
     from bot.ops.console.auth import ConsoleAuth
-    from bot.toolbox.services import Services
+    from bot.runtime.services import Services
 
 
 @dataclass(frozen=True)

@@ -16,17 +16,20 @@ import copy
 import hashlib
 import logging
 import unicodedata
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mcp_types import CallToolResult
 
 from bot.core.tool import NO_PREVIEW, CallContext, ToolMeta
 from bot.toolbox.mcp.config import ServerSpec, lower_snake
 
-if TYPE_CHECKING:
-    from bot.toolbox.mcp.client import ServerRunner
-
 log = logging.getLogger(__name__)
+
+
+class ServerRunner(Protocol):
+    """The connection to one MCP server a remote tool calls through (`bot.toolbox.mcp.client`)."""
+
+    async def call(self, name: str, args: dict[str, Any], ctx: CallContext) -> dict[str, Any]: ...
 
 MAX_NAME = 64                 # Anthropic tool names are at most 64 characters
 MAX_DESCRIPTION = 1024

@@ -55,3 +55,44 @@ async def test_a_due_reminder_is_posted_in_the_owners_discord_channel(bot, disco
     await scheduler.drain()
     await discord_fake.wait_for_text(ALICE_DM, "⏰ stretch\nTime to stretch!")
     assert (await app.services.jobs.for_owner(f"discord:{ALICE}")) == []
+
+
+ROLE_ONLY = 4_200_000_000_000_009   # in no [senders] entry: "Admins" gives them supervised
+
+
+async def test_a_member_whose_level_comes_only_from_a_guild_role_creates_a_reminder_that_runs(
+        bot, discord_fake, fake_anthropic):  # noqa: F811
+    from tests.channels.discord.test_discord_e2e import GUILD, GUILD_CHANNEL
+    from tests.fakes.anthropic_server import reply, text, tool_use
+
+    app, channel = await bot()
+    app.services.delivery.register("discord", channel)
+    fake_anthropic.script(
+        reply(text("Setting it."), tool_use("schedule", {"action": "create", "name": "tea",
+                                                         "at": "in 5 minutes", "message": "Tea!"})),
+        text("Done: tea in 5 minutes."))
+    await discord_fake.send_message(author_id=ROLE_ONLY, content="remind me of tea",
+                                    channel_id=GUILD_CHANNEL, guild_id=GUILD.id,
+                                    roles=("Admins",), mentions_bot=True)
+    await discord_fake.wait_for_text(GUILD_CHANNEL, "Done: tea in 5 minutes.")
+    (job,) = await app.services.jobs.for_owner(f"discord:{ROLE_ONLY}")
+    assert job.level == "supervised"
+    runner = AgentJobRunner(app.agent, app.services.delivery, app.services.senders)
+    later = app.services.jobs.clock() + 301
+    scheduler = Scheduler(app.services.jobs, runner, clock=lambda: later)
+    assert await scheduler.tick() == 1
+    await scheduler.drain()
+    await discord_fake.wait_for_text(GUILD_CHANNEL, "⏰ tea\nTea!")
+
+
+async def test_a_job_owned_by_a_role_only_member_runs_at_the_roles_level(bot, discord_fake):  # noqa: F811
+    from tests.channels.discord.test_discord_e2e import GUILD_CHANNEL
+
+    app, channel = await bot()
+    job = Job(id="", owner=f"discord:{ROLE_ONLY}", channel="discord", chat=str(GUILD_CHANNEL),
+              name="digest", schedule=parse_cron("0 9 * * *", timezone="UTC"), level="supervised",
+              prompt="summarise")
+    runner = AgentJobRunner(app.agent, app.services.delivery, app.services.senders)
+    assert await runner.level(job) == "supervised"
+    # A member who never had a level (no role recorded with the job) stays without one.
+    assert await runner.level(Job(**{**job.__dict__, "level": "pairing"})) is None

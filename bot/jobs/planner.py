@@ -1,0 +1,106 @@
+"""The jobs port of `bot.core.ports`: what the schedule tool may do with an owner's jobs.
+
+A job is planned for its owner at the level the owner has in this turn (roles applied) and may
+use only tools that owner could use (never the schedule tool: a job does not create jobs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bot.core.identity import Level, Sender
+from bot.core.ports import JobRequest
+from bot.core.tool import ToolInvalidArgsError, ToolPermissionError
+from bot.jobs.jobs import Job, JobError, Jobs
+from bot.jobs.schedule import ScheduleError, local_time, parse_at, parse_cron
+
+SCHEDULE_TOOL = "schedule"
+HINT = ("Use `at` for one time ('in 20 minutes', '2026-12-02 09:00', '09:00', local time) or "
+        "`cron` for a repeating schedule ('0 8 * * 1' = Mondays 08:00), and `message` for a "
+        "plain reminder or `prompt` for work the agent should do then.")
+Catalog = Callable[[Sender, Level], set[str]]   # the tools a sender may use at a level
+
+
+class JobPlanner:
+    def __init__(self, jobs: Jobs, catalog: Catalog, default_timezone: str):
+        self.jobs = jobs
+        self.catalog = catalog
+        self.default_timezone = default_timezone
+
+    async def preview(self, request: JobRequest) -> str:
+        job = await self._draft(request)
+        runs = job.schedule.upcoming(self.jobs.clock(), 3)
+        when = "; ".join(local_time(t, job.schedule.timezone) for t in runs)
+        what = f"send the reminder: {job.message}" if job.is_reminder else f"run: {job.prompt}"
+        tools = ", ".join(job.tools) or "none"
+        return (f"Schedule '{job.name}' {job.schedule.describe()} in this chat, "
+                f"to {what}\nTools it may use: {tools}\nNext runs: {when}")
+
+    async def create(self, request: JobRequest) -> dict[str, Any]:
+        try:
+            job = await self.jobs.create(await self._draft(request))
+        except JobError as exc:
+            raise ToolInvalidArgsError(str(exc), HINT) from exc
+        return describe(job)
+
+    async def list(self, owner: Sender) -> list[dict[str, Any]]:
+        return [describe(job) for job in await self.jobs.for_owner(str(owner))]
+
+    async def describe(self, owner: Sender, job_id: str) -> str:
+        job = await self._own_job(owner, job_id)
+        return f"Cancel job {job.id} '{job.name}' ({job.schedule.describe()})"
+
+    async def cancel(self, owner: Sender, job_id: str) -> dict[str, Any]:
+        try:
+            job = await self.jobs.cancel((await self._own_job(owner, job_id)).id, str(owner))
+        except JobError as exc:
+            raise ToolInvalidArgsError(str(exc), HINT) from exc
+        return {"cancelled": job.id, "name": job.name}
+
+    async def _draft(self, request: JobRequest) -> Job:
+        """The job a create call describes, checked against the caller's own rights."""
+        if not request.name or (request.at is None) == (request.cron is None):
+            raise ToolInvalidArgsError("create needs a `name` and exactly one of `at` or `cron`.",
+                                       HINT)
+        if not request.message and not request.prompt:
+            raise ToolInvalidArgsError("create needs a `message` (reminder) or a `prompt`.", HINT)
+        owner = str(request.owner)
+        timezone = await self.jobs.timezone_of(owner, self.default_timezone)
+        now = self.jobs.clock()
+        try:
+            when = (parse_at(request.at, now=now, timezone=timezone) if request.at is not None
+                    else parse_cron(request.cron or "", timezone=timezone))
+        except ScheduleError as exc:
+            raise ToolInvalidArgsError(str(exc), HINT) from exc
+        allowed = self.catalog(request.owner, request.level) - {SCHEDULE_TOOL}
+        refused = [name for name in request.tools if name not in allowed]
+        if refused:
+            raise ToolPermissionError(
+                f"A job can only use tools you may use yourself (not {', '.join(refused)}).",
+                f"Choose from: {', '.join(sorted(allowed)) or '(none)'}.")
+        job = Job(id="", owner=owner, channel=request.owner.channel, chat=request.chat,
+                  name=request.name, schedule=when, level=request.level, prompt=request.prompt,
+                  message=request.message, tools=request.tools)
+        try:
+            self.jobs.check(job, now)
+        except JobError as exc:
+            raise ToolInvalidArgsError(str(exc), HINT) from exc
+        return job
+
+    async def _own_job(self, owner: Sender, job_id: str) -> Job:
+        job = await self.jobs.get(job_id) if job_id else None
+        if job is None or job.owner != str(owner) or job.status not in ("active", "paused"):
+            raise ToolInvalidArgsError(f"No job {job_id!r} of this user.",
+                                       "Call schedule with action=list to see the job ids.")
+        return job
+
+
+def describe(job: Job) -> dict[str, Any]:
+    shown: dict[str, Any] = {"id": job.id, "name": job.name, "schedule": job.schedule.describe(),
+                             "status": job.status}
+    if job.next_run is not None:
+        shown["next_run"] = local_time(job.next_run, job.schedule.timezone)
+    if job.last_outcome:
+        shown["last_outcome"] = job.last_outcome
+    return shown

@@ -1,0 +1,72 @@
+"""The long-lived parts one process shares, built once by `bot.app` (the composition root) and
+used by the agent, its commands and the console. Every field is set: a process that does not
+use a part still builds it (they are cheap), so no code checks for a missing one.
+
+Tools never see this: each call gets a `CallContext` with the sender's level, the settings and
+the typed ports (`call_context`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.access.workspaces import workspace_for
+from bot.core.identity import Level, Sender
+from bot.core.ports import Network
+from bot.core.tool import CallContext, Ports
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from bot.access.ratelimit import MessageRateLimiter, StoredRateLimiter
+    from bot.access.senders import Senders
+    from bot.approvals.receipts import Receipts
+    from bot.approvals.service import Approvals
+    from bot.approvals.undo import UndoLog
+    from bot.config.settings import Config
+    from bot.conversation.delivery import Delivery
+    from bot.conversation.inbox import Inbox
+    from bot.jobs.jobs import Jobs
+    from bot.llm.client import LLMClient
+    from bot.money.budgets import Budgets
+    from bot.money.spend import SpendLedger
+    from bot.store.sqlite import Store
+    from bot.toolbox.registry import Registry
+
+
+@dataclass
+class Services:
+    config: Config
+    store: Store
+    registry: Registry
+    llm: LLMClient                     # model turns, summaries, supra_llm (through the port)
+    approvals: Approvals
+    receipts: Receipts
+    undo: UndoLog
+    senders: Senders
+    jobs: Jobs                         # scheduled jobs (the schedule tool reaches them by port)
+    delivery: Delivery                 # sinks for chats nobody is typing in
+    spend: SpendLedger                 # every model call's cost, running totals
+    budgets: Budgets                   # spend limits checked before a model call
+    # messages per minute per sender (in the store when other processes share it)
+    rate_limits: MessageRateLimiter | StoredRateLimiter
+    inbox: Inbox                       # incoming updates, stored before they are acknowledged
+    ports: Ports                       # what tools reach besides their args
+    network: Network = field(default_factory=Network)
+
+    def call_context(self, *, sender: Sender | str, level: Level | str, session_id: str,
+                     chat: str, workspace: Path | None = None,
+                     progress_sink: Callable[[str], Awaitable[None] | None] | None = None,
+                     cancelled: asyncio.Event | None = None,
+                     event_sink: Callable[[Any], Awaitable[None]] | None = None) -> CallContext:
+        """The context of one tool call (or session hook) for `sender` at `level`."""
+        who = Sender.of_text(sender)
+        extra: dict[str, Any] = {} if cancelled is None else {"cancelled": cancelled}
+        return CallContext(
+            sender=who, level=Level(level), session_id=session_id, chat=chat,
+            workspace=workspace or workspace_for(self.config, str(who)), settings=self.config,
+            network=self.network, ports=self.ports, progress_sink=progress_sink,
+            event_sink=event_sink, **extra)
