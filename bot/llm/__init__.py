@@ -11,6 +11,6 @@
 - errors.py              SDK errors → one line for the person, one for the log
 - prompt.py              the request the runtime sends: system prompt, catalog, history
 
-Imports bot.core, bot.config, bot.money (and bot.toolbox.offload, bot.approvals.audit where
+Imports bot.core, bot.config, bot.money (and bot.toolbox.offload, bot.store.audit where
 used); each SDK only in its provider's module, imported when a configured model needs it.
 """

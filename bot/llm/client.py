@@ -159,8 +159,8 @@ class LLMClient:
 
 
 def audit_to(store: Any) -> FailoverAudit:
-    """A failover's audit row, written to `store` (bot.approvals.audit)."""
-    from bot.approvals.audit import AuditEntry, write_audit
+    """A failover's audit row, written to `store` (bot.store.audit)."""
+    from bot.store.audit import AuditEntry, write_audit
 
     async def write(sender: str, detail: str) -> None:
         async with store.transaction(serial=False) as tx:
