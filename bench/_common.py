@@ -18,16 +18,17 @@ if str(ROOT) not in sys.path:
 
 
 @contextlib.contextmanager
-def fake_anthropic(delay: float = 0.0, responder: str = "echo") -> Iterator[str]:
-    """Run tests/fakes/anthropic_server.py in a separate process; yields its base URL."""
+def fake_anthropic(delay: float = 0.0, responder: str = "echo",
+                   module: str = "tests.fakes.anthropic_server") -> Iterator[str]:
+    """Run tests/fakes/anthropic_server.py (or another fake `module` with the same command
+    line, e.g. tests.fakes.openai_server) in a separate process; yields its base URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.anthropic_server", "--delay", str(delay),
-         "--responder", responder],
+        [sys.executable, "-m", module, "--delay", str(delay), "--responder", responder],
         cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline().strip()
         if not line.startswith("READY "):
-            raise RuntimeError(f"fake Anthropic did not start: {line!r}")
+            raise RuntimeError(f"{module} did not start: {line!r}")
         yield line.split(" ", 1)[1]
     finally:
         proc.terminate()

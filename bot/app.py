@@ -83,14 +83,17 @@ def build_services(config: Config, store: Any, registry: Registry,
     from bot.conversation.delivery import Delivery
     from bot.conversation.inbox import Inbox, InboxSettings, replica_name
     from bot.jobs.jobs import JobLimits, Jobs
-    from bot.llm.client import LLMClient
+    from bot.llm.client import LLMClient, audit_to
+    from bot.llm.models import Models
     from bot.money.budgets import Budgets
     from bot.money.spend import SpendLedger
 
     approvals_cfg = config["approvals"]
-    spend = SpendLedger(store, PriceTable.from_config(config), clock)
+    models = Models(config)   # the aliases' prices count like [prices]
+    spend = SpendLedger(store, PriceTable.from_config(config, models.price_tables()), clock)
     budgets = Budgets(config, spend)
-    llm = LLMClient(config, client=llm_client, budgets=budgets)
+    llm = LLMClient(config, client=llm_client, budgets=budgets, audit=audit_to(store),
+                    models=models)
     jobs = Jobs(store, JobLimits.from_config(config["jobs"]), clock)
     return Services(
         config=config, store=store, registry=registry, llm=llm, spend=spend, budgets=budgets,
@@ -355,7 +358,19 @@ def long_lived_heap() -> Iterator[None]:
 
 
 def require_api_key(config: Config) -> None:
-    if not config.secret("ANTHROPIC_API_KEY"):
+    from bot.config.settings import model_names
+    from bot.llm.models import Models
+
+    # supra_model only serves the supra_llm tool, which says so itself when its key is missing.
+    needed = [(where, name) for where, name in model_names(config)
+              if where != "[agent] supra_model"]
+    missing = Models(config).missing_keys(needed, config)
+    other = [m for m in missing if m[0] != "ANTHROPIC_API_KEY"]
+    if other:
+        env, model, where = other[0]
+        raise ConfigError(f"{env} is not set: the model {model!r} ({where}) needs it. Export "
+                          f"it (export {env}=...) and run again.")
+    if missing:
         raise ConfigError(
             "ANTHROPIC_API_KEY is not set. Export your Anthropic API key "
             "(export ANTHROPIC_API_KEY=sk-ant-...) and run again. Optional: TELEGRAM_BOT_TOKEN "

@@ -129,12 +129,27 @@ def ctx(config: config_mod.Config, services: Services) -> CallContext:
 
 
 @pytest.fixture
-async def fake_anthropic():
-    """A fake Anthropic Messages API on 127.0.0.1 (see tests/fakes/anthropic_server.py)."""
-    from tests.fakes.anthropic_server import FakeAnthropic
+def provider_name() -> str:
+    """Anthropic; a module or test runs on both providers with tests/support/providers.py."""
+    return "anthropic"
 
-    async with FakeAnthropic() as fake:
+
+@pytest.fixture
+async def fake_model(provider_name: str):
+    """The fake model API of the test's provider on 127.0.0.1: tests/fakes/anthropic_server.py
+    or tests/fakes/openai_server.py (the same scripting API)."""
+    from tests.fakes.anthropic_server import FakeAnthropic
+    from tests.fakes.openai_server import FakeOpenAI
+
+    async with (FakeOpenAI() if provider_name == "openai" else FakeAnthropic()) as fake:
         yield fake
+
+
+@pytest.fixture
+def fake_anthropic(fake_model):
+    """A fake Anthropic Messages API on 127.0.0.1 (see tests/fakes/anthropic_server.py); in a
+    test run on both providers, the fake of the provider in use."""
+    return fake_model
 
 
 @pytest.fixture
@@ -147,7 +162,7 @@ async def tg():
 
 
 @pytest.fixture
-async def app_factory(tmp_path: Path, fake_anthropic, store_backend: Backend):
+async def app_factory(tmp_path: Path, fake_model, provider_name: str, store_backend: Backend):
     """Build real Apps (store, registry, LLM client, agent) talking to the fake Anthropic, on
     the module's store backend (SQLite unless it runs on both).
 
@@ -159,14 +174,16 @@ async def app_factory(tmp_path: Path, fake_anthropic, store_backend: Backend):
 
     async def factory(overrides: dict[str, Any] | None = None,
                       env: dict[str, str] | None = None) -> App:
-        merged = {"agent": {"llm_max_retries": 1, "llm_timeout_seconds": 10}}
-        for section, values in (overrides or {}).items():
+        from tests.support.providers import provider_overrides
+
+        merged: dict[str, Any] = {"agent": {"llm_max_retries": 1, "llm_timeout_seconds": 10}}
+        model_overrides, model_env = provider_overrides(provider_name, fake_model)
+        for section, values in [*model_overrides.items(), *(overrides or {}).items()]:
             if isinstance(values, dict) and isinstance(merged.get(section), dict):
                 merged[section] = {**merged[section], **values}
             else:
                 merged[section] = values
-        full_env = {**FAKE_ENV, "ANTHROPIC_BASE_URL": fake_anthropic.base_url,
-                    **store_backend.env, **(env or {})}
+        full_env = {**FAKE_ENV, **model_env, **store_backend.env, **(env or {})}
         app = await App.open(make_config(tmp_path, merged, env=full_env), surfaces=OPERATOR_SURFACES)
         opened.append(app)
         return app

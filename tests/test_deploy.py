@@ -458,7 +458,11 @@ def schema_keys(schema: dict[str, Any], value: Any, path: str = "") -> list[str]
 
 # `store.path` may only be shown commented out: its default ("" = under $XDG_DATA_HOME) is not a
 # value the schema accepts (minLength 1), and any real path would stop being the default.
-COMMENTED_OUT = {"store.path": r"^#\s*path\s*=\s*\""}
+COMMENTED_OUT = {"store.path": r"^#\s*path\s*=\s*\"",
+                 "profiles.<name>.model": r"^#\s*model\s*=\s*\"local\"",
+                 "models.<name>": r"^#\s*\[models\.local\]",
+                 **{f"models.<name>.{key}": rf"^#\s*{key}\s*=" for key in
+                    ("provider", "model", "base_url", "api_key_env", "capabilities", "prices")}}
 
 
 def test_the_example_config_loads_and_documents_every_key():

@@ -64,6 +64,7 @@ PLACEHOLDER_EXPORTS = {
     "export WHATSAPP_ACCESS_TOKEN=EAAG...": "WHATSAPP_ACCESS_TOKEN",
     "export WHATSAPP_APP_SECRET=...": "WHATSAPP_APP_SECRET",
     "export WHATSAPP_VERIFY_TOKEN=...": "WHATSAPP_VERIFY_TOKEN",
+    "export OPENAI_API_KEY=sk-...": "OPENAI_API_KEY",
 }
 
 RUN = {
@@ -95,6 +96,8 @@ RUN = {
     "myclaw console login": "test_the_readme_command_table_runs_as_described",
     "myclaw doctor": "test_the_readme_command_table_runs_as_described",
     "myclaw migrate": "test_the_readme_command_table_runs_as_described",
+    "myclaw models": "test_the_other_models_guide_runs_as_written_against_a_fake_ollama",
+    "myclaw doctor --online": "test_the_other_models_guide_runs_as_written_against_a_fake_ollama",
 }
 
 NOT_RUNNABLE = {
@@ -370,6 +373,36 @@ def test_the_readme_command_table_runs_as_described(bindir, tmp_path):
     login = run("myclaw console login", env=env, cwd=tmp_path)
     assert re.fullmatch(r"http://127\.0\.0\.1:8765/login/\S+\n", login.stdout), login.stderr
     assert "Open this link within 5 minute(s); it works once." in login.stderr
+
+
+def test_the_other_models_guide_runs_as_written_against_a_fake_ollama(bindir, tmp_path):
+    """A newcomer with only an Ollama box: the guide's config (its base_url pointed at the fake
+    OpenAI-compatible server), no Anthropic key, chat with a tool call, costs of zero."""
+    section = README.split("## Other models", 1)[1].split("\n## ", 1)[0]
+    config = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.openai_server",
+                             "--responder", "tool-then-text"], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        base = proc.stdout.readline().strip().split(" ", 1)[1]
+        (tmp_path / "myclaw.toml").write_text(
+            config.replace("http://127.0.0.1:11434/v1", base + "/v1"), encoding="utf-8")
+        env = base_env(tmp_path, bindir)
+        models = run("myclaw models", env=env, cwd=tmp_path).stdout
+        assert "local: openai qwen3:14b" in models and "input 0, output 0" in models
+        doctor = run("myclaw doctor --online", env=env, cwd=tmp_path)
+        assert re.search(r"^ok   model local: answered in .* s; takes tools$", doctor.stdout,
+                         flags=re.M), doctor.stdout
+        assert "ANTHROPIC_API_KEY" not in doctor.stdout
+        chat = run("myclaw chat", env=env, cwd=tmp_path, stdin="what time is it?\n")
+        assert chat.returncode == 0 and "done: the tool answered" in chat.stdout, chat.stderr
+        usage = run("myclaw usage --json", env=env, cwd=tmp_path).stdout
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    import json
+
+    assert json.loads(usage)["by_model"] == {"qwen3:14b": 0.0}
 
 
 def test_the_readmes_sample_config_error_is_what_myclaw_prints(tmp_path):

@@ -50,8 +50,12 @@ class PriceTable:
         self._unpriced_logged: set[str] = set()
 
     @classmethod
-    def from_config(cls, config: Any) -> PriceTable:
-        return cls(parse(config["prices"], getattr(config, "origin", "(config)")))
+    def from_config(cls, config: Any,
+                    extra: Mapping[str, Mapping[str, float]] | None = None) -> PriceTable:
+        """`[prices]`, plus `extra` rows (the prices `[models.*]` aliases give their models;
+        an explicit `[prices]` row wins)."""
+        rows = {**(extra or {}), **config["prices"]}
+        return cls(parse(rows, getattr(config, "origin", "(config)")))
 
     def price(self, model: str) -> Price:
         exact = self._prices.get(model)

@@ -37,6 +37,7 @@ def _obj(props: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 _PROFILE = _obj({
+    "model": {"type": "string", "minLength": 1},   # an alias or a bare Anthropic id
     "allowed_tools": _STR_LIST,
     "excluded_tools": _STR_LIST,
     "auto_approve": _STR_LIST,
@@ -62,11 +63,34 @@ _MCP_SERVER = _obj({
     })},
 })
 
+# A model by alias (bot/llm/models.py): which API, which id, where the key is; what it can do
+# (bot/llm/capabilities.py: defaults per provider, overridden here) and what it costs.
+_MODEL = _obj({
+    "provider": {"enum": ["anthropic", "openai"]},
+    "model": {"type": "string", "minLength": 1},
+    "base_url": {"type": "string", "pattern": r"^(https?://.+)?$"},
+    "api_key_env": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"},
+    "capabilities": _obj({
+        "tools": {"type": "boolean"},
+        "parallel_tool_calls": {"type": "boolean"},
+        "vision": {"type": "boolean"},
+        "pdfs": {"type": "boolean"},
+        "prompt_caching": {"enum": ["explicit", "automatic", "none"]},
+        "context_tokens": {"type": "integer", "minimum": 1000},
+        "max_output_tokens": {"type": "integer", "minimum": 1},
+    }),
+    # per million tokens; cache rates default to the input rate
+    "prices": _obj({key: _MONEY for key in ("input", "output", "cache_write", "cache_read")},
+                   required=["input", "output"]),
+}, required=["provider", "model"])
+
 SCHEMA: dict[str, Any] = _obj({
     "agent": _obj({
         "model": {"type": "string", "minLength": 1},
         "supra_model": {"type": "string", "minLength": 1},
         "small_model": {"type": "string", "minLength": 1},
+        # tried in order when the model asked is overloaded, rate limited, failing or slow
+        "fallbacks": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "workspace": {"type": "string", "minLength": 1},
         "max_steps": {"type": "integer", "minimum": 1, "maximum": 200},
         "max_tokens": {"type": "integer", "minimum": 1},
@@ -85,6 +109,7 @@ SCHEMA: dict[str, Any] = _obj({
     }),
     "jobs": _obj({
         "enabled": {"type": "boolean"},
+        "model": {"type": "string"},   # "" = the agent's rule; else an alias or a bare id
         "max_per_sender": {"type": "integer", "minimum": 0},
         "min_interval_seconds": {"type": "number", "minimum": 60},
         "grace_seconds": {"type": "number", "minimum": 0},
@@ -195,6 +220,8 @@ SCHEMA: dict[str, Any] = _obj({
         # Custom tools may take a table of their own settings.
         "additionalProperties": {"type": "object"},
     },
+    "models": {"type": "object", "propertyNames": {"pattern": r"^[A-Za-z0-9_.:/-]{1,64}$"},
+               "additionalProperties": _MODEL},
     "mcp": _obj({"servers": {"type": "object", "additionalProperties": _MCP_SERVER}}),
     "media": _obj({
         "max_image_bytes": {"type": "integer", "minimum": 1},

@@ -42,6 +42,7 @@ SECRET_ENV_VARS = (
     "WHATSAPP_ACCESS_TOKEN",
     "WHATSAPP_APP_SECRET",
     "WHATSAPP_VERIFY_TOKEN",
+    "OPENAI_API_KEY",   # the default key of [models.*] provider = "openai"
 )
 
 DEFAULTS: dict[str, Any] = {
@@ -49,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
         "model": "claude-sonnet-5-5",
         "supra_model": "claude-opus-5-5",
         "small_model": "claude-haiku-5-5",
+        "fallbacks": [],
         "workspace": "~/myclaw-workspace",
         "max_steps": 20,
         "max_tokens": 4096,
@@ -65,7 +67,7 @@ DEFAULTS: dict[str, Any] = {
         "timezone": "UTC",
         "allow_broad_workspace": False,
     },
-    "jobs": {"enabled": True, "max_per_sender": 20, "min_interval_seconds": 300,
+    "jobs": {"enabled": True, "model": "", "max_per_sender": 20, "min_interval_seconds": 300,
              "grace_seconds": 3600, "run_lease_seconds": 3600, "tick_seconds": 30},
     "store": {"path": "", "url": ""},
     # keep_done_hours: how long handled updates are remembered; above Telegram's 24 h of
@@ -105,6 +107,8 @@ DEFAULTS: dict[str, Any] = {
                        "brave_url": "https://api.search.brave.com/res/v1/web/search"},
         "supra_llm": {"daily_quota": 20},
     },
+    # Models by alias: [models.local] provider = "openai", base_url = …, model = …
+    "models": {},
     "mcp": {"servers": {}},
     "media": {
         "max_image_bytes": 25_000_000,      # what arrives; larger photos are scaled down
@@ -192,7 +196,9 @@ class Config:
     def secret_values(self) -> list[str]:
         """Every secret the bot holds, for scrubbing child environments and logs (a database
         URL's password on its own too: a driver's message may quote it without the URL)."""
-        values = [self.secret(n) for n in SECRET_ENV_VARS]
+        names = [*SECRET_ENV_VARS, *(t["api_key_env"] for t in self.data["models"].values()
+                                     if t.get("api_key_env"))]
+        values = [self.secret(n) for n in names]
         values.append(_url_password(self.secret("MYCLAW_DATABASE_URL")))
         return [v for v in values if v and len(v) >= 4]
 
@@ -226,6 +232,11 @@ class Config:
         if name not in profiles:
             raise ConfigError(f"{self.origin}: [agent] profile = {name!r}: no [profiles.{name}]")
         return profiles[name]
+
+    @property
+    def main_model(self) -> str:
+        """The model turns run on: the active profile's `model`, else `[agent] model`."""
+        return self.profile().get("model") or self.data["agent"]["model"]
 
     @property
     def origin(self) -> str:
@@ -301,6 +312,18 @@ def _check_shards(config: Config, origin: str) -> None:
     if wrong:
         raise ConfigError(f"{origin}: [discord] shard_ids {wrong} are not below shard_count = "
                           f"{count} (shards are numbered from 0)")
+
+
+def model_names(config: Config) -> list[tuple[str, str]]:
+    """Every place the config names a model: (where, name)."""
+    agent = config["agent"]
+    named = [(f"[agent] {key}", agent[key]) for key in ("model", "supra_model", "small_model")]
+    named += [("[agent] fallbacks", name) for name in agent["fallbacks"]]
+    named += [(f"[profiles.{p}] model", t["model"]) for p, t in config["profiles"].items()
+              if t.get("model")]
+    if config["jobs"]["model"]:
+        named.append(("[jobs] model", config["jobs"]["model"]))
+    return named
 
 
 def _check_timezone(config: Config, origin: str) -> None:

@@ -1,142 +1,147 @@
-"""The Anthropic Messages API client: one place that talks to the model.
+"""The one place every model call goes through, whichever provider answers it.
 
-Wraps the official SDK (`anthropic.AsyncAnthropic`). Every call names the sender it is made
-for: their budget is checked before it starts (bot.money.budgets; refused calls raise BudgetExceeded)
-and it waits for a model slot shared fairly between senders (bot.money.fairshare; excess calls queue
-instead of failing). Relies on the SDK's own retries with backoff for 429/5xx/timeouts, and
-translates its exceptions into `LLMError` with a user-facing line that says what to do (bot.
-llm_errors).
+Every call names the sender it is made for: their budget is checked before it starts
+(bot.money.budgets; refused calls raise BudgetExceeded) and it waits for a model slot shared
+fairly between senders (bot.money.fairshare; excess calls queue instead of failing). Its usage
+comes back on the response under one set of names, priced by bot.config.prices when the step is
+stored (bot.conversation.journal), under the model that actually answered.
+
+The model asked for is an alias or a bare Anthropic id (bot/llm/models.py). The request is
+fitted to that model's capabilities (bot/llm/degrade.py) and handed to its provider
+(bot/llm/provider.py). When the provider is overloaded, rate limiting, failing or too slow, the
+next of `[agent] fallbacks` takes the same call — never once text has reached the person, so
+nothing is said twice — and the person is told which model answered; an audit row records it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import anthropic
-
-from bot.config.settings import Config
+from bot.config.settings import Config, model_names
 from bot.core.errors import LLMError
-from bot.llm.errors import translate
-from bot.llm.stream import StreamAccumulator
+from bot.llm.degrade import Degrader
+from bot.llm.models import ANTHROPIC_KEY, Models, ModelSpec
+from bot.llm.provider import Answer, LLMResponse, Provider, TextCallback
 from bot.money.fairshare import FairSlots
+
+__all__ = ["Answer", "LLMClient", "LLMResponse", "TextCallback"]
 
 log = logging.getLogger(__name__)
 
-TextCallback = Callable[[str], Awaitable[None]]
-
-
-@dataclass
-class LLMResponse:
-    content: list[dict[str, Any]]
-    stop_reason: str | None
-    model: str
-    usage: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
-
-    @property
-    def tool_uses(self) -> list[dict[str, Any]]:
-        return [b for b in self.content if b.get("type") == "tool_use"]
-
-
-@dataclass
-class Answer:
-    text: str
-    usage: dict[str, int]
-    model: str = ""
-
-
-def _usage(usage: Any) -> dict[str, int]:
-    if usage is None:
-        return {}
-    return {
-        "input_tokens": int(getattr(usage, "input_tokens", 0) or 0),
-        "output_tokens": int(getattr(usage, "output_tokens", 0) or 0),
-        "cache_read_tokens": int(getattr(usage, "cache_read_input_tokens", 0) or 0),
-        "cache_write_tokens": int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
-    }
-
-
-def _block(block: Any) -> dict[str, Any]:
-    kind = getattr(block, "type", None)
-    if kind == "text":
-        return {"type": "text", "text": block.text}
-    if kind == "tool_use":
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    return block.model_dump(mode="json", exclude_none=True)
+ANSWERED_BY = "{failed} could not answer right now, so {model} answered instead."
+FailoverAudit = Callable[[str, str], Awaitable[None]]   # (sender, detail)
 
 
 class LLMClient:
-    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None,
-                 budgets: Any = None):
+    def __init__(self, config: Config, client: Any = None, budgets: Any = None,
+                 audit: FailoverAudit | None = None, models: Models | None = None):
+        """`client`: an `anthropic.AsyncAnthropic` for bare Anthropic ids (tests inject one);
+        `audit`: how a failover is written to the audit log (bot.app wires it)."""
         agent = config["agent"]
         self._config = config
-        self._client = client
         self._budgets = budgets  # bot.money.budgets.Budgets, or None: no spend limits
+        self._audit = audit
+        self.models = models or Models(config)
+        self._providers: dict[tuple[str, str, str], Provider] = {}
+        self._anthropic_client = client
+        self.degrader = Degrader()
         self.slots = FairSlots(agent["max_concurrent_llm_calls"],
                                config["rate_limits"]["max_share_of_model_slots"])
         self.stream_enabled: bool = agent["stream"]
+        # The providers of the models the config names are built now, with their SDKs: at
+        # start-up, inside the frozen long-lived heap (bot.app.long_lived_heap), not in a turn.
+        for _, name in model_names(config):
+            for spec in self.models.chain(name):
+                self.provider(spec)
 
-    @property
-    def client(self) -> anthropic.AsyncAnthropic:
-        if self._client is None:
-            agent = self._config["agent"]
-            key = self._config.secret("ANTHROPIC_API_KEY")
-            if not key:
-                raise LLMError("ANTHROPIC_API_KEY is not set",
-                               "The bot has no model API key. The operator must set "
-                               "ANTHROPIC_API_KEY and restart.")
-            self._client = anthropic.AsyncAnthropic(
-                api_key=key,
-                base_url=self._config.anthropic_base_url,
-                max_retries=agent["llm_max_retries"],
-                timeout=agent["llm_timeout_seconds"],
-                # The SDK's aiohttp transport: httpx's pool costs grow with the number of
-                # connections in flight, which dominated CPU with hundreds of concurrent chats.
-                http_client=anthropic.DefaultAioHttpClient(),
-            )
-        return self._client
+    def provider(self, spec: ModelSpec) -> Provider:
+        """The provider for a model's endpoint, built on first use (and its SDK imported)."""
+        provider = self._providers.get(spec.endpoint)
+        if provider is None:
+            provider = self._providers[spec.endpoint] = self._build(spec)
+        return provider
+
+    def _build(self, spec: ModelSpec) -> Provider:
+        agent, config = self._config["agent"], self._config
+        timeout, retries = agent["llm_timeout_seconds"], agent["llm_max_retries"]
+        key = config.secret(spec.api_key_env)
+        if spec.provider == "openai":
+            from bot.llm.capabilities import is_local
+            from bot.llm.compat.provider import OpenAIProvider
+
+            return OpenAIProvider(base_url=spec.base_url, key=key, key_env=spec.api_key_env,
+                                  key_required=not is_local(spec.base_url), caps=spec.capabilities,
+                                  timeout=timeout, max_retries=retries)
+        from bot.llm.anthropic_provider import AnthropicProvider
+
+        default = spec.endpoint == ("anthropic", "", ANTHROPIC_KEY)
+        return AnthropicProvider(key=key, key_env=spec.api_key_env,
+                                 base_url=spec.base_url or config.anthropic_base_url,
+                                 timeout=timeout, max_retries=retries,
+                                 client=self._anthropic_client if default else None)
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.close()
+        for provider in self._providers.values():
+            await provider.close()
 
     async def create(self, *, sender: str, level: str | None = None,
                      on_text: TextCallback | None = None, **params: Any) -> LLMResponse:
         """One model call made for `sender` (at autonomy `level`, which picks a per-level
         budget). Streams when enabled and `on_text` is given."""
-        model = params.get("model", "?")
+        chain = self.models.chain(params.get("model", "?"))
         if self._budgets is not None:
             await self._budgets.admit(sender, level)
+        streaming = on_text if self.stream_enabled else None
         async with self.slots.hold(sender):
-            try:
-                if self.stream_enabled and on_text is not None:
-                    return await self._stream(params, on_text)
-                message = await self.client.messages.create(**params)
-            except anthropic.APIError as exc:
-                raise translate(exc, model) from exc
-        return LLMResponse([_block(b) for b in message.content], message.stop_reason,
-                           message.model, _usage(message.usage))
+            if len(chain) == 1:
+                return await self._call(chain[0], params, streaming)
+            return await self._with_fallbacks(sender, chain, params, streaming)
 
-    async def _stream(self, params: dict[str, Any], on_text: TextCallback) -> LLMResponse:
-        accumulator = StreamAccumulator(on_text)
-        stream = await self.client.messages.create(stream=True, **params)
-        async with stream:
-            async for event in stream:
-                await accumulator.feed(event)
-        usage = accumulator.usage
-        return LLMResponse(accumulator.blocks, accumulator.stop_reason,
-                           accumulator.model or params.get("model", ""), {
-                               "input_tokens": int(usage.get("input_tokens") or 0),
-                               "output_tokens": int(usage.get("output_tokens") or 0),
-                               "cache_read_tokens": int(usage.get("cache_read_input_tokens") or 0),
-                               "cache_write_tokens": int(
-                                   usage.get("cache_creation_input_tokens") or 0)})
+    async def _with_fallbacks(self, sender: str, chain: list[ModelSpec], params: dict[str, Any],
+                              on_text: TextCallback | None) -> LLMResponse:
+        said: list[str] = []
+
+        async def passed_on(delta: str) -> None:
+            said.append(delta)
+            await on_text(delta)  # type: ignore[misc]
+
+        failed: list[tuple[ModelSpec, LLMError]] = []
+        for spec in chain:
+            try:
+                response = await self._call(spec, params, passed_on if on_text else None)
+            except LLMError as error:
+                if not error.retryable or spec is chain[-1] or said:
+                    raise
+                log.warning("model %s failed, trying the next fallback: %s", spec.alias, error)
+                failed.append((spec, error))
+                continue
+            if failed:
+                await self._failed_over(sender, failed, spec)
+                note = ANSWERED_BY.format(failed=failed[0][0].alias, model=spec.alias)
+                response.notices = (*response.notices, note)
+            return response
+        raise AssertionError("unreachable: the last model's error is raised")
+
+    async def _failed_over(self, sender: str, failed: list[tuple[ModelSpec, LLMError]],
+                           spec: ModelSpec) -> None:
+        detail = "; ".join(f"{s.alias}: {e}"[:300] for s, e in failed)
+        if self._audit is not None:
+            await self._audit(sender, f"answered by {spec.alias} ({spec.model}) after {detail}")
+
+    async def _call(self, spec: ModelSpec, params: dict[str, Any],
+                    on_text: TextCallback | None) -> LLMResponse:
+        caps = spec.capabilities
+        if spec.model != params.get("model") or params.get("max_tokens", 0) > caps.max_output_tokens:
+            params = {**params, "model": spec.model,
+                      "max_tokens": min(params.get("max_tokens", 1024), caps.max_output_tokens)}
+        params, notices = await self.degrader.fit(params, caps, spec.alias)
+        response = await self.provider(spec).complete(params, on_text)
+        if notices:
+            response = dataclasses.replace(response, notices=(*response.notices, *notices))
+        return response
 
     async def ask(self, *, sender: str, model: str, prompt: str, system: str = "",
                   max_tokens: int = 1024, level: str | None = None) -> Answer:
@@ -147,3 +152,18 @@ class LLMClient:
             params["system"] = system
         response = await self.create(sender=sender, level=level, **params)
         return Answer(response.text, response.usage, response.model or model)
+
+    def tools_enabled(self, model: str) -> bool:
+        """Does the model take tools (and so a catalog)? /whoami and /tools say when not."""
+        return self.models.resolve(model).capabilities.tools
+
+
+def audit_to(store: Any) -> FailoverAudit:
+    """A failover's audit row, written to `store` (bot.store.audit)."""
+    from bot.store.audit import AuditEntry, write_audit
+
+    async def write(sender: str, detail: str) -> None:
+        async with store.transaction(serial=False) as tx:
+            await write_audit(tx, AuditEntry(sender=sender, decision="model",
+                                             outcome="failover", detail=detail[:500]))
+    return write

@@ -21,6 +21,7 @@ class MeteredModel:
                   prompt: str, system: str, max_tokens: int) -> ModelAnswer:
         answer = await self.llm.ask(sender=str(sender), level=level, model=model, prompt=prompt,
                                     system=system, max_tokens=max_tokens)
-        await self.spend.record(session_id=session_id, sender=str(sender), model=model,
+        await self.spend.record(session_id=session_id, sender=str(sender),
+                                model=answer.model or model,   # an alias: the id that answered
                                 usage=answer.usage)
         return ModelAnswer(answer.text, answer.model or model, answer.usage)

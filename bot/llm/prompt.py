@@ -59,8 +59,9 @@ class PromptBuilder:
         if agent["system_prompt"].strip():  # the operator's instructions come after ours
             text += "\n\n" + agent["system_prompt"].strip()
         self.system = [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
-        self.model = agent["model"]
+        self.model = config.main_model
         self.small_model = agent["small_model"]
+        self.job_model = config["jobs"]["model"]
         self.max_tokens = agent["max_tokens"]
         self._tools: dict[tuple, list[dict[str, Any]]] = {}
 
@@ -81,8 +82,11 @@ class PromptBuilder:
         # A run allowed no tools at all (a scheduled job that only writes, say a daily quote)
         # needs no more than the small model.
         writes_only = turn.run_allowlist is not None and not turn.run_allowlist
+        model = self.small_model if writes_only else self.model
+        if turn.run_allowlist is not None and self.job_model:   # a scheduled job's own model
+            model = self.job_model
         params: dict[str, Any] = {
-            "model": self.small_model if writes_only else self.model,
+            "model": model,
             "max_tokens": self.max_tokens,
             "system": self.system,
             "messages": with_last_breakpoint(messages),

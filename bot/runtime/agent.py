@@ -302,8 +302,13 @@ class Agent(SessionControl, ApprovalFlow):
 
         async def on_text(delta: str) -> None:
             await turn.sink.emit(TextDelta(delta))
-        return await self.services.llm.create(sender=turn.sender, level=turn.autonomy,
-                                              on_text=on_text, **params)
+        response = await self.services.llm.create(sender=turn.sender, level=turn.autonomy,
+                                                  on_text=on_text, **params)
+        for note in getattr(response, "notices", ()):   # which model answered, what it lacks
+            if note not in turn.told:
+                turn.told.add(note)
+                await turn.sink.emit(Notice(note))
+        return response
 
     async def _step(self, turn: Turn, messages: list[dict[str, Any]], assistant: dict[str, Any],
                     response: Any) -> bool:

@@ -130,12 +130,29 @@ async def _help(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
                            "ask before anything risky.\n\n" + "\n".join(lines)))
 
 
+TOOLS_OFF = "Tools are off for this model ({model}): it cannot call them, so I answer in words only."
+
+
+def _tools_off(agent: Agent) -> str | None:
+    """The sentence saying the model in use takes no tools, or None when it does."""
+    llm, model = agent.services.llm, agent.prompt.model
+    if llm is None or llm.tools_enabled(model):
+        return None
+    return TOOLS_OFF.format(model=model)
+
+
 async def _whoami(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
     count = len(agent.services.registry.list_for_sender(message.sender, autonomy))
-    await sink.emit(Notice(f"Sender: {message.sender}\nAutonomy: {autonomy}\nTools: {count}"))
+    off = _tools_off(agent)
+    tools = f"{count}" if off is None else f"{count} (off: {off})"
+    await sink.emit(Notice(f"Sender: {message.sender}\nAutonomy: {autonomy}\nTools: {tools}"))
 
 
 async def _tools(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    off = _tools_off(agent)
+    if off is not None:
+        await sink.emit(Notice(off))
+        return
     lines = _tools_text(agent, message, autonomy)
     await sink.emit(Notice("Your tools:\n" + "\n".join(lines) if lines else "You have no tools."))
 

@@ -77,6 +77,7 @@ class Turn:
     # Whether the history may hold an attachment reference, which each model call then expands
     # (False only when known: a cached history without one and a message without media).
     attachments: bool = True
+    told: set[str] = field(default_factory=set)   # notices about the model said this turn
 
     def take_records(self) -> list[Record]:
         """The rows left by the calls so far; the turn keeps none of them."""

@@ -19,6 +19,7 @@ from bot.jobs.scheduler import Scheduler
 from tests.conftest import FAKE_ENV, make_config
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.support.pg_support import on_both_backends
+from tests.support.providers import PROVIDERS, provider_overrides
 from tests.support.runtime_tools import Recorder, Writer, answer
 
 backend_name = on_both_backends()
@@ -50,11 +51,14 @@ class Outlet:
 
 
 @pytest.fixture
-async def world(tmp_path: Path, fake_anthropic):
+async def world(tmp_path: Path, fake_anthropic, provider_name):
     clock = Clock()
-    overrides = {"agent": {"llm_max_retries": 0, "llm_timeout_seconds": 10},
+    models, model_env = provider_overrides(provider_name, fake_anthropic)
+    overrides = {**models,
+                 "agent": {**models.get("agent", {}), "llm_max_retries": 0,
+                           "llm_timeout_seconds": 10},
                  "senders": {"telegram:1": "full", "telegram:2": "supervised"}}
-    env = {**FAKE_ENV, "ANTHROPIC_BASE_URL": fake_anthropic.base_url}
+    env = {**FAKE_ENV, **model_env}
     app = await App.open(make_config(tmp_path, overrides, env=env), clock=clock)
     outlet = Outlet()
     app.services.delivery.register("telegram", outlet)
@@ -137,6 +141,7 @@ async def test_a_supervised_owners_job_runs_low_risk_tools_asks_for_medium_and_r
     assert len(results) == 3 and len(refused) == 1 and "allowlist" in str(refused[0]["content"])
 
 
+@pytest.mark.parametrize("provider_name", PROVIDERS)
 async def test_a_job_allowed_no_tools_costs_one_call_of_the_small_model(world, fake_anthropic):
     app, clock, outlet, scheduler = world
     await app.services.jobs.create(Job(
@@ -148,7 +153,9 @@ async def test_a_job_allowed_no_tools_costs_one_call_of_the_small_model(world, f
     clock.now = START + 61
     assert await tick(scheduler, app) == 1
     (call,) = fake_anthropic.requests[requests:]
-    assert call.json["model"] == app.config["agent"]["small_model"] != app.config["agent"]["model"]
+    models = app.services.llm.models
+    small, main = (models.resolve(app.config["agent"][k]).model for k in ("small_model", "model"))
+    assert call.json["model"] == small != main
     assert "tools" not in call.json
     assert [d.text for d in outlet.events(Done)] == ["Well begun is half done."]
 

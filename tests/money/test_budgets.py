@@ -17,6 +17,7 @@ from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.money.test_spend import Clock
 from tests.runtime.test_runtime import say
 from tests.support.pg_support import on_both_backends
+from tests.support.providers import PROVIDERS
 from tests.support.runtime_tools import Recorder
 
 backend_name = on_both_backends()
@@ -42,10 +43,11 @@ def notices(sink) -> list[str]:
     return [n.text for n in sink.of(Notice)]
 
 
+@pytest.mark.parametrize("provider_name", PROVIDERS)
 async def test_over_budget_a_sender_is_refused_with_the_reset_time_after_one_80_percent_notice(
-        app_factory, fake_anthropic):
+        app_factory, fake_model):
     app = await budget_app(app_factory)
-    fake_anthropic.script(costing(1.65), costing(1.65))
+    fake_model.script(costing(1.65), costing(1.65))
     first = await say(app, "one", sender="telegram:1", chat="1")
     assert first.text == "answer"
     (warning,) = notices(first)
@@ -58,7 +60,7 @@ async def test_over_budget_a_sender_is_refused_with_the_reset_time_after_one_80_
     assert refusal.startswith("You have used today's model budget ($3.30 of $2.00)")
     assert "It resets at midnight UTC (in " in refusal
     assert "Only the operator can raise it ([budgets] sender_daily" in refusal
-    assert len(fake_anthropic.requests) == 2  # the refused turn never reached the model
+    assert len(fake_model.requests) == 2  # the refused turn never reached the model
     session = await app.agent.session_id(third_message := _msg("three", "telegram:1", "1"))
     history, _ = await app.agent.journal.stored(session)
     assert history[-1]["content"][0]["text"] == third_message.text  # the message is kept
@@ -95,15 +97,16 @@ async def test_a_read_only_sender_gets_the_smaller_daily_limit_of_its_level(app_
     assert fine.text == "ok: hi"
 
 
+@pytest.mark.parametrize("provider_name", PROVIDERS)
 async def test_a_turn_in_progress_finishes_its_call_but_starts_no_new_one_past_the_limit(
-        app_factory, fake_anthropic):
+        app_factory, fake_model):
     app = await budget_app(app_factory)
     recorder = Recorder()
     app.services.registry.register(recorder, "tests")
-    fake_anthropic.script(costing(2.10, text("on it"), tool_use("recorder", {"value": "x"})))
+    fake_model.script(costing(2.10, text("on it"), tool_use("recorder", {"value": "x"})))
     sink = await say(app, "record x", sender="telegram:1", chat="1")
     assert recorder.calls == [{"value": "x"}]  # the answer that came back was still acted on
-    assert len(fake_anthropic.requests) == 1   # ...but no second model call was started
+    assert len(fake_model.requests) == 1   # ...but no second model call was started
     (message,) = [e.message for e in sink.of(ErrorEvent)]
     assert "model budget" in message
     session = await app.agent.session_id(_msg("record x", "telegram:1", "1"))

@@ -6,6 +6,8 @@ import asyncio
 import json
 import re
 
+import pytest
+
 from bot.core.events import (
     CollectingSink,
     Done,
@@ -18,6 +20,7 @@ from bot.core.events import (
 from tests.fakes import EVENTUALLY
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.support.pg_support import on_both_backends
+from tests.support.providers import PROVIDERS, is_error_text, model_id, tool_result_texts
 from tests.support.runtime_tools import Blocker, Hostile, Recorder
 
 # Whole turns on each store: history, usage, audit and receipts written and read back.
@@ -39,11 +42,12 @@ def results_of(request) -> list[dict]:
             for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
-async def test_a_turn_with_two_tool_calls_runs_both_and_answers(app_factory, fake_anthropic):
+@pytest.mark.parametrize("provider_name", PROVIDERS)
+async def test_a_turn_with_two_tool_calls_runs_both_and_answers(app_factory, fake_model):
     app = await app_factory()
     recorder = Recorder()
     app.services.registry.register(recorder, "tests")
-    fake_anthropic.script(
+    fake_model.script(
         reply(text("Let me record."), tool_use("recorder", {"value": "a"}),
               tool_use("recorder", {"value": "b"})),
         text("Recorded both."))
@@ -52,24 +56,23 @@ async def test_a_turn_with_two_tool_calls_runs_both_and_answers(app_factory, fak
     assert sink.text == "Recorded both."
     assert "".join(e.text for e in sink.of(TextDelta)) == "Let me record.Recorded both."
     assert [e.tool for e in sink.of(ToolStarted)] == ["recorder", "recorder"]
-    second = fake_anthropic.requests[1].json["messages"]
-    results = [b for b in second[-1]["content"] if b["type"] == "tool_result"]
-    assert len(results) == 2 and not any(r.get("is_error") for r in results)
-    assert {json.loads(r["content"])["recorded"] for r in results} == {"a", "b"}
+    results = tool_result_texts(fake_model, fake_model.requests[1])
+    assert len(results) == 2 and not any(is_error_text(r) for r in results)
+    assert {json.loads(r)["recorded"] for r in results} == {"a", "b"}
 
 
+@pytest.mark.parametrize("provider_name", PROVIDERS)
 async def test_invalid_args_reach_the_model_as_a_structured_error_and_not_the_tool(app_factory,
-                                                                                   fake_anthropic):
+                                                                                   fake_model):
     app = await app_factory()
     recorder = Recorder()
     app.services.registry.register(recorder, "tests")
-    fake_anthropic.script(tool_use("recorder", {"value": 3, "extra": True}), text("sorry"))
+    fake_model.script(tool_use("recorder", {"value": 3, "extra": True}), text("sorry"))
     await say(app, "go")
     assert recorder.calls == []
-    (result,) = results_of(fake_anthropic.requests[1])
-    assert result["is_error"] is True
-    assert result["content"].startswith("invalid_args: recorder: invalid arguments")
-    assert "Hint:" in result["content"]
+    (result,) = tool_result_texts(fake_model, fake_model.requests[1])
+    assert result.startswith("invalid_args: recorder: invalid arguments")
+    assert "Hint:" in result
 
 
 async def test_an_unknown_tool_gets_a_did_you_mean_hint(app_factory, fake_anthropic):
@@ -129,14 +132,17 @@ async def test_system_prompt_catalog_and_history_carry_cache_breakpoints(app_fac
     assert "cache_control" not in json.dumps(stored)
 
 
-async def test_usage_of_every_model_call_is_recorded(app_factory, fake_anthropic):
+@pytest.mark.parametrize("provider_name", PROVIDERS)
+async def test_usage_of_every_model_call_is_recorded(app_factory, fake_model, provider_name):
     app = await app_factory()
     await say(app, "hello")
     await say(app, "again")
     rows = await app.services.store.fetchall("SELECT * FROM usage ORDER BY id")
     assert len(rows) == 2
-    assert rows[1]["cache_read_tokens"] > 0
+    if provider_name == "anthropic":   # the fake Anthropic simulates prompt caching
+        assert rows[1]["cache_read_tokens"] > 0
     assert all(r["output_tokens"] > 0 and r["sender"] == "cli:local" for r in rows)
+    assert all(r["model"] == model_id(provider_name) and r["cost"] > 0 for r in rows)
 
 
 async def test_the_step_limit_stops_the_loop_and_keeps_everything(app_factory, fake_anthropic):
@@ -238,9 +244,10 @@ async def test_an_overlong_message_is_refused_with_a_clear_reason(app_factory, f
     assert fake_anthropic.requests == []
 
 
-async def test_done_carries_the_final_text(app_factory, fake_anthropic):
+@pytest.mark.parametrize("provider_name", PROVIDERS)
+async def test_done_carries_the_final_text(app_factory, fake_model):
     app = await app_factory()
-    fake_anthropic.script(text("hello there"))
+    fake_model.script(text("hello there"))
     sink = await say(app, "hi")
     assert sink.of(Done)[-1].text == "hello there"
 

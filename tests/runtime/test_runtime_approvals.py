@@ -9,9 +9,12 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from bot.core.events import ApprovalNeeded, CollectingSink, Done, IncomingMessage, Notice
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.support.pg_support import on_both_backends
+from tests.support.providers import PROVIDERS, is_error_text, tool_result_texts
 from tests.support.runtime_tools import Writer, answer
 
 backend_name = on_both_backends()
@@ -32,11 +35,12 @@ async def ask_for_write(app, fake, note: str = "milk") -> tuple[CollectingSink, 
     return sink, needed.approval
 
 
-async def test_a_medium_risk_call_waits_for_approval_with_its_preview(app_factory, fake_anthropic):
+@pytest.mark.parametrize("provider_name", PROVIDERS)
+async def test_a_medium_risk_call_waits_for_approval_with_its_preview(app_factory, fake_model):
     app = await app_factory(SUPERVISED)
     writer = Writer()
     app.services.registry.register(writer, "tests")
-    sink, view = await ask_for_write(app, fake_anthropic)
+    sink, view = await ask_for_write(app, fake_model)
     assert view.summary == "Write the note 'milk'" and view.risk == "medium"
     assert sink.of(Done)[-1].waiting_for_approval
     assert writer.executed == []
@@ -63,12 +67,13 @@ async def test_an_answer_decides_first_and_resumes_once_into_the_sink_the_channe
     assert chosen.text == "Written." and other.events == []
 
 
-async def test_approving_runs_the_tool_once_and_the_conversation_continues(app_factory, fake_anthropic):
+@pytest.mark.parametrize("provider_name", PROVIDERS)
+async def test_approving_runs_the_tool_once_and_the_conversation_continues(app_factory, fake_model):
     app = await app_factory(SUPERVISED)
     writer = Writer()
     app.services.registry.register(writer, "tests")
-    _, view = await ask_for_write(app, fake_anthropic)
-    fake_anthropic.script(text("Written."))
+    _, view = await ask_for_write(app, fake_model)
+    fake_model.script(text("Written."))
     follow = CollectingSink()
     first = await answer(app.agent, view.id, "telegram:1", "approve", follow)
     second = await answer(app.agent, view.id, "telegram:1", "approve", follow)
@@ -76,25 +81,26 @@ async def test_approving_runs_the_tool_once_and_the_conversation_continues(app_f
     assert first.ok and not second.ok and "already" in second.reason
     assert writer.executed == ["milk"]
     assert follow.text == "Written."
-    result = fake_anthropic.last_request.json["messages"][-1]["content"][0]
-    assert result["type"] == "tool_result" and not result.get("is_error")
+    (result,) = tool_result_texts(fake_model, fake_model.last_request)
+    assert not is_error_text(result)
     receipts = await app.services.store.fetchall("SELECT * FROM receipts")
     assert [(r["tool"], r["approver"]) for r in receipts] == [("writer", "telegram:1")]
     assert (await app.services.approvals.get(view.id)).status == "executed"
 
 
-async def test_denying_tells_the_model_and_runs_nothing(app_factory, fake_anthropic):
+@pytest.mark.parametrize("provider_name", PROVIDERS)
+async def test_denying_tells_the_model_and_runs_nothing(app_factory, fake_model):
     app = await app_factory(SUPERVISED)
     writer = Writer()
     app.services.registry.register(writer, "tests")
-    _, view = await ask_for_write(app, fake_anthropic)
-    fake_anthropic.script(text("OK, I won't."))
+    _, view = await ask_for_write(app, fake_model)
+    fake_model.script(text("OK, I won't."))
     follow = CollectingSink()
     assert (await answer(app.agent, view.id, "telegram:1", "deny", follow)).ok
     await app.agent.queue.drain(5)
     assert writer.executed == []
-    result = fake_anthropic.last_request.json["messages"][-1]["content"][0]
-    assert result["is_error"] and "denied" in result["content"]
+    (result,) = tool_result_texts(fake_model, fake_model.last_request)
+    assert is_error_text(result) and "denied" in result
     assert follow.text == "OK, I won't."
     assert await app.services.store.fetchall("SELECT * FROM receipts") == []
 

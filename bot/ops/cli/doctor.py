@@ -1,5 +1,6 @@
-"""`myclaw doctor [--security] [--telegram] [--slack] [--whatsapp]`: what is ready, what is missing,
-what is risky.
+"""`myclaw doctor [--security] [--telegram] [--slack] [--whatsapp] [--online]`: what is
+ready, what is missing, what is risky (`--online` asks each configured model a one-token
+question: bot/ops/cli/models.py).
 
 One line per check: `ok`, `warn` (works, but something is off or off on purpose) or `FAIL`
 (start-up is blocked, or `--security` found a high-severity setting). Exit status 1 when any line
@@ -60,16 +61,20 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     doctor.add_argument("--whatsapp", action="store_true",
                         help="also check the WhatsApp token, phone number id, webhook "
                              "subscription and templates with the Graph API")
+    doctor.add_argument("--online", action="store_true",
+                        help="also ask each configured model a one-token question (costs a "
+                             "few tokens) and whether it takes tools")
     doctor.set_defaults(handler=_doctor_command)
 
 
 async def _doctor_command(args: argparse.Namespace, config: Config) -> int:
     return await run_doctor(config, security=args.security, telegram=args.telegram,
-                            slack=args.slack, whatsapp=args.whatsapp)
+                            slack=args.slack, whatsapp=args.whatsapp, online=args.online)
 
 
 async def run_doctor(config: Config, *, security: bool = False, telegram: bool = False,
-                     slack: bool = False, whatsapp: bool = False, out: IO[str] | None = None,
+                     slack: bool = False, whatsapp: bool = False, online: bool = False,
+                     out: IO[str] | None = None,
                      import_module: Callable[[str], Any] = importlib.import_module) -> int:
     """Print every check and return the exit status (1 if any check FAILed)."""
     out = sys.stdout if out is None else out
@@ -81,6 +86,10 @@ async def run_doctor(config: Config, *, security: bool = False, telegram: bool =
         checks.extend(await slack_checks(config, import_module))
     if whatsapp:
         checks.extend(await whatsapp_checks(config, import_module))
+    if online:
+        from bot.ops.cli.models import online_checks
+
+        checks.extend(Check(*found) for found in await online_checks(config))
     if security:
         checks.extend(security_checks(config))
         checks.extend(environment_checks(config))
@@ -195,9 +204,9 @@ def _replica_name_check(config: Config) -> Check:
 
 
 def secret_checks(config: Config) -> list[Check]:
-    checks = [Check("ok", "ANTHROPIC_API_KEY", "set: the agent can chat")
-              if config.secret("ANTHROPIC_API_KEY")
-              else Check("FAIL", "ANTHROPIC_API_KEY", "not set: needed to chat on any channel")]
+    from bot.ops.cli.models import key_checks
+
+    checks = [Check(*found) for found in key_checks(config)]
     for name, section, label in (("TELEGRAM_BOT_TOKEN", "telegram", "Telegram"),
                                  ("DISCORD_BOT_TOKEN", "discord", "Discord"),
                                  ("SLACK_BOT_TOKEN", "slack", "Slack"),

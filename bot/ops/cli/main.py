@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "bot.ops.cli.console",   # console login, console logout --all
     "bot.ops.cli.jobs",      # jobs list | cancel
     "bot.ops.cli.store_admin",  # migrate, store copy
+    "bot.ops.cli.models",    # models
 )
 
 

@@ -1,0 +1,94 @@
+"""The Anthropic Messages API through its official SDK: the reference provider.
+
+Requests go out exactly as the runtime builds them (prompt caching markers, documents, images,
+thinking, `tool_use`); streamed answers are read as raw events (bot/llm/stream.py). Relies on
+the SDK's own retries with backoff for 429/5xx/timeouts; what is left is translated by
+bot/llm/errors.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from bot.core.errors import LLMError
+from bot.llm.errors import Account, translate
+from bot.llm.provider import LLMResponse, TextCallback
+from bot.llm.stream import StreamAccumulator
+
+NO_KEY = ("The bot has no model API key. The operator must set {env} and restart.")
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    if usage is None:
+        return {}
+    return {
+        "input_tokens": int(getattr(usage, "input_tokens", 0) or 0),
+        "output_tokens": int(getattr(usage, "output_tokens", 0) or 0),
+        "cache_read_tokens": int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+        "cache_write_tokens": int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
+    }
+
+
+def _block(block: Any) -> dict[str, Any]:
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    return block.model_dump(mode="json", exclude_none=True)
+
+
+class AnthropicProvider:
+    def __init__(self, *, key: str | None, key_env: str, base_url: str | None, timeout: float,
+                 max_retries: int, client: anthropic.AsyncAnthropic | None = None):
+        self._key, self._base_url = key, base_url
+        self._timeout, self._max_retries = timeout, max_retries
+        self._client = client
+        self.account = Account(key_env=key_env)
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            if not self._key:
+                env = self.account.key_env
+                raise LLMError(f"{env} is not set", NO_KEY.format(env=env))
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._key, base_url=self._base_url, max_retries=self._max_retries,
+                timeout=self._timeout,
+                # The SDK's aiohttp transport: httpx's pool costs grow with the number of
+                # connections in flight, which dominated CPU with hundreds of concurrent chats.
+                http_client=anthropic.DefaultAioHttpClient(),
+            )
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    async def complete(self, params: dict[str, Any],
+                       on_text: TextCallback | None) -> LLMResponse:
+        try:
+            if on_text is not None:
+                return await self._stream(params, on_text)
+            message = await self.client.messages.create(**params)
+        except anthropic.APIError as exc:
+            raise translate(exc, params.get("model", "?"), self.account) from exc
+        return LLMResponse([_block(b) for b in message.content], message.stop_reason,
+                           message.model, _usage(message.usage))
+
+    async def _stream(self, params: dict[str, Any], on_text: TextCallback) -> LLMResponse:
+        accumulator = StreamAccumulator(on_text)
+        stream = await self.client.messages.create(stream=True, **params)
+        async with stream:
+            async for event in stream:
+                await accumulator.feed(event)
+        usage = accumulator.usage
+        return LLMResponse(accumulator.blocks, accumulator.stop_reason,
+                           accumulator.model or params.get("model", ""), {
+                               "input_tokens": int(usage.get("input_tokens") or 0),
+                               "output_tokens": int(usage.get("output_tokens") or 0),
+                               "cache_read_tokens": int(usage.get("cache_read_input_tokens") or 0),
+                               "cache_write_tokens": int(
+                                   usage.get("cache_creation_input_tokens") or 0)})
