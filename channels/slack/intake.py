@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.conversation.inbox import Entry, Inbox, InboxRow
+from bot.conversation.sweep import sweep_left_rows
 
 log = logging.getLogger(__name__)
 
@@ -128,19 +129,9 @@ class SlackIntake:
         return len(rows)
 
     def start_sweeping(self) -> None:
-        self._sweeper = asyncio.create_task(self._sweep(), name="slack-inbox-sweep")
+        self._sweeper = asyncio.create_task(sweep_left_rows(self._inbox, CHANNEL, self._adopt),
+                                            name="slack-inbox-sweep")
 
-    async def _sweep(self) -> None:
-        while True:
-            await asyncio.sleep(self._inbox.settings.lease_seconds / 2)
-            try:
-                adopted = self._adopt(await self._inbox.adoptable(CHANNEL))
-            except Exception:
-                log.warning("slack: could not look for envelopes left by another process",
-                            exc_info=True)
-                continue
-            if adopted:
-                log.info("slack: %d envelope(s) left by a stopped process queued", adopted)
 
     async def stop(self) -> None:
         sweeper, self._sweeper = self._sweeper, None

@@ -25,6 +25,7 @@ from telegram.ext import Application
 
 from bot.conversation.inbox import Entry, Inbox, InboxRow
 from bot.conversation.sessions import ShuttingDown
+from bot.conversation.sweep import sweep_left_rows
 from bot.core.events import AgentAPI, IncomingMessage, Sink
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,8 @@ class TelegramIntake:
         return len(rows)
 
     def start_sweeping(self) -> None:
-        self._sweeper = asyncio.create_task(self._sweep(), name="telegram-inbox-sweep")
+        self._sweeper = asyncio.create_task(sweep_left_rows(self._inbox, CHANNEL, self._adopt),
+                                            name="telegram-inbox-sweep")
 
     async def stop_sweeping(self) -> None:
         sweeper, self._sweeper = self._sweeper, None
@@ -76,17 +78,6 @@ class TelegramIntake:
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
 
-    async def _sweep(self) -> None:
-        while True:
-            await asyncio.sleep(self._inbox.settings.lease_seconds / 2)
-            try:
-                adopted = await self._adopt(await self._inbox.adoptable(CHANNEL))
-            except Exception:
-                log.warning("telegram: could not look for updates left by another process",
-                            exc_info=True)
-                continue
-            if adopted:
-                log.info("telegram: %d update(s) left by a stopped process queued", adopted)
 
     async def _queue(self, update: Update | None, row: InboxRow) -> None:
         if update is None:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.conversation.inbox import Entry, Inbox, InboxRow
+from bot.conversation.sweep import sweep_left_rows
 
 log = logging.getLogger(__name__)
 
@@ -115,19 +116,9 @@ class WhatsAppIntake:
         return len(fresh)
 
     def start_sweeping(self) -> None:
-        self._sweeper = asyncio.create_task(self._sweep(), name="whatsapp-inbox-sweep")
+        self._sweeper = asyncio.create_task(sweep_left_rows(self._inbox, CHANNEL, self._adopt),
+                                            name="whatsapp-inbox-sweep")
 
-    async def _sweep(self) -> None:
-        while True:
-            await asyncio.sleep(self._inbox.settings.lease_seconds / 2)
-            try:
-                adopted = self._adopt(await self._inbox.adoptable(CHANNEL))
-            except Exception:
-                log.warning("whatsapp: could not look for updates left by another process",
-                            exc_info=True)
-                continue
-            if adopted:
-                log.info("whatsapp: %d update(s) left by a stopped process queued", adopted)
 
     async def idle(self) -> None:
         """Wait until every row taken so far has run (tests and benchmarks)."""
