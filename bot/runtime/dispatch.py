@@ -209,7 +209,7 @@ class Dispatcher:
             return self._refused(turn, block, invalid, tool)
         risk = risk_of(tool, args)
         scope = scope_of(tool, args)
-        grant = covering(turn.grants, name, scope.key, risk, time.time())
+        grant = covering(turn.grants, name, scope.key, risk, self.services.approvals.grants.clock())
         # A grant counts like the profile's auto_approve, for this one call only: the pure
         # policy still decides (deny stays deny, always_ask still asks).
         caller = Caller(turn.sender, turn.autonomy, turn.run_allowlist,
