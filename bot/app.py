@@ -73,6 +73,7 @@ def build_registry(config: Config, cwd: Path | str | None = None) -> Registry:
 def build_services(config: Config, store: Any, registry: Registry,
                    clock: Callable[[], float] = time.time, llm_client: Any = None) -> Services:
     """Every long-lived part of one process, on an open store."""
+    from bot.access.languages import Languages
     from bot.access.ratelimit import rate_limiter
     from bot.access.senders import Senders
     from bot.approvals.grants import Grants
@@ -109,6 +110,7 @@ def build_services(config: Config, store: Any, registry: Registry,
         inbox=Inbox(store, replica_name(config["inbox"]["replica"], store.dialect, config.env),
                     InboxSettings.from_config(config["inbox"]), clock),
         ports=tool_ports(config, store, registry, llm, spend, jobs),
+        languages=Languages(store, config["agent"]["language"], config["agent"]["timezone"]),
     )
 
 
@@ -171,7 +173,9 @@ class App:
         require_dedicated_workspace(config)
         config.workspace.mkdir(parents=True, exist_ok=True)
         store = await make_store(config).open()
-        return cls(config, build_services(config, store, build_registry(config), clock), surfaces)
+        services = build_services(config, store, build_registry(config), clock)
+        await services.languages.load()
+        return cls(config, services, surfaces)
 
     @property
     def console(self) -> Any:

@@ -78,6 +78,9 @@ class IncomingMessage:
     # Set when the text was forwarded: who wrote it (as the platform names them). Someone
     # else's words, shown to the model as data from them, never as the sender's request.
     forwarded_from: str = ""
+    # The language the person's app or platform says they use ("it", "es-419", "en_US.UTF-8"):
+    # a hint, used when they chose none with /language (bot/access/languages.py).
+    language_hint: str = ""
 
     @property
     def has_attachments(self) -> bool:
@@ -286,7 +289,11 @@ class AgentAPI(Protocol):
 
     async def pending_approvals(self, channel: str) -> list[ApprovalView]: ...
 
-    def command_descriptions(self) -> list[tuple[str, str]]: ...
+    # The command menu in `language` ("" = the installation's default language).
+    def command_descriptions(self, language: str = "") -> list[tuple[str, str]]: ...
+
+    # -> bot.language.translator.Translator: how `reader` hears the bot (their language)
+    def translator(self, reader: str) -> Any: ...
 
     @property
     # bot.conversation.inbox.Inbox: where updates are stored before they are acknowledged

@@ -21,6 +21,7 @@ from bot.core.tool import CallContext, Ports
 if TYPE_CHECKING:
     import asyncio
 
+    from bot.access.languages import Languages
     from bot.access.ratelimit import MessageRateLimiter, StoredRateLimiter
     from bot.access.senders import Senders
     from bot.approvals.receipts import Receipts
@@ -55,6 +56,7 @@ class Services:
     rate_limits: MessageRateLimiter | StoredRateLimiter
     inbox: Inbox                       # incoming updates, stored before they are acknowledged
     ports: Ports                       # what tools reach besides their args
+    languages: Languages               # each person's language (the one resolver)
     network: Network = field(default_factory=Network)
 
     def call_context(self, *, sender: Sender | str, level: Level | str, session_id: str,

@@ -340,4 +340,8 @@ CREATE TABLE held_messages (
 );
 CREATE INDEX held_messages_by_recipient ON held_messages(recipient, id);
 """),
+    (16, "each person's language: the one they chose with /language and the platform's last hint", """
+ALTER TABLE sender_settings ADD COLUMN language TEXT;
+ALTER TABLE sender_settings ADD COLUMN language_hint TEXT;
+"""),
 ]

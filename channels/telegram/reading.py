@@ -66,7 +66,8 @@ class MessageReader:
         return IncomingMessage(sender=Sender.of("telegram", user.id), chat=str(message.chat_id), text=text,
                                channel="telegram", message_id=str(message.message_id),
                                is_group=is_group, display_name=user.full_name,
-                               forwarded_from=_forwarded_from(message, user.id))
+                               forwarded_from=_forwarded_from(message, user.id),
+                               language_hint=user.language_code or "")
 
     def _addressed(self, message: Message, text: str) -> _Addressed:
         entities = message.parse_entities() if message.text else message.parse_caption_entities()
