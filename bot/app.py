@@ -95,7 +95,8 @@ def build_services(config: Config, store: Any, registry: Registry,
     budgets = Budgets(config, spend)
     llm = LLMClient(config, client=llm_client, budgets=budgets, audit=audit_to(store),
                     models=models)
-    jobs = Jobs(store, JobLimits.from_config(config["jobs"]), clock)
+    replica = replica_name(config["inbox"]["replica"], store.dialect, config.env)
+    jobs = Jobs(store, JobLimits.from_config(config["jobs"]), clock, replica)
     preferences = Preferences(store)
     return Services(
         config=config, store=store, registry=registry, llm=llm, spend=spend, budgets=budgets,
@@ -109,8 +110,7 @@ def build_services(config: Config, store: Any, registry: Registry,
         preferences=preferences,
         jobs=jobs,
         delivery=Delivery(),
-        inbox=Inbox(store, replica_name(config["inbox"]["replica"], store.dialect, config.env),
-                    InboxSettings.from_config(config["inbox"]), clock),
+        inbox=Inbox(store, replica, InboxSettings.from_config(config["inbox"]), clock),
         ports=tool_ports(config, store, registry, llm, spend, jobs, preferences),
     )
 
@@ -232,7 +232,7 @@ class App:
             self.channels[name] = channel
             if isinstance(channel, ApprovalSurface):  # approvals answered in the console show there
                 self.agent.add_approval_surface(name, channel)
-            self.services.delivery.register(name, channel)
+            self.connected(name, channel)
             log.info("%s channel connected", name)
 
     async def stop_channels(self) -> None:
@@ -258,19 +258,30 @@ class App:
                 name, part = started
                 self.parts[name] = part
                 self._extras.append(part)
-        if self.config["jobs"]["enabled"]:
-            from bot.jobs.runner import AgentJobRunner
-            from bot.jobs.scheduler import Scheduler
-
-            runner = AgentJobRunner(self.agent, self.services.delivery, self.services.senders)
-            scheduler = Scheduler(self.services.jobs, runner, self.services.jobs.clock,
-                                  tick_seconds=self.config["jobs"]["tick_seconds"])
-            await scheduler.start()
-            self._extras.append(scheduler)
         self._extras.append(self.expiry)
         await self.expiry.start()
         self._started = True
         await run_session_hooks(self.services.registry, "start", self.system_context())
+
+    async def start_scheduler(self) -> None:
+        """Scheduled jobs, once the channels are up: a run is delivered only through a channel
+        connected in this process (one connecting later wakes the scheduler: `connected`)."""
+        if not self.config["jobs"]["enabled"]:
+            return
+        from bot.jobs.runner import AgentJobRunner
+        from bot.jobs.scheduler import Scheduler
+
+        runner = AgentJobRunner(self.agent, self.services.delivery, self.services.senders)
+        scheduler = Scheduler(self.services.jobs, runner, self.services.jobs.clock,
+                              tick_seconds=self.config["jobs"]["tick_seconds"],
+                              channels=runner.channels)
+        await scheduler.start()
+        self._extras.append(scheduler)
+
+    def connected(self, name: str, outlet: Any) -> None:
+        """A channel is up: it carries the core's messages; due jobs for it are looked at."""
+        self.services.delivery.register(name, outlet)
+        self.services.jobs.changed.set()
 
     async def chat_in_terminal(self, quiet_logs: bool) -> None:
         """The terminal conversation until Ctrl-D (the long-lived services run meanwhile);
@@ -281,11 +292,11 @@ class App:
         log.info("myclaw ready (channels: terminal)")
         grace = self.config["agent"]["shutdown_grace_seconds"]
         terminal = channel_module("cli").create(self.config, self.agent)
-        if self.services.delivery is not None:
-            self.services.delivery.register("cli", terminal)
+        self.connected("cli", terminal)
         if isinstance(terminal, ApprovalSurface):   # answered in the console: the question goes
             self.agent.add_approval_surface("cli", terminal)
         await self.recover()
+        await self.start_scheduler()
         await self.expiry.sweep()
         await terminal.run()
         await self.agent.shutdown(grace)
@@ -307,6 +318,7 @@ class App:
             await self.start_services()
             await self.start_channels(names)
             outlets_up.set()
+            await self.start_scheduler()
             await self.expiry.sweep()   # requests that lapsed while the bot was down
             log.info("myclaw ready (channels: %s)", ", ".join(names) or "none")
             gc.freeze()   # the channels' libraries, now up, join the frozen heap (long_lived_heap)

@@ -345,6 +345,11 @@ CREATE TABLE held_messages (
 );
 CREATE INDEX held_messages_by_recipient ON held_messages(recipient, id);
 """),
+    (16, "a job run waits for its channel: deferred runs, their retry time, who claimed a run", """
+ALTER TABLE jobs ADD COLUMN retry_at REAL;
+ALTER TABLE job_runs ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_runs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+"""),
 ]
 
 
