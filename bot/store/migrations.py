@@ -6,6 +6,11 @@ number and the `migrations` table records when each ran.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.store.protocol import Store
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, history, approvals, receipts, audit, memory, pairing, undo, usage", """
 CREATE TABLE IF NOT EXISTS migrations (
@@ -346,3 +351,10 @@ ALTER TABLE job_runs ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
 ALTER TABLE job_runs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
 """),
 ]
+
+
+async def applied_since(store: Store, since: float) -> list[dict[str, Any]]:
+    """The migrations this store recorded applying at or after `since`, in order."""
+    rows = await store.fetchall("SELECT number, description FROM migrations"
+                                " WHERE applied_at >= ? ORDER BY number", (since,))
+    return [dict(row) for row in rows]
