@@ -6,6 +6,8 @@ number and the `migrations` table records when each ran.
 
 from __future__ import annotations
 
+from bot.core.errors import StoreError
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, history, approvals, receipts, audit, memory, pairing, undo, usage", """
 CREATE TABLE IF NOT EXISTS migrations (
@@ -346,3 +348,16 @@ ALTER TABLE job_runs ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
 ALTER TABLE job_runs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
 """),
 ]
+
+
+def latest() -> int:
+    """The schema version this myclaw brings its stores to."""
+    return max(number for number, _, _ in MIGRATIONS)
+
+
+def refuse_newer(version: int, where: str) -> None:
+    """A store of a newer myclaw is never written by this one (its schema would be misread)."""
+    if version > latest():
+        raise StoreError(f"the store at {where} has schema version {version}, newer than this "
+                         f"myclaw knows ({latest()}): upgrade myclaw, or point [store] path / "
+                         "MYCLAW_DATABASE_URL at another store")
