@@ -73,6 +73,7 @@ def build_registry(config: Config, cwd: Path | str | None = None) -> Registry:
 def build_services(config: Config, store: Any, registry: Registry,
                    clock: Callable[[], float] = time.time, llm_client: Any = None) -> Services:
     """Every long-lived part of one process, on an open store."""
+    from bot.access.preferences import Preferences
     from bot.access.ratelimit import rate_limiter
     from bot.access.senders import Senders
     from bot.approvals.grants import Grants
@@ -96,6 +97,7 @@ def build_services(config: Config, store: Any, registry: Registry,
                     models=models)
     replica = replica_name(config["inbox"]["replica"], store.dialect, config.env)
     jobs = Jobs(store, JobLimits.from_config(config["jobs"]), clock, replica)
+    preferences = Preferences(store)
     return Services(
         config=config, store=store, registry=registry, llm=llm, spend=spend, budgets=budgets,
         rate_limits=rate_limiter(config, store),
@@ -105,15 +107,16 @@ def build_services(config: Config, store: Any, registry: Registry,
         receipts=Receipts(store, receipt_key(config)),
         undo=UndoLog(store),
         senders=Senders(config, store),
+        preferences=preferences,
         jobs=jobs,
         delivery=Delivery(),
         inbox=Inbox(store, replica, InboxSettings.from_config(config["inbox"]), clock),
-        ports=tool_ports(config, store, registry, llm, spend, jobs),
+        ports=tool_ports(config, store, registry, llm, spend, jobs, preferences),
     )
 
 
 def tool_ports(config: Config, store: Any, registry: Registry, llm: Any, spend: Any,
-               jobs: Any) -> Ports:
+               jobs: Any, preferences: Any) -> Ports:
     """What tools reach besides their args: memory, the metered model, quotas and jobs."""
     from bot.conversation.memory import Memories
     from bot.jobs.planner import JobPlanner
@@ -124,7 +127,7 @@ def tool_ports(config: Config, store: Any, registry: Registry, llm: Any, spend: 
         return {tool.meta.name for tool in registry.list_for_sender(str(sender), level)}
 
     return Ports(memory=Memories(store), model=MeteredModel(llm, spend), quota=ToolQuota(store),
-                 jobs=JobPlanner(jobs, catalog, config["agent"]["timezone"]))
+                 jobs=JobPlanner(jobs, preferences, catalog, config["agent"]["timezone"]))
 
 
 def approvers(config: Config) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from bot.core.errors import MyclawError
 from bot.jobs.schedule import Schedule
 from bot.store.audit import AuditEntry, write_audit
-from bot.store.sqlite import Store, Tx
+from bot.store.protocol import Store, Transaction
 
 Status = Literal["active", "paused", "done", "cancelled"]
 MAX_FAILURES = 3
@@ -352,20 +352,6 @@ class Jobs:
                               f"run due at {claim.scheduled_for:.0f}")
 
     @staticmethod
-    async def _audit(tx: Tx, job: Job, outcome: str, detail: str) -> None:
+    async def _audit(tx: Transaction, job: Job, outcome: str, detail: str) -> None:
         await write_audit(tx, AuditEntry(sender=job.owner, decision="job", outcome=outcome,
                                          tool="schedule", detail=f"job {job.id}: {detail}"[:500]))
-
-    # --- per-sender time zones -------------------------------------------------------------
-
-    async def timezone_of(self, sender: str, default: str) -> str:
-        row = await self.store.fetchone("SELECT timezone FROM sender_settings WHERE sender = ?",
-                                        (sender,))
-        return row["timezone"] if row and row["timezone"] else default
-
-    async def set_timezone(self, sender: str, timezone: str) -> None:
-        async with self.store.transaction() as tx:
-            await tx.execute(
-                "INSERT INTO sender_settings(sender, timezone) VALUES (?, ?)"
-                " ON CONFLICT (sender) DO UPDATE SET timezone = excluded.timezone",
-                (sender, timezone))

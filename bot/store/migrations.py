@@ -6,7 +6,12 @@ number and the `migrations` table records when each ran.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from bot.core.errors import StoreError
+
+if TYPE_CHECKING:
+    from bot.store.protocol import Store
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, history, approvals, receipts, audit, memory, pairing, undo, usage", """
@@ -361,3 +366,10 @@ def refuse_newer(version: int, where: str) -> None:
         raise StoreError(f"the store at {where} has schema version {version}, newer than this "
                          f"myclaw knows ({latest()}): upgrade myclaw, or point [store] path / "
                          "MYCLAW_DATABASE_URL at another store")
+
+
+async def applied_since(store: Store, since: float) -> list[dict[str, Any]]:
+    """The migrations this store recorded applying at or after `since`, in order."""
+    rows = await store.fetchall("SELECT number, description FROM migrations"
+                                " WHERE applied_at >= ? ORDER BY number", (since,))
+    return [dict(row) for row in rows]

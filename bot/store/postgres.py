@@ -33,10 +33,10 @@ from urllib.parse import urlsplit
 import asyncpg
 
 from bot.core.errors import StoreError
-from bot.store.hooks import TxHooks
 from bot.store.migrations import refuse_newer
 from bot.store.pg_dialect import numbered, pg_migrations
 from bot.store.pg_invalidation import Callback, PgInvalidations, Subscribers, payloads
+from bot.store.protocol import TxHooks
 from bot.store.urls import redact_url
 
 log = logging.getLogger(__name__)

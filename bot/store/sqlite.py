@@ -40,8 +40,8 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from bot.core.errors import StoreError
-from bot.store.hooks import TxHooks
 from bot.store.migrations import MIGRATIONS, refuse_newer
+from bot.store.protocol import TxHooks
 
 log = logging.getLogger(__name__)
 
