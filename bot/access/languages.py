@@ -13,8 +13,7 @@ message; a hint is written only when it changes.
 
 from __future__ import annotations
 
-from typing import Any
-
+from bot.access.preferences import Preferences
 from bot.language.catalogs import translator
 from bot.language.names import DEFAULT, supported
 from bot.language.translator import Translator
@@ -23,8 +22,9 @@ AUTO = "auto"
 
 
 class Languages:
-    def __init__(self, store: Any, default: str = DEFAULT, default_zone: str = "UTC"):
-        self.store = store
+    def __init__(self, preferences: Preferences, default: str = DEFAULT,
+                 default_zone: str = "UTC"):
+        self.preferences = preferences
         self.default = supported(default) or DEFAULT
         self.default_zone = default_zone
         self._chosen: dict[str, str] = {}
@@ -32,8 +32,7 @@ class Languages:
         self._zones: dict[str, str] = {}
 
     async def load(self) -> None:
-        for row in await self.store.fetchall(
-                "SELECT sender, language, language_hint, timezone FROM sender_settings"):
+        for row in await self.preferences.everyone():
             for kept, value in ((self._chosen, row["language"]), (self._hints, row["language_hint"]),
                                 (self._zones, row["timezone"])):
                 if value:
@@ -52,39 +51,31 @@ class Languages:
         return translator(self.language_of(sender, hint)).at(
             self._zones.get(sender, self.default_zone))
 
-    def zone_changed(self, sender: str, zone: str) -> None:
-        """`sender` set a time zone (stored by the jobs' settings): times follow it."""
-        self._zones[sender] = zone
-
     def chosen(self, sender: str) -> str:
         """The language `sender` chose ("" when they left it to the platform)."""
         return self._chosen.get(sender, "")
+
+    def zone_changed(self, sender: str, zone: str) -> None:
+        """`sender` set a time zone (stored in their preferences): times follow it."""
+        self._zones[sender] = zone
 
     async def heard(self, sender: str, hint: str) -> None:
         """Remember the platform's hint for `sender` (written only when it changed)."""
         hint = supported(hint)
         if not hint or self._hints.get(sender) == hint:
             return
-        await self._write(sender, "language_hint", hint)
+        await self.preferences.set_language_hint(sender, hint)
         self._hints[sender] = hint
 
     async def choose(self, sender: str, language: str) -> str:
         """Store `sender`'s choice (`auto` clears it); the language they now get."""
         if language == AUTO:
-            await self._write(sender, "language", None)
+            await self.preferences.set_language(sender, None)
             self._chosen.pop(sender, None)
         else:
             chosen = supported(language)
             if not chosen:
                 raise ValueError(language)
-            await self._write(sender, "language", chosen)
+            await self.preferences.set_language(sender, chosen)
             self._chosen[sender] = chosen
         return self.language_of(sender)
-
-    async def _write(self, sender: str, column: str, value: str | None) -> None:
-        assert column in ("language", "language_hint")
-        async with self.store.transaction() as tx:
-            await tx.execute(
-                f"INSERT INTO sender_settings(sender, {column}) VALUES (?, ?)"
-                f" ON CONFLICT (sender) DO UPDATE SET {column} = excluded.{column}",
-                (sender, value))

@@ -16,7 +16,7 @@ from bot.core.events import ApprovalView
 from bot.core.tool import args_hash
 from bot.language.catalogs import N_
 from bot.language.phrase import Moment, Phrase
-from bot.store.sqlite import Row
+from bot.store.protocol import Row
 
 Status = Literal["pending", "approved", "denied", "expired", "started", "executed", "failed",
                  "in_doubt"]

@@ -259,10 +259,10 @@ JOB_STATES = (N_("active"), N_("paused"), N_("cancelled"), N_("done"), N_("faile
 
 async def _timezone(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                     arg: str) -> None:
-    jobs, default = agent.services.jobs, agent.config["agent"]["timezone"]
+    preferences, default = agent.services.preferences, agent.config["agent"]["timezone"]
     tr = agent.translator(message.sender)
     if not arg:
-        current = await jobs.timezone_of(message.sender, default)
+        current = await preferences.timezone_of(message.sender, default)
         await sink.emit(Notice(tr._("Your time zone is {zone}. Change it with /timezone "
                                     "Europe/Rome (any IANA name).", zone=current)))
         return
@@ -271,7 +271,7 @@ async def _timezone(agent: Agent, message: IncomingMessage, autonomy: str, sink:
     except ScheduleError as exc:
         await sink.emit(Notice(tr.say(str(exc))))
         return
-    await jobs.set_timezone(message.sender, arg.split()[0])
+    await preferences.set_timezone(message.sender, arg.split()[0])
     agent.services.languages.zone_changed(message.sender, arg.split()[0])
     tr = agent.translator(message.sender)
     await sink.emit(Notice(tr._("Time zone set to {zone}. New schedules use it.",
