@@ -35,6 +35,8 @@ EXPIRED_LABEL = N_("Expired")
 SUPERSEDED_LABEL = N_("Cancelled (a newer message arrived)")
 UNKNOWN_REQUEST = Phrase("Unknown approval request.")
 RISK_NAMES = {"low": N_("low"), "medium": N_("medium"), "high": N_("high")}
+# bot.core.tool.NO_PREVIEW, the words channels show for a tool that cannot describe its call
+NO_PREVIEW_TEXT = N_("(preview not available for this tool)")
 
 
 @dataclass

@@ -292,8 +292,9 @@ class AgentAPI(Protocol):
     # The command menu in `language` ("" = the installation's default language).
     def command_descriptions(self, language: str = "") -> list[tuple[str, str]]: ...
 
-    # -> bot.language.translator.Translator: how `reader` hears the bot (their language)
-    def translator(self, reader: str) -> Any: ...
+    # -> bot.language.translator.Translator: how `reader` hears the bot (their language; `hint`
+    # is what their platform says about this very interaction)
+    def translator(self, reader: str, hint: str = "") -> Any: ...
 
     @property
     # bot.conversation.inbox.Inbox: where updates are stored before they are acknowledged

@@ -3,7 +3,8 @@
 A `Phrase` is a `str` (its English text: what logs, audit rows and older callers see) that also
 keeps its catalog message id and values, so a channel renders it in each reader's language
 (`Translator.say`). A value may itself be a Phrase, a `Moment` (shown in the reader's format and
-the given zone), a `Number` or an `Amount` of money (the reader's number format, the budget's currency).
+the given zone), a `Number`, `Lines` of Phrases or an `Amount` of money (the reader's number
+format, the budget's currency).
 """
 
 from __future__ import annotations
@@ -47,6 +48,19 @@ class Amount:
 
     def __str__(self) -> str:
         return f"{self.value:,.2f} {self.currency}"
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Several Phrases shown one per line (each rendered in the reader's language)."""
+
+    lines: tuple[str, ...]
+
+    def __init__(self, lines: Any):
+        object.__setattr__(self, "lines", tuple(lines))
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
 
 
 class Phrase(str):

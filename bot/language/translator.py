@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from bot.language.phrase import Amount, Moment, Number, Phrase
+from bot.language.phrase import Amount, Lines, Moment, Number, Phrase
 
 
 @cache
@@ -64,6 +64,8 @@ class Translator:
             return self.money(value.value, value.currency)
         if isinstance(value, Number):
             return self.number(value.value)
+        if isinstance(value, Lines):
+            return "\n".join(self.say(line) for line in value.lines)
         return value
 
     def _moment(self, value: Moment) -> str:

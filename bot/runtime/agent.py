@@ -116,9 +116,9 @@ class Agent(SessionControl, ApprovalFlow):
     def command_descriptions(self, language: str = "") -> list[tuple[str, str]]:
         return commands.descriptions(translator(language or self.services.languages.default))
 
-    def translator(self, reader: str) -> Translator:
+    def translator(self, reader: str, hint: str = "") -> Translator:
         """How `reader` hears the bot: their language's catalog and formats."""
-        return self.services.languages.translator(reader)
+        return self.services.languages.translator(reader, hint)
 
     # --- turns ---------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ def test_telegram_keeps_a_short_preview_in_the_request_itself():
 
 def test_discord_posts_every_character_of_a_long_preview():
     summary = "echo " + "b" * 3000 + TAIL
-    chunks = discord_split(request_text(view(summary)))
+    chunks = discord_split(request_text(view(summary), EN))
     assert len(chunks) >= 2 and all(len(c) <= 2000 for c in chunks)
     assert TAIL in "".join(chunks)
 

@@ -76,3 +76,33 @@ def test_every_telegram_batch_page_fits_and_speaks_only_catalog_words(language):
 def test_the_pseudo_language_catches_a_word_built_outside_the_catalog():
     assert unmarked_words("⟦Approve⟧ Requested by telegram:4242", (SENDER,)) == ["Requested"]
     assert unmarked_words("⟦Approve ⟦nested⟧⟧ fs_write", ("fs_write",)) == []
+
+
+@pytest.mark.parametrize("language", sorted(RENDERERS))
+def test_a_discord_request_its_outcomes_and_batch_pages_fit_and_speak_only_catalog_words(language):
+    from channels.discord import approvals as dc_cards
+    from channels.discord import batch as dc_batch
+    from channels.discord.approval_text import label_for
+
+    tr = RENDERERS[language]
+    card = view(summary="git push origin main", always="`git push` " + "x" * 90)
+    texts = [dc_cards.request_text(card, tr)]
+    texts += [dc_cards.outcome_text(card, label_for(status, "discord:7", tr), "discord:7", tr, NOW)
+              for status in ("approved", "denied", "expired")]
+    labels = [item.item.label for item in dc_cards.buttons_for(card, tr).children]
+    views = [view(n, summary=f"rm -rf build/{n} " + "é" * 700, always="`rm` " + "y" * 70,
+                  batch="C" * 16) for n in range(9)]
+    for page in dc_batch.pages(views, tr):
+        calls = [CallOutcome(v, "") for v in page.calls]
+        texts.append(dc_batch.page_text(page, calls, len(views), tr))
+        texts += dc_batch.continuation_texts(page, tr)
+        answered = [CallOutcome(v, "deny", "discord:7", NOW) for v in page.calls]
+        texts.append(dc_batch.page_text(page, answered, len(views), tr))
+        labels += [getattr(b, "item", b).label
+                   for b in dc_batch.page_view(page, calls, True, tr).children]
+    assert all(len(text) <= 2000 for text in texts)
+    assert all(len(label) <= 80 for label in labels)
+    if language == "pseudo":
+        shown = content(card, *views) + ("<@7>", "<t:", ":R>", ":T>", "```")
+        for text in texts + labels:
+            assert unmarked_words(text, shown) == [], text

@@ -65,7 +65,7 @@ class ScriptedAgent:
     def command_descriptions(self, language=""):
         return [("whoami", "Who you are to me"), ("help", "Not a slash command here")]
 
-    def translator(self, reader):
+    def translator(self, reader, hint=""):
         return EN
 
 

@@ -54,7 +54,7 @@ class NoAgent:
     def command_descriptions(self, language=""):
         return [("start", "Start")]
 
-    def translator(self, reader):
+    def translator(self, reader, hint=""):
         return EN
 
 
