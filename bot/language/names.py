@@ -35,3 +35,13 @@ def from_accept_language(header: str | None) -> str:
         if language and weight > 0:
             ranked.append((-weight, index, language))
     return min(ranked)[2] if ranked else ""
+
+
+def terminal_language(env: dict[str, str] | object) -> str:
+    """The language a terminal's environment names: LC_ALL, else LC_MESSAGES, else LANG (as
+    gettext reads them); "" for none, "C" or "POSIX"."""
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = env.get(name, "") if hasattr(env, "get") else ""
+        if value and value not in ("C", "POSIX") and not value.startswith("C."):
+            return value
+    return ""

@@ -103,6 +103,6 @@ def test_a_discord_request_its_outcomes_and_batch_pages_fit_and_speak_only_catal
     assert all(len(text) <= 2000 for text in texts)
     assert all(len(label) <= 80 for label in labels)
     if language == "pseudo":
-        shown = content(card, *views) + ("<@7>", "<t:", ":R>", ":T>", "```")
+        shown = (*content(card, *views), "<@7>", "<t:", ":R>", ":T>", "```")
         for text in texts + labels:
             assert unmarked_words(text, shown) == [], text

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # The keywords the Makefile's `catalogs-update` extracts with (besides Babel's defaults).
 KEYWORDS = {"_": None, "gettext": None, "ngettext": (1, 2), "N_": None, "Phrase": None,
             "plural_phrase": (1, 2)}
-PLACEHOLDER = re.compile(r"\{(\w*)\}")
+PLACEHOLDER = re.compile(r"\{(\w*)[^{}]*\}")
 
 
 def extracted() -> dict[str, str | None]:
