@@ -27,7 +27,8 @@ from bot.config.prices import PriceTable
 from bot.store.sqlite import Store, Tx
 
 USAGE_SQL = ("INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
-             " cache_read_tokens, cache_write_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+             " cache_read_tokens, cache_write_tokens, characters, cost)"
+             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _SENDER_SQL = ("SELECT COALESCE(SUM(cost), 0) AS month,"
                " COALESCE(SUM(CASE WHEN ts >= ? THEN cost ELSE 0 END), 0) AS day"
                " FROM usage WHERE sender = ? AND ts >= ?")
@@ -109,7 +110,7 @@ class SpendLedger:
         row = await tx.fetchone(USAGE_SQL + " RETURNING id", (
             ts, session_id, sender, model, usage.get("input_tokens", 0),
             usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
-            usage.get("cache_write_tokens", 0), cost))
+            usage.get("cache_write_tokens", 0), usage.get("characters", 0), cost))
         tx.on_commit(lambda: self.committed(sender, ts, cost))
         if cost is not None and cost > 0 and row is not None:
             tx.invalidate(TOPIC, f"{row['id']}\x1f{ts!r}\x1f{cost!r}\x1f{sender}")

@@ -340,4 +340,8 @@ CREATE TABLE held_messages (
 );
 CREATE INDEX held_messages_by_recipient ON held_messages(recipient, id);
 """),
+    (16, "voice replies: each sender's /voice choice; usage rows count the characters spoken", """
+ALTER TABLE sender_settings ADD COLUMN voice TEXT;
+ALTER TABLE usage ADD COLUMN characters INTEGER NOT NULL DEFAULT 0;
+"""),
 ]
