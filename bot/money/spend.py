@@ -22,9 +22,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from bot.config.prices import PriceTable
-from bot.store.sqlite import Store, Tx
+from bot.store.protocol import Store, Transaction
 
 USAGE_SQL = ("INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
              " cache_read_tokens, cache_write_tokens, characters, cost)"
@@ -99,7 +100,7 @@ class SpendLedger:
 
     # --- recording -----------------------------------------------------------------------
 
-    async def add(self, tx: Tx, *, session_id: str, sender: str, model: str,
+    async def add(self, tx: Transaction, *, session_id: str, sender: str, model: str,
                   usage: Mapping[str, int]) -> float | None:
         """Insert one call's row inside the caller's transaction; the totals follow when it
         commits. Returns the call's cost."""
@@ -188,6 +189,13 @@ class SpendLedger:
             " FROM usage WHERE ts >= ? GROUP BY sender ORDER BY month DESC",
             (period.day_start, period.month_start))
         return {r["sender"]: (float(r["day"]), float(r["month"])) for r in rows}
+
+
+async def usage_since(store: Store, since: float) -> list[dict[str, Any]]:
+    """Every usage row from `since` on, oldest first. Whole rows: a store whose rows have no
+    cost column yet (priced later) still gives its tokens."""
+    rows = await store.fetchall("SELECT * FROM usage WHERE ts >= ? ORDER BY ts", (since,))
+    return [dict(row) for row in rows]
 
 
 def _sender_key(sender: str) -> str:

@@ -230,9 +230,9 @@ async def _jobs(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
 
 async def _timezone(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                     arg: str) -> None:
-    jobs, default = agent.services.jobs, agent.config["agent"]["timezone"]
+    preferences, default = agent.services.preferences, agent.config["agent"]["timezone"]
     if not arg:
-        current = await jobs.timezone_of(message.sender, default)
+        current = await preferences.timezone_of(message.sender, default)
         await sink.emit(Notice(f"Your time zone is {current}. Change it with /timezone "
                                "Europe/Rome (any IANA name)."))
         return
@@ -241,7 +241,7 @@ async def _timezone(agent: Agent, message: IncomingMessage, autonomy: str, sink:
     except ScheduleError as exc:
         await sink.emit(Notice(str(exc)))
         return
-    await jobs.set_timezone(message.sender, arg.split()[0])
+    await preferences.set_timezone(message.sender, arg.split()[0])
     await sink.emit(Notice(f"Time zone set to {arg.split()[0]}. New schedules use it."))
 
 

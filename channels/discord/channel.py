@@ -66,6 +66,18 @@ def create(config: Config, agent: AgentAPI, listeners: object = None) -> Discord
     return DiscordChannel(config, agent)
 
 
+def check_config(config: Config) -> str:
+    """What start-up refuses before any network call (`myclaw doctor` runs it too): the token,
+    or one ChannelError."""
+    token = config.secret("DISCORD_BOT_TOKEN")
+    if not token:
+        raise ChannelError("Discord: DISCORD_BOT_TOKEN is not set")
+    if any(c.isspace() for c in token):
+        raise ChannelError("DISCORD_BOT_TOKEN contains spaces: copy it again from the Developer "
+                           "Portal (Bot → Reset Token)")
+    return token
+
+
 class DiscordChannel:
     def __init__(self, config: Config, agent: AgentAPI, stream: StreamSettings | None = None):
         section = config["discord"]
@@ -99,9 +111,7 @@ class DiscordChannel:
     # --- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        token = self.config.secret("DISCORD_BOT_TOKEN")
-        if token is None:
-            raise ChannelError("Discord: DISCORD_BOT_TOKEN is not set")
+        token = check_config(self.config)
         client = new_client(self, self.desk, self.config)
         self.client = client
         tree = self._command_tree(client)

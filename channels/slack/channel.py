@@ -31,6 +31,7 @@ from bot.config.settings import Config
 from bot.conversation.sessions import ShuttingDown
 from bot.core.errors import ChannelError
 from bot.core.events import AgentAPI, ApprovalResolved
+from bot.core.listeners import Listeners
 from channels.slack import texts
 from channels.slack.approvals import outcome_card, parse_ref
 from channels.slack.batch import redrawn as batch_redrawn
@@ -78,15 +79,20 @@ def exclusive_locks(config: Config) -> dict[str, str]:
     return {}
 
 
-def create(config: Config, agent: AgentAPI) -> SlackChannel:
-    return SlackChannel(config, agent)
+def create(config: Config, agent: AgentAPI, listeners: Listeners | None = None) -> SlackChannel:
+    """The channel, not started; `listeners` is the process's shared HTTP listener (the Events
+    API is a route on it)."""
+    return SlackChannel(config, agent, listeners)
 
 
 class SlackChannel:
-    def __init__(self, config: Config, agent: AgentAPI, settings: SinkSettings | None = None):
+    def __init__(self, config: Config, agent: AgentAPI, listeners: Listeners | None = None,
+                 settings: SinkSettings | None = None):
         self.config = config
         self.agent = agent
         self.settings = settings or SinkSettings()
+        self._own_listeners = listeners is None
+        self._listeners = listeners or Listeners()
         section = config["slack"]
         self._channels = frozenset(str(c) for c in section["channels"])
         self.streaming = Streaming(enabled=bool(section["streaming"]))
@@ -169,7 +175,7 @@ class SlackChannel:
             return
         self._events = EventsServer(self.intake.receive, signing_secret=second,
                                     path=section["webhook_path"], listen=section["listen"],
-                                    port=section["port"])
+                                    port=section["port"], listeners=self._listeners)
         await self._events.start()
 
     async def stop(self) -> None:
@@ -180,6 +186,8 @@ class SlackChannel:
         events, self._events = self._events, None
         if events is not None:
             await events.stop()
+        if self._own_listeners:
+            await self._listeners.close()
         await self.intake.stop()
         poster, self._poster = self._poster, None
         if poster is not None and poster.client.session is not None:
