@@ -180,6 +180,14 @@ class SpendLedger:
         if sender not in self._senders:  # the day changed under us: read the new one
             await self._load(sender, self.period())
 
+    async def spoken_today(self, sender: str) -> tuple[int, float]:
+        """The characters a priced speech engine spoke for `sender` today, and their cost."""
+        row = await self.store.fetchone(
+            "SELECT COALESCE(SUM(characters), 0) AS chars, COALESCE(SUM(cost), 0) AS cost"
+            " FROM usage WHERE sender = ? AND ts >= ? AND characters > 0",
+            (sender, self.period().day_start))
+        return (int(row["chars"]), float(row["cost"])) if row else (0, 0.0)
+
     async def by_sender(self) -> dict[str, tuple[float, float]]:
         """Every sender's (today, this month) spend, read from the store (for `/usage all`)."""
         period = self.period()

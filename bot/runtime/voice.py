@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from bot.core.events import AudioPart, Done, Event, IncomingMessage, Notice, Sink, SpeechOut
 from bot.media.speech.engine import Speaker, SpeechError, build_engine, engine_name
 from bot.media.speech.spoken import guess_language, spoken_text
-from bot.money.spend import Period
 from bot.store.notices import OnceNotices
 
 if TYPE_CHECKING:
@@ -34,11 +33,6 @@ MODES = ("on", "off", "auto")
 DEFAULT_MODE = "auto"
 TOPIC = "voice"
 MAX_SPEAKING = 2          # syntheses at once: each is a process and a worker-pool job
-_MODE_SQL = "SELECT voice FROM sender_settings WHERE sender = ?"
-_SET_SQL = ("INSERT INTO sender_settings(sender, voice) VALUES (?, ?)"
-            " ON CONFLICT (sender) DO UPDATE SET voice = excluded.voice")
-_SPOKEN_SQL = ("SELECT COALESCE(SUM(characters), 0) AS chars, COALESCE(SUM(cost), 0) AS cost"
-               " FROM usage WHERE sender = ? AND ts >= ? AND characters > 0")
 EXPLAIN = {
     "on": "every answer is also sent as a voice message",
     "off": "answers are text only",
@@ -68,15 +62,13 @@ class VoiceReplies:
     async def mode_of(self, sender: str) -> str:
         mode = self._modes.get(sender)
         if mode is None:
-            row = await self.services.store.fetchone(_MODE_SQL, (sender,))
-            mode = row["voice"] if row and row["voice"] in MODES else DEFAULT_MODE
+            stored = await self.services.preferences.voice_of(sender)
+            mode = stored if stored in MODES else DEFAULT_MODE
             self._modes[sender] = mode
         return mode
 
     async def set_mode(self, sender: str, mode: str) -> None:
-        async with self.services.store.transaction() as tx:
-            await tx.execute(_SET_SQL, (sender, mode))
-            tx.invalidate(TOPIC, sender)
+        await self.services.preferences.set_voice(sender, mode, changed_topic=TOPIC)
         self._modes[sender] = mode
 
     def _changed_elsewhere(self, sender: str | None) -> None:
@@ -187,12 +179,11 @@ class VoiceReplies:
 
     async def usage_line(self, sender: str) -> str:
         """What speaking cost this sender today ('' when nothing priced was spoken)."""
-        period: Period = self.services.spend.period()
-        row = await self.services.store.fetchone(_SPOKEN_SQL, (sender, period.day_start))
-        if not row or not int(row["chars"]):
+        characters, cost = await self.services.spend.spoken_today(sender)
+        if not characters:
             return ""
-        money = self.services.budgets.money(float(row["cost"]))
-        return f"• voice today: {int(row['chars']):,} characters spoken, {money} (in the totals above)"
+        money = self.services.budgets.money(cost)
+        return f"• voice today: {characters:,} characters spoken, {money} (in the totals above)"
 
 
 class _SpeakingSink:

@@ -8,7 +8,8 @@ One `SlackSink` per incoming message (or per tap), so all per-turn state lives h
   too long for a card is uploaded as a snippet first. Each card's place is stored with the
   request, so every copy can show the outcome later.
 - Notice: mrkdwn, with its command buttons; a private one in a channel goes to the sender's DM.
-- FileOut: files_upload_v2 into the conversation; SpeechOut (the spoken answer) likewise. Done: the answer, formatted and split.
+- FileOut: files_upload_v2 into the conversation; SpeechOut (the spoken answer) likewise.
+  Done: the answer, formatted and split.
 A failed delivery is logged and never raised into the agent's turn.
 """
 
