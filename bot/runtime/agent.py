@@ -28,6 +28,7 @@ from bot.conversation.inbox import replica_name
 from bot.conversation.journal import ACTIVE, Journal
 from bot.conversation.sessions import SessionQueue
 from bot.core.events import (
+    MAX_MESSAGE_CHARS,
     ApprovalView,
     Done,
     IncomingMessage,
@@ -48,7 +49,6 @@ from bot.runtime.session_control import SessionControl
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_CHARS = 20_000
 
 
 class Agent(SessionControl, ApprovalFlow):

@@ -9,8 +9,8 @@ from typing import Any
 
 from bot.config.settings import SessionScope
 from bot.conversation.journal import active_key
-from bot.conversation.sessions import ShuttingDown, Stopped
-from bot.core.errors import LLMError
+from bot.conversation.sessions import Stopped
+from bot.core.errors import LLMError, ShuttingDown
 from bot.core.events import (
     Button,
     ErrorEvent,
