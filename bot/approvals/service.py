@@ -39,7 +39,7 @@ from bot.approvals.records import (
     from_row,
     looks_like_id,
 )
-from bot.core.identity import is_operator
+from bot.core.identity import in_terminal
 from bot.core.tool import args_hash
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
@@ -62,9 +62,9 @@ class Approvals:
     # --- who may answer: decided here, and only here -------------------------------------
 
     def is_approver(self, who: str) -> bool:
-        """May `who` answer (and act on) anyone's requests: a configured approver, or the
-        operator at the bot's own terminal or console."""
-        return who in self.approvers or is_operator(who)
+        """May `who` answer (and act on) anyone's requests: a configured approver (the web
+        console is one only while it is enabled), or the person at the bot's own terminal."""
+        return who in self.approvers or in_terminal(who)
 
     def may_answer(self, request: ApprovalRequest, who: str) -> bool:
         """The person who asked answers their own request; an approver answers anyone's."""
