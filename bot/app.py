@@ -169,12 +169,17 @@ class App:
     @classmethod
     async def open(cls, config: Config, clock: Callable[[], float] = time.time,
                    surfaces: Sequence[Surface] = ()) -> App:
-        from bot.access.workspace_scope import require_dedicated_workspace
+        from bot.access.workspace_scope import create_workspace, require_dedicated_workspace
 
         require_dedicated_workspace(config)
-        config.workspace.mkdir(parents=True, exist_ok=True)
+        create_workspace(config)
         store = await make_store(config).open()
-        return cls(config, build_services(config, store, build_registry(config), clock), surfaces)
+        try:
+            return cls(config, build_services(config, store, build_registry(config), clock),
+                       surfaces)
+        except BaseException:   # e.g. an unreadable receipt key: nothing may keep the store open
+            await store.close()
+            raise
 
     @property
     def console(self) -> Any:

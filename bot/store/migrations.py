@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bot.core.errors import StoreError
+
 if TYPE_CHECKING:
     from bot.store.protocol import Store
 
@@ -350,7 +352,24 @@ ALTER TABLE jobs ADD COLUMN retry_at REAL;
 ALTER TABLE job_runs ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
 ALTER TABLE job_runs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
 """),
+    (17, "voice replies: each sender's /voice choice; usage rows count the characters spoken", """
+ALTER TABLE sender_settings ADD COLUMN voice TEXT;
+ALTER TABLE usage ADD COLUMN characters INTEGER NOT NULL DEFAULT 0;
+"""),
 ]
+
+
+def latest() -> int:
+    """The schema version this myclaw brings its stores to."""
+    return max(number for number, _, _ in MIGRATIONS)
+
+
+def refuse_newer(version: int, where: str) -> None:
+    """A store of a newer myclaw is never written by this one (its schema would be misread)."""
+    if version > latest():
+        raise StoreError(f"the store at {where} has schema version {version}, newer than this "
+                         f"myclaw knows ({latest()}): upgrade myclaw, or point [store] path / "
+                         "MYCLAW_DATABASE_URL at another store")
 
 
 async def applied_since(store: Store, since: float) -> list[dict[str, Any]]:

@@ -52,7 +52,7 @@ REQUIRED = (("WHATSAPP_ACCESS_TOKEN", "the Cloud API access token (Meta app → 
              "choice, entered again in the Meta app's webhook settings"))
 
 
-def _secrets(config: Config) -> tuple[str, str, str]:
+def check_config(config: Config) -> tuple[str, str, str]:
     values = []
     for name, what in REQUIRED:
         value = config.secret(name)
@@ -134,7 +134,7 @@ class WhatsAppChannel:
         from channels.whatsapp.webhook import WebhookServer
 
         section = self.config["whatsapp"]
-        token, app_secret, verify_token = _secrets(self.config)
+        token, app_secret, verify_token = check_config(self.config)
         graph = graph_for(self.config, token)
         await graph.open()
         try:

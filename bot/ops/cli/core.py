@@ -14,6 +14,7 @@ from bot.config.schema import SENDER_HINT, SENDER_KEY
 from bot.config.settings import Config
 from bot.core.identity import OPERATOR, Stranger
 from bot.money.spend import usage_since
+from bot.ops.preflight import refuse
 from bot.store.factory import make_store
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ async def cmd_run(args: argparse.Namespace, config: Config) -> int:
     from bot.ops.surfaces import OPERATOR_SURFACES
 
     require_api_key(config)
+    refuse(config)   # the checks doctor shows: one line and exit 2 at the first that fails
     harden_process()
     with long_lived_heap():
         app = await App.open(config, surfaces=OPERATOR_SURFACES)
@@ -59,6 +61,7 @@ async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
     from bot.ops.surfaces import OPERATOR_SURFACES
 
     require_api_key(config)
+    refuse(config, channels=False)
     harden_process()
     with long_lived_heap():
         app = await App.open(config, surfaces=OPERATOR_SURFACES)
