@@ -27,8 +27,7 @@ from typing import Any
 from bot.config.settings import Config
 from bot.conversation.held import HeldMessages
 from bot.conversation.inbox import InboxRow
-from bot.conversation.sessions import ShuttingDown
-from bot.core.errors import ChannelError
+from bot.core.errors import ChannelError, ShuttingDown
 from bot.core.events import AgentAPI, ApprovalResolved
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
