@@ -39,6 +39,7 @@ from bot.approvals.records import (
     from_row,
     looks_like_id,
 )
+from bot.core.identity import in_terminal
 from bot.core.tool import args_hash
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
@@ -57,6 +58,17 @@ class Approvals:
         self.timeout_seconds = float(timeout_seconds)
         self.approvers = frozenset(approvers)
         self.clock = clock
+
+    # --- who may answer: decided here, and only here -------------------------------------
+
+    def is_approver(self, who: str) -> bool:
+        """May `who` answer (and act on) anyone's requests: a configured approver (the web
+        console is one only while it is enabled), or the person at the bot's own terminal."""
+        return who in self.approvers or in_terminal(who)
+
+    def may_answer(self, request: ApprovalRequest, who: str) -> bool:
+        """The person who asked answers their own request; an approver answers anyone's."""
+        return who == request.sender or self.is_approver(who)
 
     # --- creation and lookup -------------------------------------------------------------
 
@@ -134,7 +146,7 @@ class Approvals:
         if row is None:
             return Resolution(False, UNKNOWN_REQUEST)
         request = from_row(row)
-        if resolver != request.sender and resolver not in self.approvers:
+        if not self.may_answer(request, resolver):
             return Resolution(False, f"Only {request.sender} or an approver can answer this request.",
                               request.status, request)
         if request.status != "pending":
@@ -208,7 +220,7 @@ class Approvals:
         if not members:
             return Resolution(False, UNKNOWN_REQUEST)
         first = members[0]
-        if resolver != first.sender and resolver not in self.approvers:
+        if not self.may_answer(first, resolver):
             return Resolution(False, f"Only {first.sender} or an approver can answer this request.",
                               first.status, first)
         pending = [m for m in members if m.status == "pending"]

@@ -62,6 +62,11 @@ Part = ImagePart | DocumentPart | AudioPart | UnavailablePart
 Download = Callable[[], Awaitable[tuple[Part, ...]]]
 
 
+# The longest message the agent takes (refused whole, never cut); channels that can tell the
+# person before sending (the terminal) use the same figure.
+MAX_MESSAGE_CHARS = 20_000
+
+
 @dataclass(frozen=True)
 class IncomingMessage:
     sender: str                        # "telegram:123" — always the user, never the chat
@@ -279,7 +284,7 @@ class AgentAPI(Protocol):
     continues and hands it to `resume_approval`.
 
     A message stored in the inbox (`inbox_id` set) that the agent does not start because it is
-    shutting down raises `bot.conversation.sessions.ShuttingDown`: the channel leaves its row for the restart.
+    shutting down raises `bot.core.errors.ShuttingDown`: the channel leaves its row for the restart.
     """
 
     async def handle(self, message: IncomingMessage, sink: Sink) -> None: ...

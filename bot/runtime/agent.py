@@ -28,6 +28,7 @@ from bot.conversation.inbox import replica_name
 from bot.conversation.journal import ACTIVE, Journal
 from bot.conversation.sessions import SessionQueue
 from bot.core.events import (
+    MAX_MESSAGE_CHARS,
     ApprovalView,
     Done,
     IncomingMessage,
@@ -49,7 +50,6 @@ from bot.runtime.voice import VoiceReplies
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_CHARS = 20_000
 
 
 class Agent(SessionControl, ApprovalFlow):
@@ -93,7 +93,7 @@ class Agent(SessionControl, ApprovalFlow):
                 and not message.forwarded_from:
             if await commands.run(self, message, autonomy, sink):
                 return
-        if not await self._within_rate(message, sink):
+        if not await self._within_rate(message, autonomy, sink):
             return
         if len(message.text) > MAX_MESSAGE_CHARS:
             await sink.emit(Notice(f"Your message is too long ({len(message.text):,} characters; "
