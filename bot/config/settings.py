@@ -122,7 +122,8 @@ DEFAULTS: dict[str, Any] = {
                        ".java", ".c", ".h", ".cpp", ".go", ".rs", ".rb", ".sh", ".sql", ".css"],
         "keep_images_turns": 3,              # later turns see a one-line placeholder instead
         "inbox_quota_bytes": 500_000_000,    # per sender, in <workspace>/inbox/
-        "transcription": {"base_url": "", "model": "whisper-1", "timeout_seconds": 60},
+        "transcription": {"base_url": "", "model": "whisper-1", "timeout_seconds": 60,
+                          "price_per_minute": 0.006},
     },
     "health": {"enabled": False, "listen": "127.0.0.1", "port": 8080},
     # The operator's web console: off unless asked for; local only unless a proxy is put in front.

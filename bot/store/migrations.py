@@ -340,4 +340,7 @@ CREATE TABLE held_messages (
 );
 CREATE INDEX held_messages_by_recipient ON held_messages(recipient, id);
 """),
+    (16, "a turn names who else reads its conversation (a group works in its own folder)", """
+ALTER TABLE turns ADD COLUMN audience TEXT NOT NULL DEFAULT '';
+"""),
 ]
