@@ -102,6 +102,11 @@ def part_origin(part: Part, forwarded: bool = False) -> Origin:
 Download = Callable[[], Awaitable[tuple[Part, ...]]]
 
 
+# The longest message the agent takes (refused whole, never cut); channels that can tell the
+# person before sending (the terminal) use the same figure.
+MAX_MESSAGE_CHARS = 20_000
+
+
 @dataclass(frozen=True)
 class IncomingMessage:
     sender: str                        # "telegram:123" — always the user, never the chat
@@ -241,8 +246,19 @@ class FileOut:
     media_type: str = "application/octet-stream"
 
 
+@dataclass(frozen=True)
+class SpeechOut:
+    """The answer spoken: OGG/Opus audio sent after the text (never instead of it), as the
+    platform's voice message where it has one (`bot.media.speech`)."""
+
+    data: bytes = field(repr=False)
+    duration: float
+    name: str = "voice-reply.ogg"
+    media_type: str = "audio/ogg"
+
+
 Event = (TextDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalNeeded
-         | ApprovalBatchNeeded | Notice | Done | ErrorEvent | FileOut)
+         | ApprovalBatchNeeded | Notice | Done | ErrorEvent | FileOut | SpeechOut)
 
 
 class Sink(Protocol):
@@ -313,7 +329,7 @@ class AgentAPI(Protocol):
     continues and hands it to `resume_approval`.
 
     A message stored in the inbox (`inbox_id` set) that the agent does not start because it is
-    shutting down raises `bot.conversation.sessions.ShuttingDown`: the channel leaves its row for the restart.
+    shutting down raises `bot.core.errors.ShuttingDown`: the channel leaves its row for the restart.
     """
 
     async def handle(self, message: IncomingMessage, sink: Sink) -> None: ...

@@ -4,6 +4,8 @@ A tool is a small typed record (`ToolMeta`) plus async methods. The runtime pass
 `CallContext` (who is calling at which level, where, and the typed ports of `bot.core.ports`);
 tools keep no per-call state on themselves. Tools raise the typed exceptions below; the runtime
 turns them into `ToolError`s through `to_tool_error`, so the model never sees a stack trace.
+A tool whose safety depends on the machine (a sandbox, say) may also define
+`environment_report() -> (summary, [Finding])`, which `myclaw doctor --security` shows.
 """
 
 from __future__ import annotations
@@ -24,6 +26,18 @@ from bot.core.identity import OPERATOR, Level, Sender
 from bot.core.ports import JobsPort, MemoryPort, ModelPort, Network, QuotaPort
 
 log = logging.getLogger(__name__)
+
+Severity = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One security finding about the configuration or the machine."""
+
+    severity: Severity
+    key: str          # the setting, as it is spelled in the config file ("senders.unknown")
+    problem: str
+    fix: str
 
 
 class Risk(StrEnum):

@@ -53,7 +53,7 @@ from bot.media.images import prepare_image_file, sniff_image
 from bot.media.limits import MediaLimits, MediaRefused, megabytes
 from bot.media.received import AUDIO_SUFFIXES, Inbox, shown_name
 from bot.media.transcribe import HOW_TO_ENABLE, Transcriber, TranscriptionError
-from bot.store.sqlite import Store
+from bot.store.protocol import Store
 from bot.toolbox.offload import OverBudget, run_off_loop
 
 log = logging.getLogger(__name__)

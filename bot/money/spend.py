@@ -22,12 +22,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from bot.config.prices import PriceTable
-from bot.store.sqlite import Store, Tx
+from bot.store.protocol import Store, Transaction
 
 USAGE_SQL = ("INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
-             " cache_read_tokens, cache_write_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+             " cache_read_tokens, cache_write_tokens, characters, cost)"
+             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _SENDER_SQL = ("SELECT COALESCE(SUM(cost), 0) AS month,"
                " COALESCE(SUM(CASE WHEN ts >= ? THEN cost ELSE 0 END), 0) AS day"
                " FROM usage WHERE sender = ? AND ts >= ?")
@@ -98,7 +100,7 @@ class SpendLedger:
 
     # --- recording -----------------------------------------------------------------------
 
-    async def add(self, tx: Tx, *, session_id: str, sender: str, model: str,
+    async def add(self, tx: Transaction, *, session_id: str, sender: str, model: str,
                   usage: Mapping[str, int], cost: float | None = None) -> float | None:
         """Insert one call's row inside the caller's transaction; the totals follow when it
         commits. Returns the call's cost: `cost` when the caller knows it (a service priced
@@ -111,7 +113,7 @@ class SpendLedger:
         row = await tx.fetchone(USAGE_SQL + " RETURNING id", (
             ts, session_id, sender, model, usage.get("input_tokens", 0),
             usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
-            usage.get("cache_write_tokens", 0), cost))
+            usage.get("cache_write_tokens", 0), usage.get("characters", 0), cost))
         tx.on_commit(lambda: self.committed(sender, ts, cost))
         if cost is not None and cost > 0 and row is not None:
             tx.invalidate(TOPIC, f"{row['id']}\x1f{ts!r}\x1f{cost!r}\x1f{sender}")
@@ -180,6 +182,14 @@ class SpendLedger:
         if sender not in self._senders:  # the day changed under us: read the new one
             await self._load(sender, self.period())
 
+    async def spoken_today(self, sender: str) -> tuple[int, float]:
+        """The characters a priced speech engine spoke for `sender` today, and their cost."""
+        row = await self.store.fetchone(
+            "SELECT COALESCE(SUM(characters), 0) AS chars, COALESCE(SUM(cost), 0) AS cost"
+            " FROM usage WHERE sender = ? AND ts >= ? AND characters > 0",
+            (sender, self.period().day_start))
+        return (int(row["chars"]), float(row["cost"])) if row else (0, 0.0)
+
     async def by_sender(self) -> dict[str, tuple[float, float]]:
         """Every sender's (today, this month) spend, read from the store (for `/usage all`)."""
         period = self.period()
@@ -189,6 +199,13 @@ class SpendLedger:
             " FROM usage WHERE ts >= ? GROUP BY sender ORDER BY month DESC",
             (period.day_start, period.month_start))
         return {r["sender"]: (float(r["day"]), float(r["month"])) for r in rows}
+
+
+async def usage_since(store: Store, since: float) -> list[dict[str, Any]]:
+    """Every usage row from `since` on, oldest first. Whole rows: a store whose rows have no
+    cost column yet (priced later) still gives its tokens."""
+    rows = await store.fetchall("SELECT * FROM usage WHERE ts >= ? ORDER BY ts", (since,))
+    return [dict(row) for row in rows]
 
 
 def _sender_key(sender: str) -> str:

@@ -29,6 +29,7 @@ from bot.conversation.inbox import replica_name
 from bot.conversation.journal import ACTIVE, Journal
 from bot.conversation.sessions import SessionQueue
 from bot.core.events import (
+    MAX_MESSAGE_CHARS,
     ApprovalView,
     Done,
     IncomingMessage,
@@ -47,10 +48,10 @@ from bot.runtime.dispatch import Dispatcher, Planned, StepCancelled, Turn, error
 from bot.runtime.recovery import Recovery
 from bot.runtime.services import Services
 from bot.runtime.session_control import SessionControl
+from bot.runtime.voice import VoiceReplies
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_CHARS = 20_000
 
 
 class Agent(SessionControl, ApprovalFlow):
@@ -73,6 +74,7 @@ class Agent(SessionControl, ApprovalFlow):
                                     services.config.env)
         self.incarnation = secrets.token_hex(6)   # this run of the replica
         self.recovery = Recovery(self)
+        self.voice = VoiceReplies(services, self.session_id)   # answers spoken too (/voice)
 
     # --- the channel-facing API (bot.core.events.AgentAPI) ------------------------------------
 
@@ -105,6 +107,7 @@ class Agent(SessionControl, ApprovalFlow):
         if not message.text.strip() and not message.parts:
             await sink.emit(Notice("I can only read text messages."))
             return
+        sink = self.voice.wrapped(message, autonomy, sink)
         await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
 
     def command_descriptions(self) -> list[tuple[str, str]]:

@@ -21,6 +21,7 @@ from bot.core.tool import CallContext, Ports
 if TYPE_CHECKING:
     import asyncio
 
+    from bot.access.preferences import Preferences
     from bot.access.ratelimit import MessageRateLimiter, StoredRateLimiter
     from bot.access.senders import Senders
     from bot.approvals.receipts import Receipts
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from bot.money.budgets import Budgets
     from bot.money.gate import PaidCalls
     from bot.money.spend import SpendLedger
-    from bot.store.sqlite import Store
+    from bot.store.protocol import Store
     from bot.toolbox.registry import Registry
 
 
@@ -48,6 +49,7 @@ class Services:
     receipts: Receipts
     undo: UndoLog
     senders: Senders
+    preferences: Preferences           # each person's own settings (time zone, ...)
     jobs: Jobs                         # scheduled jobs (the schedule tool reaches them by port)
     delivery: Delivery                 # sinks for chats nobody is typing in
     spend: SpendLedger                 # every model call's cost, running totals

@@ -8,9 +8,10 @@ import logging
 from typing import Any
 
 from bot.access.audience import audience_of
+from bot.config.settings import SessionScope
 from bot.conversation.journal import active_key
-from bot.conversation.sessions import ShuttingDown, Stopped
-from bot.core.errors import LLMError
+from bot.conversation.sessions import Stopped
+from bot.core.errors import LLMError, ShuttingDown
 from bot.core.events import (
     Button,
     ErrorEvent,
@@ -18,7 +19,7 @@ from bot.core.events import (
     Notice,
     Sink,
 )
-from bot.core.identity import OPERATOR, Sender, is_operator
+from bot.core.identity import OPERATOR, Sender
 from bot.money.budgets import BudgetExceeded
 from bot.runtime import commands
 from bot.toolbox.hooks import run_session_hooks
@@ -34,7 +35,7 @@ class SessionControl:
     @property
     def shared_sessions(self) -> bool:
         """Everyone in a chat shares one conversation (`session_scope = "chat"`)."""
-        return self.config["agent"]["session_scope"] == "chat"
+        return self.config.session_scope is SessionScope.CHAT
 
     def shared_with_others(self, message: IncomingMessage) -> bool:
         """Is this message's conversation shared with other people (a group, chat scope)?"""
@@ -46,15 +47,15 @@ class SessionControl:
 
     def is_approver(self, sender: str) -> bool:
         """May `sender` act on other people's requests and turns (answer, stop, reset)?"""
-        return sender in self.services.approvals.approvers or is_operator(sender)
+        return self.services.approvals.is_approver(sender)
 
     def session_key(self, sender: str, chat: str) -> str:
-        if self.config["agent"]["session_scope"] == "chat":
+        if self.shared_sessions:
             return f"chat:{Sender.parse(sender).channel}:{chat}"
         return f"{sender}|{chat}"
 
     def _owner(self, message: IncomingMessage) -> str:
-        if self.config["agent"]["session_scope"] == "chat":
+        if self.shared_sessions:
             return f"{message.channel}:chat:{message.chat}"
         return message.sender
 
@@ -115,6 +116,7 @@ class SessionControl:
             self.services.inbox.stop_claiming()
         finished = await self.queue.shutdown(grace)
         await self.queue.drain(timeout=grace)
+        await self.voice.stop(grace)   # voice replies still being spoken: the text is out
         return finished
 
     async def _guarded(self, sink: Sink, coro: Any) -> None:

@@ -42,6 +42,7 @@ from channels.discord.gateway import (
     wait_until_ready,
 )
 from channels.discord.intake import DiscordIntake
+from channels.discord.live import StreamSettings
 from channels.discord.media import attachment_parts
 from channels.discord.sink import ChannelOutlet, DirectOutlet, InteractionOutlet, TurnSink
 
@@ -66,14 +67,27 @@ def create(config: Config, agent: AgentAPI, listeners: object = None) -> Discord
     return DiscordChannel(config, agent)
 
 
+def check_config(config: Config) -> str:
+    """What start-up refuses before any network call (`myclaw doctor` runs it too): the token,
+    or one ChannelError."""
+    token = config.secret("DISCORD_BOT_TOKEN")
+    if not token:
+        raise ChannelError("Discord: DISCORD_BOT_TOKEN is not set")
+    if any(c.isspace() for c in token):
+        raise ChannelError("DISCORD_BOT_TOKEN contains spaces: copy it again from the Developer "
+                           "Portal (Bot → Reset Token)")
+    return token
+
+
 class DiscordChannel:
-    def __init__(self, config: Config, agent: AgentAPI):
+    def __init__(self, config: Config, agent: AgentAPI, stream: StreamSettings | None = None):
         section = config["discord"]
         self.config = config
         self.agent = agent
         self.guilds = frozenset(str(g) for g in section["guilds"])
         self.approvals_in_dm = bool(section["approvals_in_dm"])
-        self.desk = ApprovalDesk(agent, self.approvals_in_dm)
+        self.stream = stream or StreamSettings()   # how answers are streamed (tests: a clock)
+        self.desk = ApprovalDesk(agent, self.approvals_in_dm, self.stream)
         self.intake = DiscordIntake(agent.inbox)
         self.client: MyclawClient | None = None
         self._connection: asyncio.Task[None] | None = None
@@ -98,9 +112,7 @@ class DiscordChannel:
     # --- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        token = self.config.secret("DISCORD_BOT_TOKEN")
-        if token is None:
-            raise ChannelError("Discord: DISCORD_BOT_TOKEN is not set")
+        token = check_config(self.config)
         client = new_client(self, self.desk, self.config)
         self.client = client
         tree = self._command_tree(client)
@@ -180,7 +192,7 @@ class DiscordChannel:
         in_guild = interaction.guild_id is not None
         fallback = ChannelOutlet(interaction.client, channel, user.id, in_guild=in_guild,
                                  approvals_in_dm=self.approvals_in_dm)
-        sink = TurnSink(InteractionOutlet(interaction, fallback), self.desk)
+        sink = TurnSink(InteractionOutlet(interaction, fallback), self.desk, self.stream)
         await self.agent.handle(IncomingMessage(
             sender=Sender.of("discord", user.id), chat=str(channel.id), text=command, channel="discord",
             message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
@@ -197,7 +209,7 @@ class DiscordChannel:
         user = discord_user_id(sender)
         if client is None or user is None:
             return None
-        return TurnSink(DirectOutlet(client, user), self.desk)
+        return TurnSink(DirectOutlet(client, user), self.desk, self.stream)
 
     def sink_for(self, chat: str, sender: str) -> TurnSink | None:
         """A sink posting into channel `chat` for a conversation nobody is typing in (a job)."""
@@ -208,7 +220,7 @@ class DiscordChannel:
         channel = client.get_channel(int(chat)) or client.get_partial_messageable(int(chat))
         in_guild = isinstance(channel, discord.abc.GuildChannel)
         return TurnSink(ChannelOutlet(client, channel, user, in_guild=in_guild,
-                                      approvals_in_dm=self.approvals_in_dm), self.desk)
+                                      approvals_in_dm=self.approvals_in_dm), self.desk, self.stream)
 
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
         """An approval answered elsewhere (the web console) or expired: its request message
@@ -283,7 +295,7 @@ class DiscordChannel:
                 # Fetched by the agent once it admits the sender: a stranger's file is never read.
                 download=(lambda: attachment_parts(attachments, media))
                 if attachments else None)
-            await self.agent.handle(incoming, TurnSink(outlet, self.desk))
+            await self.agent.handle(incoming, TurnSink(outlet, self.desk, self.stream))
 
 
 def _attachments(message: discord.Message) -> list[discord.Attachment]:

@@ -108,7 +108,8 @@ class SlackIntake:
         state = RowState(row.id)
 
         async def handled() -> bool:
-            await self._dispatch(kind, body, state)
+            if kind:     # empty: a stored envelope that could not be read
+                await self._dispatch(kind, body, state)
             return not state.left
 
         try:
@@ -123,10 +124,19 @@ class SlackIntake:
         return self._adopt(await self._inbox.recover(CHANNEL))
 
     def _adopt(self, rows: list[InboxRow]) -> int:
-        for row in rows:
-            stored = json.loads(row.payload)
-            self._spawn(row, stored["kind"], stored["body"])
-        return len(rows)
+        """Run the rows not queued or running here already; how many were new. A row whose
+        payload cannot be read is finished unrun rather than blocking the ones after it."""
+        fresh = [row for row in rows if row.id not in self._queued]
+        for row in fresh:
+            try:
+                stored = json.loads(row.payload)
+                kind, body = str(stored["kind"]), stored["body"]
+            except (ValueError, KeyError, TypeError):
+                log.error("slack: stored envelope %s cannot be read; marked done unrun",
+                          row.update_key)
+                kind, body = "", {}
+            self._spawn(row, kind, body)
+        return len(fresh)
 
     def start_sweeping(self) -> None:
         self._sweeper = asyncio.create_task(sweep_left_rows(self._inbox, CHANNEL, self._adopt),

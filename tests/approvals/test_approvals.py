@@ -188,6 +188,22 @@ async def test_an_approver_may_answer_someone_elses_request(approvals):
     assert result.ok and result.request.resolved_by == APPROVER
 
 
+@pytest.mark.parametrize(("who", "approvers", "may"), [
+    (OWNER, (), True),                                  # the requester answers their own
+    (APPROVER, (APPROVER,), True),                      # a configured approver answers anyone's
+    (STRANGER, (APPROVER,), False),
+    ("cli:local", (), True),                            # the person at the bot's own terminal
+    ("console:operator", (), False),                    # the console only while it is enabled
+    ("console:operator", ("console:operator",), True),
+    ("not a sender", (), False),
+])
+async def test_who_may_answer_a_request_is_decided_in_one_place(store, clock, who, approvers, may):
+    service = Approvals(store, approvers=approvers, clock=clock)
+    request = await ask(service)
+    assert service.may_answer(request, who) is may
+    assert (await service.resolve(request.id, who, "deny")).ok is may
+
+
 async def test_an_expired_request_is_refused_and_marked_expired(approvals, store, clock):
     request = await ask(approvals)
     clock.now += 301

@@ -298,7 +298,7 @@ async def test_a_run_cut_off_by_a_crash_is_reported_and_never_repeated(store_bac
         jobs = Jobs(store, JobLimits(run_lease_seconds=600), clock)
         job = await jobs.create(Job(id="", owner="telegram:1", channel="telegram", chat="1",
                                     name="daily", schedule=parse_cron("0 9 * * *", timezone="UTC"),
-                                    level="full", message="m"))
+                                    level="full", prompt="summarise the news"))
         clock.now = job.next_run + 1
         assert await jobs.claim((await jobs.due(clock.now))[0], clock.now) is not None
         # The process dies here, mid-run. A new one starts on the same store:

@@ -139,6 +139,11 @@ GATED_SITES = {
     ("bot/llm/client.py", "_call"): "LLMClient.create / ask (gate.admit, gate.call)",
     # voice notes: inside `async with self.paid.call(...)`
     ("bot/media/intake.py", "_transcribed"): "PaidCalls.call",
+    # voice replies: a priced engine speaks inside `async with paid.call(...)`; espeak-ng (no
+    # priced model) is free and skips the gate
+    ("bot/runtime/voice.py", "_speak"): "PaidCalls.call (priced engines)",
+    # the engine's own synthesis, reached only from Speaker.speak, itself only from _speak
+    ("bot/media/speech/engine.py", "speak"): "through voice._speak",
     # `myclaw doctor --online`: the operator's five-token probe of each model, from the
     # terminal, with no sender whose budget it could count against
     ("bot/ops/cli/models.py", "_ask"): "operator's probe (no sender)",

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from bot.config.schema import SENDER_HINT, SENDER_KEY
 from bot.config.settings import Config
 from bot.core.identity import OPERATOR, Stranger
+from bot.money.spend import usage_since
+from bot.ops.preflight import refuse
 from bot.store.factory import make_store
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ async def cmd_run(args: argparse.Namespace, config: Config) -> int:
     from bot.ops.surfaces import OPERATOR_SURFACES
 
     require_api_key(config)
+    refuse(config)   # the checks doctor shows: one line and exit 2 at the first that fails
     harden_process()
     with long_lived_heap():
         app = await App.open(config, surfaces=OPERATOR_SURFACES)
@@ -58,6 +61,7 @@ async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
     from bot.ops.surfaces import OPERATOR_SURFACES
 
     require_api_key(config)
+    refuse(config, channels=False)
     harden_process()
     with long_lived_heap():
         app = await App.open(config, surfaces=OPERATOR_SURFACES)
@@ -115,9 +119,7 @@ async def cmd_usage(args: argparse.Namespace, config: Config) -> int:
 
     since = time.time() - args.days * 86400
     async with make_store(config) as store:
-        rows = await store.fetchall(
-            "SELECT ts, sender, model, input_tokens, output_tokens, cache_read_tokens,"
-            " cache_write_tokens, cost FROM usage WHERE ts >= ? ORDER BY ts", (since,))
+        rows = await usage_since(store, since)
     report = usage_report(rows, PriceTable.from_config(config))
     currency = config["budgets"]["currency"]
     if args.json:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.ops.console.web import ConsoleContext, Page, day_start
+from bot.store.audit import AuditQuery, audit_decisions, recent_audit
 
 LIMIT = 200
 MAX_FILTER_CHARS = 200
@@ -17,41 +18,30 @@ def _filters(query: Mapping[str, str]) -> dict[str, str]:
             for name in ("sender", "tool", "decision", "from", "to")}
 
 
-def _where(filters: dict[str, str]) -> tuple[list[str], list[Any], list[str]]:
-    """SQL conditions, their parameters, and the problems with what was typed."""
-    where: list[str] = []
-    params: list[Any] = []
+def _query(filters: dict[str, str]) -> tuple[AuditQuery, list[str]]:
+    """The query the filters ask for, and the problems with what was typed."""
     problems: list[str] = []
-    for column in ("sender", "tool"):
-        if filters[column]:
-            where.append(f"{column} = ?")
-            params.append(filters[column])
-    if filters["decision"]:  # a verdict may be recorded as the decision or as its outcome
-        where.append("(decision = ? OR outcome = ?)")
-        params += [filters["decision"], filters["decision"]]
-    for name, op, shift in (("from", ">=", 0), ("to", "<", DAY)):
+    bounds: dict[str, float | None] = {"from": None, "to": None}
+    for name, shift in (("from", 0), ("to", DAY)):
         if not filters[name]:
             continue
         start = day_start(filters[name])
         if start is None:
             problems.append(f"'{filters[name]}' is not a date (YYYY-MM-DD); ignored.")
             continue
-        where.append(f"ts {op} ?")
-        params.append(start + shift)
-    return where, params, problems
+        bounds[name] = start + shift
+    query = AuditQuery(sender=filters["sender"], tool=filters["tool"], verdict=filters["decision"],
+                       since=bounds["from"], until=bounds["to"])
+    return query, problems
 
 
 async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
     filters = _filters(query)
-    where, params, problems = _where(filters)
-    sql = "SELECT id, ts, session_id, sender, tool, args_hash, decision, outcome, detail FROM audit"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    rows = await ctx.services.store.fetchall(sql + " ORDER BY id DESC LIMIT ?", (*params, LIMIT))
-    decisions = await ctx.services.store.fetchall(
-        "SELECT DISTINCT decision FROM audit ORDER BY decision LIMIT 100")
-    return {"rows": [dict(row) for row in rows], "filters": filters, "problems": problems,
-            "limit": LIMIT, "decisions": [row["decision"] for row in decisions]}
+    audit_query, problems = _query(filters)
+    rows = await recent_audit(ctx.services.store, audit_query, LIMIT)
+    decisions = await audit_decisions(ctx.services.store)
+    return {"rows": rows, "filters": filters, "problems": problems,
+            "limit": LIMIT, "decisions": decisions}
 
 
 PAGE = Page("/audit", "Audit", "audit.html", load)
