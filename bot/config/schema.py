@@ -281,6 +281,7 @@ SCHEMA: dict[str, Any] = _obj({
     }),
     "rate_limits": _obj({
         "messages_per_minute": {"type": "integer", "minimum": 0},
+        "levels": _obj({level: {"type": "integer", "minimum": 0} for level in LEVELS}),
         "max_share_of_model_slots": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
     }),
 })

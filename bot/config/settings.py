@@ -130,7 +130,9 @@ DEFAULTS: dict[str, Any] = {
     # 0 = no limit. Terminal senders (cli:*) are the operator: only global_daily applies to them.
     "budgets": {"currency": "USD", "sender_daily": 2.0, "sender_monthly": 30.0,
                 "global_daily": 20.0, "levels": {"read_only": 0.25}},
-    "rate_limits": {"messages_per_minute": 20, "max_share_of_model_slots": 0.25},
+    # levels: messages a minute for a level in place of messages_per_minute (0 = not limited).
+    "rate_limits": {"messages_per_minute": 20, "levels": {"full": 0},
+                    "max_share_of_model_slots": 0.25},
     # secret_files: globs of file or folder names whose content no tool call reads unless a
     # person approved that call naming the file (bot/core/secret_files.py).
     "security": {"secret_files": list(DEFAULT_SECRET_FILES)},

@@ -95,7 +95,7 @@ class Agent(SessionControl, ApprovalFlow):
                 and not message.forwarded_from:
             if await commands.run(self, message, autonomy, sink):
                 return
-        if not await self._within_rate(message, sink):
+        if not await self._within_rate(message, autonomy, sink):
             return
         if len(message.text) > MAX_MESSAGE_CHARS:
             await sink.emit(Notice(f"Your message is too long ({len(message.text):,} characters; "

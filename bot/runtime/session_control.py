@@ -19,7 +19,7 @@ from bot.core.events import (
     Notice,
     Sink,
 )
-from bot.core.identity import OPERATOR, Sender
+from bot.core.identity import OPERATOR, Level, Sender
 from bot.money.budgets import BudgetExceeded
 from bot.runtime import commands
 from bot.toolbox.hooks import run_session_hooks
@@ -129,11 +129,11 @@ class SessionControl:
             if isinstance(exc, BudgetExceeded) and exc.approver_note:
                 await self._to_approvers(exc.sender, [Notice(exc.approver_note)])
 
-    async def _within_rate(self, message: IncomingMessage, sink: Sink) -> bool:
+    async def _within_rate(self, message: IncomingMessage, level: Level, sink: Sink) -> bool:
         limiter = self.services.rate_limits
         if limiter is None:
             return True
-        decision = await limiter.admit(message.sender)
+        decision = await limiter.admit(message.sender, str(level))
         if decision.notice:
             await sink.emit(Notice(decision.notice))
         return decision.allowed

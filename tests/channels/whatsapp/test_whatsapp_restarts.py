@@ -1,11 +1,14 @@
 """WhatsApp after a process restart, on both store backends: what the bot sent is in the store,
 so a `failed` status Meta reports afterwards is still retried (rate limits, once) or told to the
-person, and a reply quoting a message sent before the restart is read with its opening. Each
+person, a reply quoting a message sent before the restart is read with its opening, and a
+pending approval's button works in the new process. Each
 restart is a new App on the same store: nothing survives in memory."""
 
 from __future__ import annotations
 
 from tests.channels.whatsapp.conftest import ADA, whatsapp_env, whatsapp_overrides
+from tests.channels.whatsapp.test_whatsapp_approvals import ask_to_write, button
+from tests.fakes.anthropic_server import text
 from tests.support.pg_support import on_both_backends
 
 backend_name = on_both_backends()
@@ -67,3 +70,16 @@ async def test_a_reply_quoting_a_message_sent_before_the_restart_is_read_with_it
     await wa.wait_for(lambda m: m.to == ADA and m.text.startswith("ok: "), count=2)
     assert "(replying to your message «ok: hello»)" in fake_anthropic.last_request.json[
         "messages"][-1]["content"][-1]["text"]
+
+
+async def test_a_pending_approval_is_answered_by_its_button_in_a_new_process(
+        bot, app_factory, wa, fake_anthropic):
+    started = await bot(CONFIG["senders"])
+    card = await ask_to_write(started, wa, fake_anthropic)
+    await started.channel.intake.idle()
+    again = await restarted(bot, app_factory, wa, started)
+    fake_anthropic.script(text("Written in the new process."))
+    await again.driver.tap(ADA, button(card, ":a"), card.wamid)
+    await wa.wait_for(lambda m: m.to == ADA and m.text == "Written in the new process.")
+    assert (again.app.config.workspace / "notes.txt").read_text() == "milk"
+    assert len(await again.app.services.store.fetchall("SELECT * FROM receipts")) == 1
