@@ -76,6 +76,7 @@ class FsWrite(BaseTool):
             idempotent=True,
             supports_dry_run=True,
             capability_required=f"fs:write:{workspace}/*",
+            egress=False,   # local: files of the workspace only
         )
 
     def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
