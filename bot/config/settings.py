@@ -105,7 +105,8 @@ DEFAULTS: dict[str, Any] = {
                        ".java", ".c", ".h", ".cpp", ".go", ".rs", ".rb", ".sh", ".sql", ".css"],
         "keep_images_turns": 3,              # later turns see a one-line placeholder instead
         "inbox_quota_bytes": 500_000_000,    # per sender, in <workspace>/inbox/
-        "transcription": {"base_url": "", "model": "whisper-1", "timeout_seconds": 60},
+        "transcription": {"base_url": "", "model": "whisper-1", "timeout_seconds": 60,
+                          "price_per_minute": 0.006},
         # Voice replies: espeak-ng (local) unless base_url names an OpenAI-compatible service.
         "speech": {"engine": "", "base_url": "", "model": "tts-1", "voice": "alloy", "voices": {},
                    "max_chars": 1000, "timeout_seconds": 30},

@@ -368,6 +368,9 @@ CREATE TABLE whatsapp_sent (
 );
 CREATE INDEX whatsapp_sent_by_time ON whatsapp_sent(sent_at);
 """),
+    (19, "a turn names who else reads its conversation (a group works in its own folder)", """
+ALTER TABLE turns ADD COLUMN audience TEXT NOT NULL DEFAULT '';
+"""),
 ]
 
 
