@@ -21,6 +21,7 @@ from bot.language.names import NATIVE_NAMES, SUPPORTED
 from bot.language.phrase import Phrase
 from bot.language.translator import Translator
 from bot.runtime.services import Services
+from bot.runtime.voice import VoiceReplies
 
 
 class Agent(Protocol):
@@ -28,6 +29,7 @@ class Agent(Protocol):
 
     config: Config
     services: Services
+    voice: VoiceReplies
 
     async def session_id(self, message: IncomingMessage) -> str: ...
     async def new_session(self, message: IncomingMessage, level: str) -> str: ...
@@ -57,6 +59,7 @@ DESCRIPTIONS: list[tuple[str, str]] = [
     ("jobs", N_("Your reminders and scheduled jobs")),
     ("pair", N_("Approvers: let someone in (/pair allow CODE LEVEL, /pair deny CODE)")),
     ("timezone", N_("Show or set your time zone for schedules")),
+    ("voice", N_("Answers by voice too: /voice on, off or auto")),
     ("language", N_("Show or choose my language: /language it, es, en or auto")),
     ("usage", N_("Your model spend today and this month, against your limits")),
 ]
@@ -203,7 +206,8 @@ async def _undo(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
     async def work() -> None:
         session_id = await agent.session_id(message)
         ctx = agent.services.call_context(sender=message.sender, level=autonomy,
-                                          session_id=session_id, chat=message.chat)
+                                          session_id=session_id, chat=message.chat,
+                                          audience=agent.audience(message))
         text = await agent.services.undo.undo_last(session_id, agent.services.registry, ctx)
         await sink.emit(Notice(text))
     await agent._queued(message, sink, work)
@@ -371,7 +375,9 @@ async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
         await sink.emit(Notice(Phrase("Model spend is not tracked in this setup.")))
         return
     if arg.lower() != "all":
-        await sink.emit(Notice(await own_report(services.budgets, message.sender, autonomy)))
+        report = await own_report(services.budgets, message.sender, autonomy)
+        spoken = await agent.voice.usage_line(message.sender)
+        await sink.emit(Notice(f"{report}\n{spoken}" if spoken else report))
         return
     if not agent.is_approver(message.sender):
         await sink.emit(Notice(Phrase("Only approvers can see everyone's usage; /usage shows "
@@ -380,6 +386,10 @@ async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
     spent = await services.spend.by_sender()
     levels = {sender: await services.senders.level_of(sender) for sender in list(spent)[:30]}
     await sink.emit(Notice(await everyone_report(services.budgets, levels, spent)))
+
+
+async def _voice(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    await agent.voice.command(message, sink, arg)
 
 
 def _resolver(choice: str) -> Handler:
@@ -416,4 +426,5 @@ HANDLERS: dict[str, Handler] = {
     "grants": _grants,
     "timezone": _timezone,
     "language": _language,
+    "voice": _voice,
 }

@@ -352,7 +352,26 @@ ALTER TABLE jobs ADD COLUMN retry_at REAL;
 ALTER TABLE job_runs ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
 ALTER TABLE job_runs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
 """),
-    (17, "each person's language: the one they chose with /language and the platform's last hint", """
+    (17, "voice replies: each sender's /voice choice; usage rows count the characters spoken", """
+ALTER TABLE sender_settings ADD COLUMN voice TEXT;
+ALTER TABLE usage ADD COLUMN characters INTEGER NOT NULL DEFAULT 0;
+"""),
+    (18, "messages sent on WhatsApp, so a failure reported later is retried or told after a restart", """
+CREATE TABLE whatsapp_sent (
+    message_id TEXT PRIMARY KEY,
+    recipient TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    retried INTEGER NOT NULL DEFAULT 0,
+    sent_at REAL NOT NULL
+);
+CREATE INDEX whatsapp_sent_by_time ON whatsapp_sent(sent_at);
+"""),
+    (19, "a turn names who else reads its conversation (a group works in its own folder)", """
+ALTER TABLE turns ADD COLUMN audience TEXT NOT NULL DEFAULT '';
+"""),
+    (20, "each person's language: the one they chose with /language and the platform's last hint", """
 ALTER TABLE sender_settings ADD COLUMN language TEXT;
 ALTER TABLE sender_settings ADD COLUMN language_hint TEXT;
 """),

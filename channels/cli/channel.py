@@ -23,11 +23,10 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from bot.core.events import AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage, Part
+from bot.core.events import MAX_MESSAGE_CHARS, AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage, Part
 from bot.core.identity import Sender
 from bot.language.names import terminal_language
 from bot.language.translator import Translator
-from bot.runtime.agent import MAX_MESSAGE_CHARS
 from channels.cli import answers, texts
 from channels.cli.attach import attachment
 from channels.cli.lines import WOKEN, Lines, PipeLines
@@ -40,13 +39,15 @@ MESSAGE_REF = "terminal"   # the terminal's "message" showing a request: there i
 
 class TerminalChannel:
     def __init__(self, agent: AgentAPI, stdin: TextIO | None = None, stdout: TextIO | None = None,
-                 grace: float = 10.0, history: Path | None = None, lines: Lines | None = None):
+                 grace: float = 10.0, history: Path | None = None, lines: Lines | None = None,
+                 voice_dir: Path | None = None):
         self.agent = agent
         self.grace = grace
         self.lines = lines or _lines_for(stdin, stdout, history, self._interrupt)
         # The terminal's language: /language, else the environment's (LC_ALL, LC_MESSAGES, LANG)
         self.language_hint = terminal_language(os.environ)
-        self.sink = TerminalSink(self.lines.writer, self._approval_arrived, self._reader)
+        self.sink = TerminalSink(self.lines.writer, self._approval_arrived, voice_dir=voice_dir,
+                                 reader=self._reader)
         self._turn: asyncio.Task | None = None
         self._typed: collections.deque[tuple[IncomingMessage, str]] = collections.deque()
         self._interrupts = 0
@@ -318,4 +319,4 @@ def create(config: Any, agent: AgentAPI) -> TerminalChannel:
     from channels.cli.history import history_path
 
     return TerminalChannel(agent, grace=config["agent"]["shutdown_grace_seconds"],
-                           history=history_path(config.data_dir))
+                           history=history_path(config.data_dir), voice_dir=config.data_dir / "voice")

@@ -24,6 +24,8 @@ TOOL_FAILED = N_("  · {tool} failed: {summary}")
 TOOL_PROGRESS = N_("    {text}")
 BUTTON = N_("  [{label}] → {command}")
 FILE_OUT = N_("📎 {name} ({size:,} bytes, in the workspace){caption}")
+VOICE_OUT = N_("🔊 voice reply ({seconds:.1f} s): {path}")
+VOICE_NOT_SAVED = N_("🔊 voice reply not saved: {reason}")
 TOO_LONG = N_("That message is {length:,} characters; the limit is {limit:,}. Nothing was "
               "sent: shorten it or split it into several messages.")
 
