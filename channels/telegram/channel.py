@@ -27,7 +27,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from telegram import Bot, BotCommand, Update
 from telegram.error import InvalidToken, NetworkError, TelegramError
@@ -52,7 +52,9 @@ from channels.telegram.reading import GROUP_TYPES, MessageReader
 from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
 from channels.telegram.taps import INVALID_BUTTON, TapHandler, chat_target
-from channels.telegram.webhook import WebhookServer, check_secret_shape
+
+if TYPE_CHECKING:   # the webhook (and aiohttp's server) is imported in webhook mode only
+    from channels.telegram.webhook import WebhookServer
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +149,11 @@ class TelegramChannel:
     async def start(self) -> None:
         tg = self.config["telegram"]
         token = _token(self.config)
-        secret = check_secret_shape(self.config.secret("TELEGRAM_WEBHOOK_SECRET")) \
-            if tg["mode"] == "webhook" else ""
+        secret = ""
+        if tg["mode"] == "webhook":
+            from channels.telegram.webhook import check_secret_shape
+
+            secret = check_secret_shape(self.config.secret("TELEGRAM_WEBHOOK_SECRET"))
         if tg["mode"] == "webhook" and not tg["webhook_url"]:
             raise ChannelError("[telegram] mode = \"webhook\" needs webhook_url (the public https URL)")
         # No PTB Updater: it confirms fetched updates before they are stored (polling.py).
@@ -202,6 +207,8 @@ class TelegramChannel:
                                   on_conflict=self._another_poller)
             await self._poller.start()
             return
+        from channels.telegram.webhook import WebhookServer
+
         self._webhook = WebhookServer(app.bot, self._intake.receive, secret=secret,
                                       path=tg["webhook_path"], listen=tg["listen"], port=tg["port"],
                                       listeners=self._listeners)
