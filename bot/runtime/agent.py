@@ -235,8 +235,10 @@ class Agent(SessionControl, ApprovalFlow):
 
         async def summarise(transcript: str) -> str:
             return await self._summarise(turn, transcript)
-        compacted = await history.compact(
-            messages, self.config["agent"]["context_budget_tokens"], summarise, size)
+        budget = self.services.llm.history_budget(
+            self.prompt.model_for(turn), self.config["agent"]["context_budget_tokens"],
+            self.prompt.max_tokens)
+        compacted = await history.compact(messages, budget, summarise, size)
         if compacted is not None:
             messages = compacted
         if messages is not stored and messages != stored:
