@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import asyncio
 
 ChannelName = Literal["cli", "telegram", "discord", "slack", "whatsapp"]
 
@@ -273,6 +276,76 @@ class ApprovalSurface(Protocol):
     async def approval_resolved(self, outcome: ApprovalResolved) -> None: ...
 
 
+@dataclass(frozen=True)
+class Entry:
+    """An update as received: its platform id, its conversation ("" = runs out of order) and
+    what is needed to run it again after a restart (text, usually the update's JSON)."""
+
+    update_key: str
+    conversation: str
+    payload: str
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """A stored update (`Entry`) with its row id, as the inbox hands it back to run."""
+
+    id: int
+    channel: str
+    update_key: str
+    conversation: str
+    payload: str
+    attempts: int = 0    # claims so far: more than one means an earlier run was cut off
+    claimed: bool = False   # claimed by this process as it was stored (`put`)
+
+
+Adopt = Callable[[list[InboxRow]], Awaitable[int] | int]   # queue rows; how many were new
+
+
+class InboxPort(Protocol):
+    """What a channel may ask of the durable inbox (`AgentAPI.inbox`; implemented by
+    `bot.conversation.inbox.Inbox`): store updates before acknowledging them, run each under
+    its claim, and find the rows a restart or another process left."""
+
+    async def put(self, channel: str, entries: list[Entry], *, claim: bool = False
+                  ) -> list[InboxRow]: ...
+
+    async def run(self, row: InboxRow, work: Callable[[], Awaitable[bool | None]],
+                  limit: asyncio.Semaphore | None = None) -> bool: ...
+
+    async def recover(self, channel: str) -> list[InboxRow]: ...
+
+    async def sweep(self, channel: str, adopt: Adopt) -> None:
+        """Forever: hand `adopt` the rows of `channel` nobody else will run."""
+        ...
+
+    def active_conversations(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class HeldMessage:
+    """A message a platform would not deliver yet, kept for its recipient."""
+
+    recipient: str
+    kind: str             # reminder | job | approval | reply | notice
+    text: str
+    reason: str           # why it was not delivered, as the operator sees it
+    created_at: float
+    approval_id: str = ""
+
+
+class HeldPort(Protocol):
+    """Messages held until their recipient can be reached (`AgentAPI.held`; implemented by
+    `bot.conversation.held.HeldMessages`). `take` hands each held message out once."""
+
+    async def hold(self, recipient: str, kind: str, text: str, reason: str,
+                   approval_id: str = "") -> None: ...
+
+    async def take(self, recipient: str) -> list[HeldMessage]: ...
+
+    async def count(self, recipient: str) -> int: ...
+
+
 class AgentAPI(Protocol):
     """What a channel may ask of the agent. Implemented by `bot.runtime.agent.Agent`.
 
@@ -305,5 +378,11 @@ class AgentAPI(Protocol):
     def command_descriptions(self) -> list[tuple[str, str]]: ...
 
     @property
-    # bot.conversation.inbox.Inbox: where updates are stored before they are acknowledged
-    def inbox(self) -> Any: ...
+    def inbox(self) -> InboxPort:
+        """Where updates are stored before they are acknowledged."""
+        ...
+
+    @property
+    def held(self) -> HeldPort:
+        """Messages a platform would not deliver yet, kept until the person can be reached."""
+        ...
