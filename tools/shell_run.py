@@ -115,6 +115,7 @@ class ShellRun(BaseTool):
             idempotent=False,
             supports_dry_run=True,
             capability_required=f"proc:exec:{workspace}",
+            egress=False,   # by its arguments: with network it is a way out (egress_for)
         )
 
     def assess(self, command: str, network: bool = False) -> tuple[Risk, str]:

@@ -47,13 +47,20 @@ from bot.store.protocol import Store, Transaction
 log = logging.getLogger(__name__)
 
 
+_THEIRS = ("This shares {sender}'s own private data with the conversation: only {sender} "
+           "can approve it (you can deny it).")
+
 class Approvals:
     """The approval service. Keeps no per-request state: everything lives in the store."""
 
     def __init__(self, store: Store, *, timeout_seconds: float = 300,
                  approvers: Collection[str] = (), clock: Callable[[], float] = time.time,
-                 grants: Grants | None = None):
+                 grants: Grants | None = None, requester_only: Collection[str] = ()):
+        """`requester_only`: tools whose calls show the requester's own private data to
+        others (`ToolMeta.discloses`): only the requester may approve them (anyone who may
+        answer can deny)."""
         self.store = store
+        self.requester_only = frozenset(requester_only)
         self.grants = grants or Grants(store, clock=clock)
         self.timeout_seconds = float(timeout_seconds)
         self.approvers = frozenset(approvers)
@@ -69,6 +76,11 @@ class Approvals:
     def may_answer(self, request: ApprovalRequest, who: str) -> bool:
         """The person who asked answers their own request; an approver answers anyone's."""
         return who == request.sender or self.is_approver(who)
+
+    def _not_theirs(self, resolver: str, choice: str, requests: list[Any]) -> bool:
+        """Would `resolver` approve a call showing someone else's private data?"""
+        return choice != "deny" and any(r.tool in self.requester_only and resolver != r.sender
+                                        for r in requests)
 
     # --- creation and lookup -------------------------------------------------------------
 
@@ -149,6 +161,9 @@ class Approvals:
         if not self.may_answer(request, resolver):
             return Resolution(False, f"Only {request.sender} or an approver can answer this request.",
                               request.status, request)
+        if self._not_theirs(resolver, choice, [request]):
+            return Resolution(False, _THEIRS.format(sender=request.sender), request.status,
+                              request)
         if request.status != "pending":
             return Resolution(False, closed_reason(request, now), request.status, request)
         if request.expires_at <= now:
@@ -224,6 +239,8 @@ class Approvals:
             return Resolution(False, f"Only {first.sender} or an approver can answer this request.",
                               first.status, first)
         pending = [m for m in members if m.status == "pending"]
+        if self._not_theirs(resolver, choice, pending):
+            return Resolution(False, _THEIRS.format(sender=first.sender), first.status, first)
         if not pending:
             return Resolution(False, "Every call of this request was already answered.",
                               first.status, first)
@@ -255,7 +272,7 @@ class Approvals:
             session_id=request.session_id if request else None,
             tool=request.tool if request else None,
             args_hash=request.args_hash if request else None,
-            detail=f"{approval_id[:40]!r}: {resolution.reason}",
+            detail=f"{approval_id[:40]!r}{_what(request)}: {resolution.reason}",
         ))
 
     async def _audit_refusal(self, approval_id: Any, resolver: str, choice: Any,
@@ -391,3 +408,17 @@ async def _close_batches(tx: Transaction, batches: list[str], now: float) -> lis
             " AND status IN ('pending', 'approved') RETURNING *", (now, batch))
         closed.extend(sorted((from_row(row) for row in rows), key=lambda r: r.position))
     return closed
+
+
+AUDIT_SUMMARY_CHARS = 160
+
+
+def _what(request: Any) -> str:
+    """What was asked, for the audit row: the tool and the first line of its preview (the
+    approval id alone says nothing to someone reading the log later)."""
+    if request is None:
+        return ""
+    first = (str(request.summary).strip().splitlines() or [""])[0]
+    if len(first) > AUDIT_SUMMARY_CHARS:
+        first = first[:AUDIT_SUMMARY_CHARS - 1] + "…"
+    return f" ({request.tool}: {first})" if first else f" ({request.tool})"

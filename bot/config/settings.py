@@ -105,7 +105,8 @@ DEFAULTS: dict[str, Any] = {
                        ".java", ".c", ".h", ".cpp", ".go", ".rs", ".rb", ".sh", ".sql", ".css"],
         "keep_images_turns": 3,              # later turns see a one-line placeholder instead
         "inbox_quota_bytes": 500_000_000,    # per sender, in <workspace>/inbox/
-        "transcription": {"base_url": "", "model": "whisper-1", "timeout_seconds": 60},
+        "transcription": {"base_url": "", "model": "whisper-1", "timeout_seconds": 60,
+                          "price_per_minute": 0.006},
         # Voice replies: espeak-ng (local) unless base_url names an OpenAI-compatible service.
         "speech": {"engine": "", "base_url": "", "model": "tts-1", "voice": "alloy", "voices": {},
                    "max_chars": 1000, "timeout_seconds": 30},
@@ -129,7 +130,9 @@ DEFAULTS: dict[str, Any] = {
     # 0 = no limit. Terminal senders (cli:*) are the operator: only global_daily applies to them.
     "budgets": {"currency": "USD", "sender_daily": 2.0, "sender_monthly": 30.0,
                 "global_daily": 20.0, "levels": {"read_only": 0.25}},
-    "rate_limits": {"messages_per_minute": 20, "max_share_of_model_slots": 0.25},
+    # levels: messages a minute for a level in place of messages_per_minute (0 = not limited).
+    "rate_limits": {"messages_per_minute": 20, "levels": {"full": 0},
+                    "max_share_of_model_slots": 0.25},
     # secret_files: globs of file or folder names whose content no tool call reads unless a
     # person approved that call naming the file (bot/core/secret_files.py).
     "security": {"secret_files": list(DEFAULT_SECRET_FILES)},

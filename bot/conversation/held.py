@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bot.core.events import HeldMessage
+from bot.core.ports import HeldMessage
 
 MAX_HELD_PER_RECIPIENT = 50   # a person away for months gets the newest, not an endless backlog
 

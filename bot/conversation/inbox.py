@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from bot.core.events import Adopt, Entry, InboxRow
+from bot.core.ports import Adopt, Entry, InboxRow
 
 log = logging.getLogger(__name__)
 

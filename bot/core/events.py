@@ -10,12 +10,43 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    import asyncio
+    from bot.core.ports import HeldPort, InboxPort
 
 ChannelName = Literal["cli", "telegram", "discord", "slack", "whatsapp"]
+
+
+# --- provenance: where a block the model sees came from --------------------------------------
+
+
+class Origin(StrEnum):
+    """Where a content block came from. Only what the requester typed in this message (or said
+    in a voice note they recorded) is theirs; everything else is data that may be steering the
+    model, and taints the turn whatever its type (text, photo, document, voice, caption): every
+    call that can carry data out is then at least medium risk (bot.core.policy).
+
+    How each is recorded in the stored history, so a turn resumed later is judged the same:
+    the requester's words are plain text; other people's words (a member, a forward, a quote, a
+    recording's transcript) are wrapped as untrusted data naming the origin (bot.core.wrap);
+    a photo or document is a reference block with `untrusted: true` and its `origin`
+    (bot.media.attachments); a tool's result is wrapped when the tool says it may carry outside
+    content (`returns_untrusted`)."""
+
+    REQUESTER = "requester"      # typed (or recorded as a voice note) by the requester, now
+    MEMBER = "member"            # another person of a shared conversation
+    FORWARD = "forward"          # forwarded: someone else's message (or the requester's old one)
+    QUOTE = "quote"              # the message a reply quotes
+    ATTACHMENT = "attachment"    # a photo or file: its pixels and words are anyone's
+    RECORDING = "recording"      # the transcript of a recording someone else made
+    DOCUMENT = "document"        # the text of a document
+    TOOL = "tool"                # a tool's result
+
+    @property
+    def taints(self) -> bool:
+        return self is not Origin.REQUESTER
 
 
 # --- attachments a channel hands over (downloaded bytes: never a platform URL) --------------
@@ -59,6 +90,15 @@ class UnavailablePart:
 
 
 Part = ImagePart | DocumentPart | AudioPart | UnavailablePart
+
+
+def part_origin(part: Part, forwarded: bool = False) -> Origin:
+    """Where an attachment's content came from (`forwarded`: the message carrying it was)."""
+    if forwarded:
+        return Origin.FORWARD
+    if isinstance(part, AudioPart):
+        return Origin.REQUESTER if part.spoken_by_sender else Origin.RECORDING
+    return Origin.DOCUMENT if isinstance(part, DocumentPart) else Origin.ATTACHMENT
 # Fetches a message's attachments through the channel's library. The agent calls it only for a
 # sender it admits (paired, not ignored, within the rate limit): a stranger's file is never
 # downloaded, let alone opened or transcribed.
@@ -83,9 +123,14 @@ class IncomingMessage:
     parts: tuple[Part, ...] = ()       # photos, documents, voice notes sent with the text
     download: Download | None = field(default=None, repr=False, compare=False)  # more, not yet fetched
     inbox_id: int | None = None        # the stored update this message came from (bot/conversation/inbox.py)
-    # Set when the text was forwarded: who wrote it (as the platform names them). Someone
-    # else's words, shown to the model as data from them, never as the sender's request.
+    # Set when the message was forwarded: who wrote it (as the platform names them; the
+    # sender's own id for an old message of theirs). Its text and every attachment are someone
+    # else's, shown to the model as data from them, never as the sender's request.
     forwarded_from: str = ""
+    # The text of the message this one replies to or quotes, when the channel passes it on
+    # (`quoted_from` names its author): data for context, never the sender's request.
+    quoted: str = ""
+    quoted_from: str = ""
 
     @property
     def has_attachments(self) -> bool:
@@ -274,76 +319,6 @@ class ApprovalSurface(Protocol):
     (the conversation itself resumes through the channel's delivery outlet)."""
 
     async def approval_resolved(self, outcome: ApprovalResolved) -> None: ...
-
-
-@dataclass(frozen=True)
-class Entry:
-    """An update as received: its platform id, its conversation ("" = runs out of order) and
-    what is needed to run it again after a restart (text, usually the update's JSON)."""
-
-    update_key: str
-    conversation: str
-    payload: str
-
-
-@dataclass(frozen=True)
-class InboxRow:
-    """A stored update (`Entry`) with its row id, as the inbox hands it back to run."""
-
-    id: int
-    channel: str
-    update_key: str
-    conversation: str
-    payload: str
-    attempts: int = 0    # claims so far: more than one means an earlier run was cut off
-    claimed: bool = False   # claimed by this process as it was stored (`put`)
-
-
-Adopt = Callable[[list[InboxRow]], Awaitable[int] | int]   # queue rows; how many were new
-
-
-class InboxPort(Protocol):
-    """What a channel may ask of the durable inbox (`AgentAPI.inbox`; implemented by
-    `bot.conversation.inbox.Inbox`): store updates before acknowledging them, run each under
-    its claim, and find the rows a restart or another process left."""
-
-    async def put(self, channel: str, entries: list[Entry], *, claim: bool = False
-                  ) -> list[InboxRow]: ...
-
-    async def run(self, row: InboxRow, work: Callable[[], Awaitable[bool | None]],
-                  limit: asyncio.Semaphore | None = None) -> bool: ...
-
-    async def recover(self, channel: str) -> list[InboxRow]: ...
-
-    async def sweep(self, channel: str, adopt: Adopt) -> None:
-        """Forever: hand `adopt` the rows of `channel` nobody else will run."""
-        ...
-
-    def active_conversations(self) -> int: ...
-
-
-@dataclass(frozen=True)
-class HeldMessage:
-    """A message a platform would not deliver yet, kept for its recipient."""
-
-    recipient: str
-    kind: str             # reminder | job | approval | reply | notice
-    text: str
-    reason: str           # why it was not delivered, as the operator sees it
-    created_at: float
-    approval_id: str = ""
-
-
-class HeldPort(Protocol):
-    """Messages held until their recipient can be reached (`AgentAPI.held`; implemented by
-    `bot.conversation.held.HeldMessages`). `take` hands each held message out once."""
-
-    async def hold(self, recipient: str, kind: str, text: str, reason: str,
-                   approval_id: str = "") -> None: ...
-
-    async def take(self, recipient: str) -> list[HeldMessage]: ...
-
-    async def count(self, recipient: str) -> int: ...
 
 
 class AgentAPI(Protocol):

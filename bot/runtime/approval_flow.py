@@ -18,6 +18,7 @@ from bot.core.events import (
     Notice,
     Sink,
 )
+from bot.core.identity import LEVELS, Level
 from bot.core.tool import ToolError, args_hash
 from bot.runtime.dispatch import Planned, Turn, error_block
 from bot.store.audit import write_audit
@@ -157,6 +158,14 @@ class ApprovalFlow:
     async def pending_approvals(self, channel: str) -> list[ApprovalView]:
         return [r.view() for r in await self.services.approvals.pending(channel)]
 
+    async def capped_level(self, sender: str, recorded: str | None) -> Any:
+        """The level a turn goes on at after a wait (an approval, a restart): the sender's
+        level now (revoked means refused), never above the level the turn ran at — a job's
+        turn ran at the job's cap, and its approved call and the rest of its turn stay there."""
+        now = await self.services.senders.level_of(sender, recorded=recorded)
+        started = Level(recorded) if recorded in LEVELS else None
+        return min(now, started) if isinstance(now, Level) and started is not None else now
+
 
     # --- approvals resumed ---------------------------------------------------------------
 
@@ -180,11 +189,12 @@ class ApprovalFlow:
         """Run (or refuse) the resolved call, then re-enter the loop from the stored history.
         `on_ran(ok)` is told how the call ended (None: not run) before the loop goes on."""
         await self.services.store.catch_up()
-        autonomy = await self.services.senders.level_of(request.sender, recorded=request.autonomy)
+        autonomy = await self.capped_level(request.sender, request.autonomy)
         turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
                                 request.allowlist)
         row = await turns.open_in_session(self.services.store, request.session_id)
         turn.turn_id = row.id if row is not None else None
+        turn.audience = row.audience if row is not None else ""
         result, ok = await self._resolved_result(turn, request, resolver)
         going_on = await self._store_results(turn, [result], [(request.id, ok)])
         if on_ran is not None:
@@ -198,11 +208,12 @@ class ApprovalFlow:
         await self.services.store.catch_up()
         members = await self.services.approvals.batch_members(batch)
         first = members[0]
-        autonomy = await self.services.senders.level_of(first.sender, recorded=first.autonomy)
+        autonomy = await self.capped_level(first.sender, first.autonomy)
         turn = await self._turn(first.session_id, first.sender, first.chat, autonomy, sink,
                                 first.allowlist)
         row = await turns.open_in_session(self.services.store, first.session_id)
         turn.turn_id = row.id if row is not None else None
+        turn.audience = row.audience if row is not None else ""
         results, ends = [], []
         for member in members:
             if member.status in ("approved", "denied"):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import discord
 
 from bot.core.errors import ShuttingDown
-from bot.core.events import Entry, InboxPort, InboxRow
+from bot.core.ports import Entry, InboxPort, InboxRow
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.core.events import Entry, InboxPort, InboxRow
+from bot.core.ports import Entry, InboxPort, InboxRow
 
 log = logging.getLogger(__name__)
 

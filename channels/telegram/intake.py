@@ -24,7 +24,8 @@ from telegram import Update
 from telegram.ext import Application
 
 from bot.core.errors import ShuttingDown
-from bot.core.events import AgentAPI, Entry, InboxPort, InboxRow, IncomingMessage, Sink
+from bot.core.events import AgentAPI, IncomingMessage, Sink
+from bot.core.ports import Entry, InboxPort, InboxRow
 
 log = logging.getLogger(__name__)
 

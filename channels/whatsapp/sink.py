@@ -39,12 +39,12 @@ from bot.core.events import (
     ErrorEvent,
     Event,
     FileOut,
-    HeldPort,
     Notice,
     SpeechOut,
     TextDelta,
     ToolStarted,
 )
+from bot.core.ports import HeldPort
 from channels.whatsapp import approvals, texts
 from channels.whatsapp.rendering import Part, plain_of
 from channels.whatsapp.sending import DeliveryError, Messenger, OutsideWindow
