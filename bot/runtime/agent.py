@@ -83,6 +83,11 @@ class Agent(SessionControl, ApprovalFlow):
         """Where channels store each update before acknowledging it (bot.conversation.inbox.Inbox)."""
         return self.services.inbox
 
+    @property
+    def held(self) -> Any:
+        """Messages held for people a platform cannot reach yet (bot.conversation.held)."""
+        return self.services.held
+
     async def handle(self, message: IncomingMessage, sink: Sink) -> None:
         autonomy = await self.services.senders.level_of(message.sender, message.roles)
         if autonomy is Stranger.IGNORE:
