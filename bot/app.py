@@ -73,6 +73,7 @@ def build_registry(config: Config, cwd: Path | str | None = None) -> Registry:
 def build_services(config: Config, store: Any, registry: Registry,
                    clock: Callable[[], float] = time.time, llm_client: Any = None) -> Services:
     """Every long-lived part of one process, on an open store."""
+    from bot.access.preferences import Preferences
     from bot.access.ratelimit import rate_limiter
     from bot.access.senders import Senders
     from bot.approvals.grants import Grants
@@ -81,39 +82,47 @@ def build_services(config: Config, store: Any, registry: Registry,
     from bot.approvals.undo import UndoLog
     from bot.config.prices import PriceTable
     from bot.conversation.delivery import Delivery
+    from bot.conversation.held import HeldMessages
     from bot.conversation.inbox import Inbox, InboxSettings, replica_name
     from bot.jobs.jobs import JobLimits, Jobs
     from bot.llm.client import LLMClient, audit_to
     from bot.llm.models import Models
     from bot.money.budgets import Budgets
+    from bot.money.gate import PaidCalls
     from bot.money.spend import SpendLedger
 
     approvals_cfg = config["approvals"]
     models = Models(config)   # the aliases' prices count like [prices]
     spend = SpendLedger(store, PriceTable.from_config(config, models.price_tables()), clock)
     budgets = Budgets(config, spend)
-    llm = LLMClient(config, client=llm_client, budgets=budgets, audit=audit_to(store),
-                    models=models)
-    jobs = Jobs(store, JobLimits.from_config(config["jobs"]), clock)
+    paid = PaidCalls(spend, budgets)   # the one gate every paid call goes through
+    llm = LLMClient(config, client=llm_client, gate=paid, audit=audit_to(store), models=models)
+    replica = replica_name(config["inbox"]["replica"], store.dialect, config.env)
+    jobs = Jobs(store, JobLimits.from_config(config["jobs"]), clock, replica)
+    preferences = Preferences(store)
     return Services(
         config=config, store=store, registry=registry, llm=llm, spend=spend, budgets=budgets,
+        paid=paid,
         rate_limits=rate_limiter(config, store),
         approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
                             approvers=approvers(config), clock=clock,
-                            grants=Grants(store, approvals_cfg["grant_ttl_seconds"], clock)),
+                            grants=Grants(store, approvals_cfg["grant_ttl_seconds"], clock),
+                            requester_only=[t.meta.name for t in registry.list_all()
+                                            if t.meta.discloses]),
         receipts=Receipts(store, receipt_key(config)),
         undo=UndoLog(store),
         senders=Senders(config, store),
+        preferences=preferences,
         jobs=jobs,
         delivery=Delivery(),
-        inbox=Inbox(store, replica_name(config["inbox"]["replica"], store.dialect, config.env),
-                    InboxSettings.from_config(config["inbox"]), clock),
-        ports=tool_ports(config, store, registry, llm, spend, jobs),
+        inbox=Inbox(store, replica, InboxSettings.from_config(config["inbox"]), clock),
+        held=HeldMessages(store, clock),
+        ports=tool_ports(config, store, registry, llm, jobs, preferences),
     )
 
 
-def tool_ports(config: Config, store: Any, registry: Registry, llm: Any, spend: Any,
-               jobs: Any) -> Ports:
+def tool_ports(config: Config, store: Any, registry: Registry, llm: Any, jobs: Any,
+               preferences: Any) -> Ports:
     """What tools reach besides their args: memory, the metered model, quotas and jobs."""
     from bot.conversation.memory import Memories
     from bot.jobs.planner import JobPlanner
@@ -123,8 +132,8 @@ def tool_ports(config: Config, store: Any, registry: Registry, llm: Any, spend: 
     def catalog(sender: Sender, level: Level) -> set[str]:
         return {tool.meta.name for tool in registry.list_for_sender(str(sender), level)}
 
-    return Ports(memory=Memories(store), model=MeteredModel(llm, spend), quota=ToolQuota(store),
-                 jobs=JobPlanner(jobs, catalog, config["agent"]["timezone"]))
+    return Ports(memory=Memories(store), model=MeteredModel(llm), quota=ToolQuota(store),
+                 jobs=JobPlanner(jobs, preferences, catalog, config["agent"]["timezone"]))
 
 
 def approvers(config: Config) -> list[str]:
@@ -166,12 +175,17 @@ class App:
     @classmethod
     async def open(cls, config: Config, clock: Callable[[], float] = time.time,
                    surfaces: Sequence[Surface] = ()) -> App:
-        from bot.access.workspace_scope import require_dedicated_workspace
+        from bot.access.workspace_scope import create_workspace, require_dedicated_workspace
 
         require_dedicated_workspace(config)
-        config.workspace.mkdir(parents=True, exist_ok=True)
+        create_workspace(config)
         store = await make_store(config).open()
-        return cls(config, build_services(config, store, build_registry(config), clock), surfaces)
+        try:
+            return cls(config, build_services(config, store, build_registry(config), clock),
+                       surfaces)
+        except BaseException:   # e.g. an unreadable receipt key: nothing may keep the store open
+            await store.close()
+            raise
 
     @property
     def console(self) -> Any:
@@ -229,7 +243,7 @@ class App:
             self.channels[name] = channel
             if isinstance(channel, ApprovalSurface):  # approvals answered in the console show there
                 self.agent.add_approval_surface(name, channel)
-            self.services.delivery.register(name, channel)
+            self.connected(name, channel)
             log.info("%s channel connected", name)
 
     async def stop_channels(self) -> None:
@@ -255,19 +269,30 @@ class App:
                 name, part = started
                 self.parts[name] = part
                 self._extras.append(part)
-        if self.config["jobs"]["enabled"]:
-            from bot.jobs.runner import AgentJobRunner
-            from bot.jobs.scheduler import Scheduler
-
-            runner = AgentJobRunner(self.agent, self.services.delivery, self.services.senders)
-            scheduler = Scheduler(self.services.jobs, runner, self.services.jobs.clock,
-                                  tick_seconds=self.config["jobs"]["tick_seconds"])
-            await scheduler.start()
-            self._extras.append(scheduler)
         self._extras.append(self.expiry)
         await self.expiry.start()
         self._started = True
         await run_session_hooks(self.services.registry, "start", self.system_context())
+
+    async def start_scheduler(self) -> None:
+        """Scheduled jobs, once the channels are up: a run is delivered only through a channel
+        connected in this process (one connecting later wakes the scheduler: `connected`)."""
+        if not self.config["jobs"]["enabled"]:
+            return
+        from bot.jobs.runner import AgentJobRunner
+        from bot.jobs.scheduler import Scheduler
+
+        runner = AgentJobRunner(self.agent, self.services.delivery, self.services.senders)
+        scheduler = Scheduler(self.services.jobs, runner, self.services.jobs.clock,
+                              tick_seconds=self.config["jobs"]["tick_seconds"],
+                              channels=runner.channels)
+        await scheduler.start()
+        self._extras.append(scheduler)
+
+    def connected(self, name: str, outlet: Any) -> None:
+        """A channel is up: it carries the core's messages; due jobs for it are looked at."""
+        self.services.delivery.register(name, outlet)
+        self.services.jobs.changed.set()
 
     async def chat_in_terminal(self, quiet_logs: bool) -> None:
         """The terminal conversation until Ctrl-D (the long-lived services run meanwhile);
@@ -278,11 +303,11 @@ class App:
         log.info("myclaw ready (channels: terminal)")
         grace = self.config["agent"]["shutdown_grace_seconds"]
         terminal = channel_module("cli").create(self.config, self.agent)
-        if self.services.delivery is not None:
-            self.services.delivery.register("cli", terminal)
+        self.connected("cli", terminal)
         if isinstance(terminal, ApprovalSurface):   # answered in the console: the question goes
             self.agent.add_approval_surface("cli", terminal)
         await self.recover()
+        await self.start_scheduler()
         await self.expiry.sweep()
         await terminal.run()
         await self.agent.shutdown(grace)
@@ -304,6 +329,7 @@ class App:
             await self.start_services()
             await self.start_channels(names)
             outlets_up.set()
+            await self.start_scheduler()
             await self.expiry.sweep()   # requests that lapsed while the bot was down
             log.info("myclaw ready (channels: %s)", ", ".join(names) or "none")
             gc.freeze()   # the channels' libraries, now up, join the frozen heap (long_lived_heap)

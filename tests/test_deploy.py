@@ -20,6 +20,7 @@ import pytest
 from bot.config import settings as config_mod
 from bot.config.schema import SCHEMA
 from bot.ops.security_audit import audit
+from tests.support.yaml_subset import parse_yaml_subset
 
 ROOT = Path(__file__).parent.parent
 DEPLOY = ROOT / "deploy"
@@ -43,48 +44,6 @@ def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
         instructions.append((instruction.upper(), args.strip()))
         buffer = ""
     return instructions
-
-
-def _scalar(text: str) -> str | None:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text or None
-
-
-def parse_yaml_subset(text: str) -> dict[str, Any]:
-    """Block-style YAML with mappings, lists of scalars and comments: what compose.yaml uses.
-
-    (PyYAML is not a dependency of the project; anything outside this subset fails loudly.)
-    """
-    lines = []
-    for raw in text.splitlines():
-        content = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
-        if content.strip():
-            lines.append((len(content) - len(content.lstrip()), content.strip()))
-    root: dict[str, Any] = {}
-    stack: list[tuple[int, Any]] = [(-1, root)]
-    for index, (indent, content) in enumerate(lines):
-        while indent <= stack[-1][0]:
-            stack.pop()
-        parent = stack[-1][1]
-        if content.startswith("- "):
-            assert isinstance(parent, list), f"unexpected list item: {content}"
-            parent.append(_scalar(content[2:]))
-            continue
-        assert isinstance(parent, dict) and ":" in content, f"unsupported YAML line: {content}"
-        key, _, value = content.partition(":")
-        if value.strip():
-            parent[_scalar(key)] = _scalar(value)
-            continue
-        following = lines[index + 1] if index + 1 < len(lines) else None
-        if following is not None and following[0] > indent:
-            child: Any = [] if following[1].startswith("- ") else {}
-            parent[_scalar(key)] = child
-            stack.append((indent, child))
-        else:
-            parent[_scalar(key)] = None
-    return root
 
 
 def unit_directives(text: str) -> dict[str, dict[str, list[str]]]:
@@ -284,6 +243,16 @@ def test_compose_restarts_the_bot_and_reads_secrets_from_an_env_file(compose):
     assert "environment" not in service  # secrets never written into the compose file
     assert service["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
     assert (DEPLOY / ".." / service["build"]["dockerfile"]).resolve() == DEPLOY / "Dockerfile"
+
+
+def test_every_secrets_file_compose_reads_is_git_ignored_and_its_example_is_not(compose):
+    names = {name for service in compose["services"].values() for name in service.get("env_file", [])}
+    assert {"myclaw.env", "postgres.env", "proxy.env"} <= names
+    for name in names:
+        ignored = subprocess.run(["git", "check-ignore", "-q", f"deploy/{name}"], cwd=ROOT)
+        assert ignored.returncode == 0, f"deploy/{name} holds secrets but git would offer it"
+        example = subprocess.run(["git", "check-ignore", "-q", f"deploy/{name}.example"], cwd=ROOT)
+        assert example.returncode == 1 and (DEPLOY / f"{name}.example").exists()
 
 
 def test_compose_keeps_state_on_a_named_volume_at_data(compose):

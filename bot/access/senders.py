@@ -22,7 +22,7 @@ from bot.core.errors import MyclawError
 from bot.core.identity import CHANNELS, LEVELS, OPERATOR, Access, Level, Sender, Stranger, parse_access
 from bot.core.policy import highest_level
 from bot.store.audit import AuditEntry, write_audit
-from bot.store.sqlite import Row, Store, Tx
+from bot.store.protocol import Row, Store, Transaction
 
 # No 0/O, 1/I/L: a code read aloud or copied from a phone screen survives.
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -94,6 +94,12 @@ class Senders:
 
     # --- pairing codes ---------------------------------------------------------------------
 
+    async def granted(self) -> list[dict[str, Any]]:
+        """Every level granted by pairing, newest first (who, what level, when, by whom)."""
+        rows = await self.store.fetchall("SELECT sender, level, granted_at, granted_by"
+                                         " FROM granted_senders ORDER BY granted_at DESC")
+        return [dict(row) for row in rows]
+
     async def pairing_code(self, sender: str, *, channel: str = "", chat: str = "",
                            display_name: str = "") -> str | None:
         """A new one-time code for an unknown sender, or None (already sent, or rate limited).
@@ -129,7 +135,7 @@ class Senders:
                                         (_normalise(code),))
         return dict(row) if row else None
 
-    async def _may_issue(self, tx: Tx, sender: str, now: float) -> bool:
+    async def _may_issue(self, tx: Transaction, sender: str, now: float) -> bool:
         if await self._count(tx, "SELECT COUNT(*) FROM granted_senders WHERE sender = ?", (sender,)):
             return False
         live = ("SELECT COUNT(*) FROM pairing_codes WHERE sender = ? AND status = 'pending'"
@@ -142,7 +148,7 @@ class Senders:
         pending = "SELECT COUNT(*) FROM pairing_codes WHERE status = 'pending' AND expires_at > ?"
         return await self._count(tx, pending, (now,)) < MAX_PENDING_CODES
 
-    async def _insert_code(self, tx: Tx, sender: str, now: float) -> str:
+    async def _insert_code(self, tx: Transaction, sender: str, now: float) -> str:
         for _ in range(5):
             code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
             inserted = await tx.execute(
@@ -154,7 +160,7 @@ class Senders:
         raise PairingError("could not generate a unique pairing code")
 
     @staticmethod
-    async def _count(tx: Tx, sql: str, params: tuple[Any, ...]) -> int:
+    async def _count(tx: Transaction, sql: str, params: tuple[Any, ...]) -> int:
         row = await tx.fetchone(sql, params)
         return int(row[0]) if row else 0
 
@@ -190,7 +196,7 @@ class Senders:
             raise PairingError(problem)
         return row["sender"]
 
-    async def _apply(self, tx: Tx, sender: str, code: str, status: str,
+    async def _apply(self, tx: Transaction, sender: str, code: str, status: str,
                      level: str | None, by: str, now: float) -> None:
         await tx.execute("UPDATE pairing_codes SET status = ?, level = ?, resolved_at = ?"
                          " WHERE code = ? AND status = 'pending'", (status, level, now, code))

@@ -50,3 +50,15 @@ def require_dedicated_workspace(config: Config) -> None:
     reason = broad_workspace_reason(config)
     if reason and not config["agent"]["allow_broad_workspace"]:
         raise ConfigError(f"{config.origin}: [agent] workspace: {reason}: {FIX}")
+
+
+CREATE_FIX = "set [agent] workspace to a directory this user can create and write"
+
+
+def create_workspace(config: Config) -> None:
+    """The workspace directory, created if missing, or one ConfigError naming it and the fix."""
+    try:
+        config.workspace.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"workspace: cannot create {config.workspace}: "
+                          f"{exc.strerror or exc}; {CREATE_FIX}") from exc

@@ -21,7 +21,7 @@ from typing import Any
 from bot.core.errors import MyclawError
 from bot.core.tool import RISKS, Risk
 from bot.store.audit import AuditEntry, write_audit
-from bot.store.sqlite import Store, Tx
+from bot.store.protocol import Store, Transaction
 
 WHOLE_TOOL_KEY = "*"
 MAX_SCOPE_CHARS = 200
@@ -130,7 +130,7 @@ class Grants:
         else:
             self._cache.pop(session_id, None)
 
-    async def add(self, tx: Tx, *, session_id: str, sender: str, tool: str, scope: Scope,
+    async def add(self, tx: Transaction, *, session_id: str, sender: str, tool: str, scope: Scope,
                   risk: Risk, by: str, approval_id: str = "") -> Grant:
         now = self.clock()
         grant = Grant(secrets.token_hex(5), session_id, sender, tool, scope.key, scope.label,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from bot.core.errors import MyclawError
 from bot.core.tool import args_hash
 from bot.store.pg_dialect import next_id_sql
-from bot.store.sqlite import Row, Store, Tx
+from bot.store.protocol import Row, Store, Transaction
 
 if TYPE_CHECKING:
     from bot.config.settings import Config
@@ -144,7 +144,7 @@ class Receipts:
     def sign(self, fields: Sequence[Any]) -> str:
         return hmac.new(self._key, _signed_bytes(fields), hashlib.sha256).hexdigest()
 
-    async def issue(self, tx: Tx, *, session_id: str, tool: str, args: dict[str, Any],
+    async def issue(self, tx: Transaction, *, session_id: str, tool: str, args: dict[str, Any],
                     result: Any, sender: str, approver: str | None, started_at: float,
                     finished_at: float) -> int:
         """Write a signed receipt inside the caller's transaction; returns its id."""
@@ -190,8 +190,20 @@ class Receipts:
             after = page[-1]["page_key"]
 
     async def count(self) -> int:
-        row = await self.store.fetchone("SELECT COUNT(*) AS n FROM receipts")
-        return int(row["n"]) if row else 0
+        return await stored_receipts(self.store)
+
+
+async def stored_receipts(store: Store) -> int:
+    """How many receipts the store holds (no key needed to count them)."""
+    row = await store.fetchone("SELECT COUNT(*) AS n FROM receipts")
+    return int(row["n"]) if row else 0
+
+
+async def latest_receipts(store: Store, limit: int) -> list[dict[str, Any]]:
+    """The newest `limit` receipts' public fields, newest first."""
+    rows = await store.fetchall("SELECT id, tool, sender, approver, args_hash, finished_at"
+                                " FROM receipts ORDER BY id DESC LIMIT ?", (limit,))
+    return [dict(row) for row in rows]
 
 
 # A tampered row must be reported, not crash the check: text columns are read as hex (a byte

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from bot.approvals.grants import Scope
 from bot.core.events import ApprovalView
 from bot.core.tool import args_hash
-from bot.store.sqlite import Row
+from bot.store.protocol import Row
 
 Status = Literal["pending", "approved", "denied", "expired", "started", "executed", "failed",
                  "in_doubt"]

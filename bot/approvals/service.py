@@ -39,24 +39,48 @@ from bot.approvals.records import (
     from_row,
     looks_like_id,
 )
+from bot.core.identity import in_terminal
 from bot.core.tool import args_hash
 from bot.store.audit import AuditEntry, write_audit
-from bot.store.sqlite import Store, Tx
+from bot.store.protocol import Store, Transaction
 
 log = logging.getLogger(__name__)
 
+
+_THEIRS = ("This shares {sender}'s own private data with the conversation: only {sender} "
+           "can approve it (you can deny it).")
 
 class Approvals:
     """The approval service. Keeps no per-request state: everything lives in the store."""
 
     def __init__(self, store: Store, *, timeout_seconds: float = 300,
                  approvers: Collection[str] = (), clock: Callable[[], float] = time.time,
-                 grants: Grants | None = None):
+                 grants: Grants | None = None, requester_only: Collection[str] = ()):
+        """`requester_only`: tools whose calls show the requester's own private data to
+        others (`ToolMeta.discloses`): only the requester may approve them (anyone who may
+        answer can deny)."""
         self.store = store
+        self.requester_only = frozenset(requester_only)
         self.grants = grants or Grants(store, clock=clock)
         self.timeout_seconds = float(timeout_seconds)
         self.approvers = frozenset(approvers)
         self.clock = clock
+
+    # --- who may answer: decided here, and only here -------------------------------------
+
+    def is_approver(self, who: str) -> bool:
+        """May `who` answer (and act on) anyone's requests: a configured approver (the web
+        console is one only while it is enabled), or the person at the bot's own terminal."""
+        return who in self.approvers or in_terminal(who)
+
+    def may_answer(self, request: ApprovalRequest, who: str) -> bool:
+        """The person who asked answers their own request; an approver answers anyone's."""
+        return who == request.sender or self.is_approver(who)
+
+    def _not_theirs(self, resolver: str, choice: str, requests: list[Any]) -> bool:
+        """Would `resolver` approve a call showing someone else's private data?"""
+        return choice != "deny" and any(r.tool in self.requester_only and resolver != r.sender
+                                        for r in requests)
 
     # --- creation and lookup -------------------------------------------------------------
 
@@ -127,16 +151,19 @@ class Approvals:
             await self._audit(tx, approval_id, resolver, choice, resolution)
         return resolution
 
-    async def _resolve_in(self, tx: Tx, approval_id: str, resolver: str,
+    async def _resolve_in(self, tx: Transaction, approval_id: str, resolver: str,
                           choice: str) -> Resolution:
         now = self.clock()
         row = await tx.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
         if row is None:
             return Resolution(False, UNKNOWN_REQUEST)
         request = from_row(row)
-        if resolver != request.sender and resolver not in self.approvers:
+        if not self.may_answer(request, resolver):
             return Resolution(False, f"Only {request.sender} or an approver can answer this request.",
                               request.status, request)
+        if self._not_theirs(resolver, choice, [request]):
+            return Resolution(False, _THEIRS.format(sender=request.sender), request.status,
+                              request)
         if request.status != "pending":
             return Resolution(False, closed_reason(request, now), request.status, request)
         if request.expires_at <= now:
@@ -167,7 +194,7 @@ class Approvals:
         return Resolution(True, f"{verb} by {resolver}.", status, request, batch_done=done,
                           decided=(request,))
 
-    async def _lapse(self, tx: Tx, request: ApprovalRequest, now: float) -> Resolution:
+    async def _lapse(self, tx: Transaction, request: ApprovalRequest, now: float) -> Resolution:
         """A tap found the request past its expiry: close it (its whole batch, if any)."""
         if request.batch is None:
             await tx.execute(
@@ -199,7 +226,7 @@ class Approvals:
                 await self._audit(tx, batch, resolver, f"{choice}-all", resolution)
         return resolution
 
-    async def _resolve_batch_in(self, tx: Tx, batch: str, resolver: str,
+    async def _resolve_batch_in(self, tx: Transaction, batch: str, resolver: str,
                                 choice: str) -> Resolution:
         now = self.clock()
         rows = await tx.fetchall("SELECT * FROM approvals WHERE batch = ? ORDER BY batch_position",
@@ -208,10 +235,12 @@ class Approvals:
         if not members:
             return Resolution(False, UNKNOWN_REQUEST)
         first = members[0]
-        if resolver != first.sender and resolver not in self.approvers:
+        if not self.may_answer(first, resolver):
             return Resolution(False, f"Only {first.sender} or an approver can answer this request.",
                               first.status, first)
         pending = [m for m in members if m.status == "pending"]
+        if self._not_theirs(resolver, choice, pending):
+            return Resolution(False, _THEIRS.format(sender=first.sender), first.status, first)
         if not pending:
             return Resolution(False, "Every call of this request was already answered.",
                               first.status, first)
@@ -234,7 +263,7 @@ class Approvals:
                           decided[0], batch_done=True, decided=decided)
 
     @staticmethod
-    async def _audit(tx: Tx, approval_id: str, resolver: str, choice: str,
+    async def _audit(tx: Transaction, approval_id: str, resolver: str, choice: str,
                      resolution: Resolution) -> None:
         request = resolution.request
         outcome = resolution.status if resolution.ok else "refused"
@@ -243,7 +272,7 @@ class Approvals:
             session_id=request.session_id if request else None,
             tool=request.tool if request else None,
             args_hash=request.args_hash if request else None,
-            detail=f"{approval_id[:40]!r}: {resolution.reason}",
+            detail=f"{approval_id[:40]!r}{_what(request)}: {resolution.reason}",
         ))
 
     async def _audit_refusal(self, approval_id: Any, resolver: str, choice: Any,
@@ -251,7 +280,7 @@ class Approvals:
         async with self.store.transaction() as tx:
             await self._audit(tx, str(approval_id), resolver, str(choice), resolution)
 
-    async def claim_run(self, tx: Tx, approval_id: str) -> bool:
+    async def claim_run(self, tx: Transaction, approval_id: str) -> bool:
         """approved -> started, in the transaction that records the call as started: True for
         exactly one caller, so an approved call starts at most once."""
         return await tx.execute("UPDATE approvals SET status = 'started' WHERE id = ?"
@@ -267,7 +296,7 @@ class Approvals:
         async with self.store.transaction() as tx:
             await self.finish_in(tx, approval_id, ok)
 
-    async def finish_in(self, tx: Tx, approval_id: str, ok: bool | None) -> None:
+    async def finish_in(self, tx: Transaction, approval_id: str, ok: bool | None) -> None:
         """`mark_finished` inside the caller's transaction (with the call's result)."""
         status = "in_doubt" if ok is None else "executed" if ok else "failed"
         changed = await tx.execute(
@@ -316,7 +345,7 @@ class Approvals:
             " ORDER BY created_at", (session_id, self.clock()))
         return [from_row(row) for row in rows]
 
-    async def supersede_session(self, tx: Tx, session_id: str) -> list[ApprovalRequest]:
+    async def supersede_session(self, tx: Transaction, session_id: str) -> list[ApprovalRequest]:
         """The user wrote again instead of answering: every pending request of the session ends
         (in the caller's transaction: the runtime stores the new message in the same one)."""
         # An approved request whose batch still waits never ran: it ends with its batch.
@@ -336,6 +365,13 @@ class Approvals:
             params += (channel,)
         rows = await self.store.fetchall(sql + " ORDER BY created_at", params)
         return [from_row(row) for row in rows]
+
+    async def recently_resolved(self, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` requests that are no longer pending, newest first."""
+        rows = await self.store.fetchall(
+            "SELECT id, tool, sender, status, resolved_by, resolved_at, created_at FROM approvals"
+            " WHERE status <> 'pending' ORDER BY created_at DESC LIMIT ?", (limit,))
+        return [dict(row) for row in rows]
 
     async def set_message_ref(self, approval_id: str, ref: str, channel: str = "") -> None:
         """Remember a message showing the request (the requester's, or an approver's copy), so
@@ -362,7 +398,7 @@ class Approvals:
 
 
 
-async def _close_batches(tx: Tx, batches: list[str], now: float) -> list[ApprovalRequest]:
+async def _close_batches(tx: Transaction, batches: list[str], now: float) -> list[ApprovalRequest]:
     """Close lapsed batches whole: their pending requests, and their approved ones (which never
     ran: a batch runs only once every request is decided)."""
     closed: list[ApprovalRequest] = []
@@ -372,3 +408,17 @@ async def _close_batches(tx: Tx, batches: list[str], now: float) -> list[Approva
             " AND status IN ('pending', 'approved') RETURNING *", (now, batch))
         closed.extend(sorted((from_row(row) for row in rows), key=lambda r: r.position))
     return closed
+
+
+AUDIT_SUMMARY_CHARS = 160
+
+
+def _what(request: Any) -> str:
+    """What was asked, for the audit row: the tool and the first line of its preview (the
+    approval id alone says nothing to someone reading the log later)."""
+    if request is None:
+        return ""
+    first = (str(request.summary).strip().splitlines() or [""])[0]
+    if len(first) > AUDIT_SUMMARY_CHARS:
+        first = first[:AUDIT_SUMMARY_CHARS - 1] + "…"
+    return f" ({request.tool}: {first})" if first else f" ({request.tool})"

@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.core.tool import CallContext, ToolException, args_hash, to_tool_error
 from bot.store.audit import AuditEntry, write_audit
-from bot.store.sqlite import Store, Tx
+from bot.store.protocol import Store, Transaction
 from bot.toolbox.registry import Registry
 
 NOTHING_TO_UNDO = "Nothing to undo in this session."
@@ -34,7 +34,7 @@ class UndoLog:
             weakref.WeakValueDictionary())
 
     @staticmethod
-    async def record(tx: Tx, *, session_id: str, sender: str, tool: str, args: dict[str, Any],
+    async def record(tx: Transaction, *, session_id: str, sender: str, tool: str, args: dict[str, Any],
                      result: Any) -> None:
         """Remember a successful call of a revertible tool, inside the caller's transaction."""
         await tx.execute(_RECORD_SQL, _row(session_id, sender, tool, args, result))

@@ -52,6 +52,7 @@ _MCP_SERVER = _obj({
     "headers": {"type": "object", "additionalProperties": {"type": "string"}},
     "risk": _RISK,
     "has_side_effects": {"type": "boolean"},
+    "local": {"type": "boolean"},
     "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
     "startup_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
     "enabled": {"type": "boolean"},
@@ -59,6 +60,7 @@ _MCP_SERVER = _obj({
         "risk": _RISK,
         "has_side_effects": {"type": "boolean"},
         "returns_untrusted": {"type": "boolean"},
+        "local": {"type": "boolean"},
     })},
 })
 
@@ -236,6 +238,16 @@ SCHEMA: dict[str, Any] = _obj({
             "base_url": {"type": "string"},
             "model": {"type": "string"},
             "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+            "price_per_minute": {"type": "number", "minimum": 0},
+        }),
+        "speech": _obj({
+            "engine": {"enum": ["", "http", "espeak-ng"]},
+            "base_url": {"type": "string"},
+            "model": {"type": "string"},
+            "voice": {"type": "string"},
+            "voices": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
+            "max_chars": {"type": "integer", "minimum": 1, "maximum": 4096},
+            "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
         }),
     }),
     "health": _obj({
@@ -258,7 +270,7 @@ SCHEMA: dict[str, Any] = _obj({
         "level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
     }),
     "prices": {"type": "object", "additionalProperties": _obj(
-        {key: _MONEY for key in ("input", "output", "cache_write", "cache_read")})},
+        {key: _MONEY for key in ("input", "output", "cache_write", "cache_read", "characters")})},
     "budgets": _obj({
         "currency": {"type": "string", "minLength": 1, "maxLength": 8},
         "sender_daily": _MONEY,
@@ -268,6 +280,7 @@ SCHEMA: dict[str, Any] = _obj({
     }),
     "rate_limits": _obj({
         "messages_per_minute": {"type": "integer", "minimum": 0},
+        "levels": _obj({level: {"type": "integer", "minimum": 0} for level in LEVELS}),
         "max_share_of_model_slots": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
     }),
 })

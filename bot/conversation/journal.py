@@ -27,7 +27,7 @@ from bot.conversation.history_cache import HistoryCache
 from bot.conversation.members import author
 from bot.money.spend import SpendLedger
 from bot.store.audit import AuditEntry, write_audit
-from bot.store.sqlite import Store, Tx
+from bot.store.protocol import Store, Transaction
 
 Messages = list[dict[str, Any]]
 
@@ -141,7 +141,7 @@ class Journal:
         size = sum(len(r["content"]) for r in rows)
         return [{"role": r["role"], "content": json.loads(r["content"])} for r in rows], size
 
-    async def append(self, tx: Tx, session_id: str, messages: Messages,
+    async def append(self, tx: Transaction, session_id: str, messages: Messages,
                      encoded: list[str] | None = None) -> None:
         """Append messages inside `tx` (`encoded`: their contents already encoded)."""
         if not messages:
@@ -175,7 +175,7 @@ class Journal:
             await self.write_in(tx, turn, new, response, state)
 
     @asynccontextmanager
-    async def session_transaction(self, session_id: str) -> AsyncIterator[Tx]:
+    async def session_transaction(self, session_id: str) -> AsyncIterator[Transaction]:
         """A write transaction that runs beside other sessions' (on PostgreSQL) and after any
         other of this session: for writes that touch one session's rows only (by session id,
         or by id with a compare-and-set)."""
@@ -183,7 +183,7 @@ class Journal:
                                           lock=[HISTORY + "\x1f" + session_id]) as tx:
             yield tx
 
-    async def write_in(self, tx: Tx, turn: Step, new: Messages, response: Any = None,
+    async def write_in(self, tx: Transaction, turn: Step, new: Messages, response: Any = None,
                        state: str | None = None) -> None:
         """`write` inside the caller's transaction (with what else must commit with it)."""
         records = turn.take_records()
@@ -197,7 +197,7 @@ class Journal:
             await self.ledger.add(tx, session_id=turn.session_id, sender=turn.sender,
                                   model=response.model, usage=usage)
 
-    async def _write_record(self, tx: Tx, record: Record) -> None:
+    async def _write_record(self, tx: Transaction, record: Record) -> None:
         if isinstance(record, AuditEntry):
             await write_audit(tx, record)
             return

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from bot.core.identity import Sender
 from bot.core.ports import Memory
-from bot.store.sqlite import Store
+from bot.store.protocol import Store
 
 _PREFIX_MIN_CHARS = 3  # shorter words as prefixes would match almost everything
 

@@ -20,9 +20,8 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
 
-from bot.store.sqlite import Row, Store, Tx
+from bot.store.protocol import Row, Store, Transaction
 
 RUNNING = "running"
 WAITING = "waiting"
@@ -55,6 +54,7 @@ class TurnRow:
     owner: str
     incarnation: str
     created_at: float
+    audience: str = ""   # who else reads the conversation ("" = the sender alone)
 
 
 def _from_row(row: Row) -> TurnRow:
@@ -62,12 +62,12 @@ def _from_row(row: Row) -> TurnRow:
     return TurnRow(row["id"], row["session_id"], row["sender"], row["chat"], row["channel"],
                    row["level"], None if allowlist is None else frozenset(json.loads(allowlist)),
                    row["inbox_id"], row["state"], row["owner"], row["incarnation"],
-                   row["created_at"])
+                   row["created_at"], row["audience"] or "")
 
 
-async def begin(tx: Tx, *, turn_id: str, session_id: str, sender: str, chat: str, channel: str,
+async def begin(tx: Transaction, *, turn_id: str, session_id: str, sender: str, chat: str, channel: str,
                 level: str, allowlist: frozenset[str] | None, inbox_id: int | None,
-                owner: str, incarnation: str) -> None:
+                owner: str, incarnation: str, audience: str = "") -> None:
     """A new turn, running, written with its user message. An earlier turn of the session still
     open ends here: the new message supersedes it (its message was answered or reported)."""
     now = time.time()
@@ -75,14 +75,14 @@ async def begin(tx: Tx, *, turn_id: str, session_id: str, sender: str, chat: str
                      " AND state IN (?, ?, ?)", (SUPERSEDED, now, session_id, *UNFINISHED_STATES))
     await tx.execute(
         "INSERT INTO turns(id, session_id, sender, chat, channel, level, allowlist, inbox_id,"
-        " state, owner, incarnation, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " state, owner, incarnation, created_at, updated_at, audience)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (turn_id, session_id, sender, chat, channel, str(level),
          None if allowlist is None else json.dumps(sorted(allowlist)), inbox_id, RUNNING, owner,
-         incarnation, now, now))
+         incarnation, now, now, audience))
 
 
-async def set_state(tx: Tx, turn_id: str, state: str, *, only_from: tuple[str, ...] = ()) -> bool:
+async def set_state(tx: Transaction, turn_id: str, state: str, *, only_from: tuple[str, ...] = ()) -> bool:
     """Move a turn to `state` (only from one of `only_from`, when given): True if it moved."""
     sql, params = "UPDATE turns SET state = ?, updated_at = ? WHERE id = ?", [state, time.time(),
                                                                              turn_id]
@@ -134,32 +134,3 @@ async def take_over(store: Store, row: TurnRow, owner: str, incarnation: str) ->
             "UPDATE turns SET owner = ?, incarnation = ?, updated_at = ? WHERE id = ?"
             " AND owner = ? AND incarnation = ?",
             (owner, incarnation, time.time(), row.id, row.owner, row.incarnation)) == 1
-
-
-async def calls_in_flight(store: Store, turn_id: str) -> list[dict[str, Any]]:
-    """The calls of a turn recorded as started with no outcome after: each may or may not have
-    run to the end (the audit rows, oldest first)."""
-    rows = await store.fetchall(
-        "SELECT * FROM audit s WHERE s.turn_id = ? AND s.outcome = 'started' AND NOT EXISTS"
-        " (SELECT 1 FROM audit f WHERE f.turn_id = s.turn_id AND f.call_id = s.call_id"
-        " AND f.id > s.id)"
-        " ORDER BY s.id", (turn_id,))
-    return [dict(row) for row in rows]
-
-
-async def calls_in_doubt(store: Store, turn_id: str) -> list[dict[str, Any]]:
-    """The calls of a turn reported in doubt after a restart (their 'started' audit rows)."""
-    rows = await store.fetchall(
-        "SELECT * FROM audit s WHERE s.turn_id = ? AND s.outcome = 'started' AND EXISTS"
-        " (SELECT 1 FROM audit d WHERE d.turn_id = s.turn_id AND d.call_id = s.call_id"
-        " AND d.outcome = 'in_doubt')"
-        " ORDER BY s.id", (turn_id,))
-    return [dict(row) for row in rows]
-
-
-async def approved_call(store: Store, approval_id: str) -> dict[str, Any] | None:
-    """The last audit row of an approved call ('started' while it runs), None if it never
-    started."""
-    row = await store.fetchone("SELECT * FROM audit WHERE approval_id = ? AND call_id IS NOT NULL"
-                               " ORDER BY id DESC LIMIT 1", (approval_id,))
-    return dict(row) if row else None

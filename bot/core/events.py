@@ -10,9 +10,43 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from bot.core.ports import HeldPort, InboxPort
 
 ChannelName = Literal["cli", "telegram", "discord", "slack", "whatsapp"]
+
+
+# --- provenance: where a block the model sees came from --------------------------------------
+
+
+class Origin(StrEnum):
+    """Where a content block came from. Only what the requester typed in this message (or said
+    in a voice note they recorded) is theirs; everything else is data that may be steering the
+    model, and taints the turn whatever its type (text, photo, document, voice, caption): every
+    call that can carry data out is then at least medium risk (bot.core.policy).
+
+    How each is recorded in the stored history, so a turn resumed later is judged the same:
+    the requester's words are plain text; other people's words (a member, a forward, a quote, a
+    recording's transcript) are wrapped as untrusted data naming the origin (bot.core.wrap);
+    a photo or document is a reference block with `untrusted: true` and its `origin`
+    (bot.media.attachments); a tool's result is wrapped when the tool says it may carry outside
+    content (`returns_untrusted`)."""
+
+    REQUESTER = "requester"      # typed (or recorded as a voice note) by the requester, now
+    MEMBER = "member"            # another person of a shared conversation
+    FORWARD = "forward"          # forwarded: someone else's message (or the requester's old one)
+    QUOTE = "quote"              # the message a reply quotes
+    ATTACHMENT = "attachment"    # a photo or file: its pixels and words are anyone's
+    RECORDING = "recording"      # the transcript of a recording someone else made
+    DOCUMENT = "document"        # the text of a document
+    TOOL = "tool"                # a tool's result
+
+    @property
+    def taints(self) -> bool:
+        return self is not Origin.REQUESTER
 
 
 # --- attachments a channel hands over (downloaded bytes: never a platform URL) --------------
@@ -56,10 +90,24 @@ class UnavailablePart:
 
 
 Part = ImagePart | DocumentPart | AudioPart | UnavailablePart
+
+
+def part_origin(part: Part, forwarded: bool = False) -> Origin:
+    """Where an attachment's content came from (`forwarded`: the message carrying it was)."""
+    if forwarded:
+        return Origin.FORWARD
+    if isinstance(part, AudioPart):
+        return Origin.REQUESTER if part.spoken_by_sender else Origin.RECORDING
+    return Origin.DOCUMENT if isinstance(part, DocumentPart) else Origin.ATTACHMENT
 # Fetches a message's attachments through the channel's library. The agent calls it only for a
 # sender it admits (paired, not ignored, within the rate limit): a stranger's file is never
 # downloaded, let alone opened or transcribed.
 Download = Callable[[], Awaitable[tuple[Part, ...]]]
+
+
+# The longest message the agent takes (refused whole, never cut); channels that can tell the
+# person before sending (the terminal) use the same figure.
+MAX_MESSAGE_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -75,9 +123,14 @@ class IncomingMessage:
     parts: tuple[Part, ...] = ()       # photos, documents, voice notes sent with the text
     download: Download | None = field(default=None, repr=False, compare=False)  # more, not yet fetched
     inbox_id: int | None = None        # the stored update this message came from (bot/conversation/inbox.py)
-    # Set when the text was forwarded: who wrote it (as the platform names them). Someone
-    # else's words, shown to the model as data from them, never as the sender's request.
+    # Set when the message was forwarded: who wrote it (as the platform names them; the
+    # sender's own id for an old message of theirs). Its text and every attachment are someone
+    # else's, shown to the model as data from them, never as the sender's request.
     forwarded_from: str = ""
+    # The text of the message this one replies to or quotes, when the channel passes it on
+    # (`quoted_from` names its author): data for context, never the sender's request.
+    quoted: str = ""
+    quoted_from: str = ""
 
     @property
     def has_attachments(self) -> bool:
@@ -196,8 +249,19 @@ class FileOut:
     media_type: str = "application/octet-stream"
 
 
+@dataclass(frozen=True)
+class SpeechOut:
+    """The answer spoken: OGG/Opus audio sent after the text (never instead of it), as the
+    platform's voice message where it has one (`bot.media.speech`)."""
+
+    data: bytes = field(repr=False)
+    duration: float
+    name: str = "voice-reply.ogg"
+    media_type: str = "audio/ogg"
+
+
 Event = (TextDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalNeeded
-         | ApprovalBatchNeeded | Notice | Done | ErrorEvent | FileOut)
+         | ApprovalBatchNeeded | Notice | Done | ErrorEvent | FileOut | SpeechOut)
 
 
 class Sink(Protocol):
@@ -268,7 +332,7 @@ class AgentAPI(Protocol):
     continues and hands it to `resume_approval`.
 
     A message stored in the inbox (`inbox_id` set) that the agent does not start because it is
-    shutting down raises `bot.conversation.sessions.ShuttingDown`: the channel leaves its row for the restart.
+    shutting down raises `bot.core.errors.ShuttingDown`: the channel leaves its row for the restart.
     """
 
     async def handle(self, message: IncomingMessage, sink: Sink) -> None: ...
@@ -289,5 +353,11 @@ class AgentAPI(Protocol):
     def command_descriptions(self) -> list[tuple[str, str]]: ...
 
     @property
-    # bot.conversation.inbox.Inbox: where updates are stored before they are acknowledged
-    def inbox(self) -> Any: ...
+    def inbox(self) -> InboxPort:
+        """Where updates are stored before they are acknowledged."""
+        ...
+
+    @property
+    def held(self) -> HeldPort:
+        """Messages a platform would not deliver yet, kept until the person can be reached."""
+        ...

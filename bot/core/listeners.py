@@ -70,7 +70,8 @@ class _Server:
         except OSError as exc:
             await runner.cleanup()
             raise ListenerError(f"cannot listen on {self.listen}:{self.asked_port}: "
-                                f"{exc.strerror or exc}") from exc
+                                f"{exc.strerror or exc}; stop what uses it or choose another "
+                                "port") from exc
         self.runner = runner
         self.port = int(runner.addresses[0][1]) if runner.addresses else self.asked_port
 

@@ -24,15 +24,27 @@ from typing import Any, Literal
 from bot.core.errors import MyclawError
 from bot.jobs.schedule import Schedule
 from bot.store.audit import AuditEntry, write_audit
-from bot.store.sqlite import Store, Tx
+from bot.store.protocol import Store, Transaction
 
 Status = Literal["active", "paused", "done", "cancelled"]
 MAX_FAILURES = 3
 JOB_ID_CHARS = 10
+RETRY_FIRST_SECONDS = 5.0     # a run that could not reach its chat is tried again after this,
+RETRY_MAX_SECONDS = 60.0      # doubling up to this, until it is past the grace period
+REMINDER_LEASE_SECONDS = 120.0   # a reminder only sends: "running" this long, its process died
 
 
 class JobError(MyclawError):
     """A job could not be created, found or changed; the text says why and what to do."""
+
+
+class JobNotFound(JobError):
+    """No such job (of that owner). The text points at the chat's /jobs; the command line
+    points at its own listing instead."""
+
+    def __init__(self, job_id: str):
+        self.job_id = str(job_id)[:40]
+        super().__init__(f"no job {self.job_id!r} of yours; see /jobs")
 
 
 @dataclass(frozen=True)
@@ -81,6 +93,33 @@ class Claim:
     run_id: int
     scheduled_for: float
     missed: bool = False
+    attempts: int = 0                    # earlier tries that could not reach the chat
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A run cut off by the death of its process, to be reported to the owner."""
+
+    claim: Claim
+
+    @property
+    def job(self) -> Job:
+        return self.claim.job
+
+
+def _of_channels(channels: Iterable[str] | None, prefix: str = "") -> tuple[str, tuple[str, ...]]:
+    """The SQL condition limiting jobs to `channels` (none when None)."""
+    if channels is None:
+        return "", ()
+    names = tuple(channels)
+    if not names:
+        return " AND 1 = 0", ()
+    return f" AND {prefix}channel IN ({','.join('?' for _ in names)})", names
+
+
+def _after_run(job: Job) -> Status:
+    """A job's status once a run is finished: a job with no next run is done."""
+    return "done" if job.next_run is None and job.status == "active" else job.status
 
 
 def _from_row(row: Any) -> Job:
@@ -95,8 +134,10 @@ def _from_row(row: Any) -> Job:
 
 class Jobs:
     def __init__(self, store: Store, limits: JobLimits | None = None,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, replica: str = "local"):
         self.store = store
+        # This run of the replica: runs its earlier runs left "running" were cut off.
+        self.owner = f"{replica}/{secrets.token_hex(6)}"
         self.limits = limits or JobLimits()
         self.clock = clock
         self.changed = asyncio.Event()  # set when a job is created or changed: the scheduler looks again
@@ -166,7 +207,7 @@ class Jobs:
                           any_owner: bool) -> Job:
         job = await self.get(job_id)
         if job is None or (job.owner != by and not any_owner):
-            raise JobError(f"no job {str(job_id)[:40]!r} of yours; see /jobs")
+            raise JobNotFound(job_id)
         if job.status not in allowed:
             raise JobError(f"job {job.id} is {job.status}")
         now = self.clock()
@@ -182,22 +223,29 @@ class Jobs:
 
     # --- running ---------------------------------------------------------------------------
 
-    async def due(self, now: float, limit: int = 100) -> list[Job]:
+    async def due(self, now: float, limit: int = 100,
+                  channels: Iterable[str] | None = None) -> list[Job]:
+        """Active jobs due at `now` (a deferred run once its retry time came), of `channels`
+        only when given: a process claims only runs it can deliver."""
+        where, params = _of_channels(channels)
         rows = await self.store.fetchall(
-            "SELECT * FROM jobs WHERE status = 'active' AND next_run <= ? ORDER BY next_run"
-            " LIMIT ?", (now, limit))
+            "SELECT * FROM jobs WHERE status = 'active' AND next_run <= ? AND (retry_at IS NULL"
+            f" OR retry_at <= ?){where} ORDER BY next_run LIMIT ?", (now, now, *params, limit))
         return [_from_row(r) for r in rows]
 
-    async def next_due_at(self) -> float | None:
+    async def next_due_at(self, channels: Iterable[str] | None = None) -> float | None:
+        where, params = _of_channels(channels)
         row = await self.store.fetchone(
-            "SELECT MIN(next_run) AS at FROM jobs WHERE status = 'active'")
+            "SELECT MIN(CASE WHEN retry_at > next_run THEN retry_at ELSE next_run END) AS at"
+            f" FROM jobs WHERE status = 'active'{where}", params)
         return row["at"] if row and row["at"] is not None else None
 
     async def claim(self, job: Job, now: float) -> Claim | None:
         """Win the job's due run, or None when another process (or an earlier tick) did.
 
-        The run and the job's next time are written in one transaction; a run more than the
-        grace period late is recorded as missed instead of run.
+        The run and the job's next time are written in one transaction (a deferred run is
+        claimed again by the same compare-and-set); a run more than the grace period late is
+        claimed as missed, to be reported instead of run.
         """
         scheduled = job.next_run
         if scheduled is None:
@@ -210,71 +258,109 @@ class Jobs:
         upcoming = job.schedule.next_after(max(now, scheduled))
         async with self.store.transaction() as tx:
             won = await tx.fetchone(
-                "INSERT INTO job_runs(job_id, scheduled_for, status, started_at, detail)"
-                " VALUES (?, ?, ?, ?, '') ON CONFLICT (job_id, scheduled_for) DO NOTHING"
-                " RETURNING id", (job.id, scheduled, status, now))
+                "INSERT INTO job_runs(job_id, scheduled_for, status, started_at, detail,"
+                " claimed_by) VALUES (?, ?, ?, ?, '', ?) ON CONFLICT (job_id, scheduled_for)"
+                " DO UPDATE SET status = excluded.status, started_at = excluded.started_at,"
+                " claimed_by = excluded.claimed_by, attempts = job_runs.attempts + 1"
+                " WHERE job_runs.status = 'deferred' RETURNING id, attempts",
+                (job.id, scheduled, status, now, self.owner))
             if won is None:
                 return None
-            run_id = won["id"]
-            ended = upcoming is None
+            # A one-time job keeps its status until its run is delivered or reported (`finish`).
             await tx.execute(
-                "UPDATE jobs SET next_run = ?, last_run = ?, status = ? WHERE id = ?"
-                " AND next_run = ?",
-                (upcoming, now, "done" if ended else job.status, job.id, scheduled))
-        claimed = replace(job, next_run=upcoming, status="done" if upcoming is None else job.status)
-        return Claim(claimed, int(run_id), scheduled, status == "missed")
+                "UPDATE jobs SET next_run = ?, last_run = ?, retry_at = NULL WHERE id = ?"
+                " AND next_run = ?", (upcoming, now, job.id, scheduled))
+        return Claim(replace(job, next_run=upcoming), int(won["id"]), scheduled,
+                     status == "missed", int(won["attempts"]))
+
+    async def defer(self, claim: Claim, why: str, *, at_once: bool = False) -> float:
+        """The run could not reach its chat (the channel is not connected here): it is not
+        finished but due again after a backoff (`at_once`: none); once it is more than the
+        grace period late it is claimed as missed and reported. Returns when it is tried again."""
+        backoff = min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2 ** claim.attempts)
+        retry_at = self.clock() + (0.0 if at_once else backoff)
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE job_runs SET status = 'deferred', detail = ? WHERE id = ?",
+                             (why[:500], claim.run_id))
+            await tx.execute(
+                "UPDATE jobs SET next_run = ?, retry_at = ? WHERE id = ? AND status = 'active'",
+                (claim.scheduled_for, retry_at, claim.job.id))
+        self.changed.set()
+        return retry_at
 
     async def finish(self, claim: Claim, ok: bool, detail: str = "") -> Job:
-        """Record a run's outcome; a third failure in a row pauses the job."""
+        """Record a run's outcome; a third failure in a row pauses the job, the last run of a
+        one-time job ends it."""
         job = claim.job
         failures = 0 if ok else job.failures + 1
         pause = failures >= MAX_FAILURES and job.status == "active"
+        status: Status = "paused" if pause else _after_run(job)
         outcome = ("ok" if ok else "failed") + (f": {detail}" if detail else "")
         async with self.store.transaction() as tx:
             await tx.execute("UPDATE job_runs SET status = ?, finished_at = ?, detail = ?"
                              " WHERE id = ?", ("ok" if ok else "failed", self.clock(),
                                                detail[:500], claim.run_id))
             await tx.execute(
-                "UPDATE jobs SET failures = ?, last_outcome = ?, status = CASE WHEN ? THEN"
-                " 'paused' ELSE status END WHERE id = ?",
-                (failures, outcome[:200], 1 if pause else 0, job.id))
+                "UPDATE jobs SET failures = ?, last_outcome = ?, status = ? WHERE id = ?"
+                " AND status = 'active'", (failures, outcome[:200], status, job.id))
             await self._audit(tx, job, "run", outcome[:200])
-        return replace(job, failures=failures, last_outcome=outcome,
-                       status="paused" if pause else job.status)
+        return replace(job, failures=failures, last_outcome=outcome, status=status)
 
-    async def record_missed(self, claim: Claim) -> None:
+    async def record_missed(self, claim: Claim) -> Job:
+        """The owner was told the run was missed: it is finished (a one-time job is done)."""
+        status = _after_run(claim.job)
         async with self.store.transaction() as tx:
             await tx.execute("UPDATE job_runs SET finished_at = ? WHERE id = ?",
                              (self.clock(), claim.run_id))
+            await tx.execute("UPDATE jobs SET status = ? WHERE id = ? AND status = 'active'",
+                             (status, claim.job.id))
             await self._audit(tx, claim.job, "missed", f"run due at {claim.scheduled_for:.0f}")
+        return replace(claim.job, status=status)
 
-    async def interrupted(self, now: float) -> list[Job]:
-        """Runs left "running" longer than the lease: their process died. They are marked
-        interrupted (never started again) and returned so the owner can be told."""
-        cutoff = now - self.limits.run_lease_seconds
+    async def interrupted(self, now: float, channels: Iterable[str] | None = None
+                          ) -> list[Interrupted]:
+        """Runs whose process died: left "running" by an earlier run of this replica, or for
+        longer than the lease by any process (a reminder's lease is short: it only sends).
+        A reminder is deferred, to be sent again; any other run is marked interrupted (never
+        started again) and returned so the owner can be told (then `record_interrupted`)."""
+        mine = self.owner.rpartition("/")[0] + "/"
+        where, params = _of_channels(channels, "j.")
+        rows = await self.store.fetchall(
+            "SELECT r.id, r.job_id, r.scheduled_for, r.attempts, j.message, j.prompt"
+            " FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.status = 'running' AND"
+            " ((substr(r.claimed_by, 1, ?) = ? AND r.claimed_by <> ?) OR r.started_at < ?"
+            f" OR (r.started_at < ? AND j.prompt = '')){where}",
+            (len(mine), mine, self.owner, now - self.limits.run_lease_seconds,
+             now - REMINDER_LEASE_SECONDS, *params))
+        found = []
+        for row in rows:
+            job = await self.get(row["job_id"])
+            if job is None:
+                continue
+            claim = Claim(job, int(row["id"]), float(row["scheduled_for"]), False,
+                          int(row["attempts"]))
+            if job.is_reminder:
+                await self.defer(claim, "cut off by a restart; sent again", at_once=True)
+            elif await self._mark_interrupted(claim, now):
+                found.append(Interrupted(claim))
+        return found
+
+    async def _mark_interrupted(self, claim: Claim, now: float) -> bool:
         async with self.store.transaction() as tx:
-            rows = await tx.fetchall(
-                "UPDATE job_runs SET status = 'interrupted', finished_at = ?"
-                " WHERE status = 'running' AND started_at < ? RETURNING job_id", (now, cutoff))
-            ids = [row["job_id"] for row in rows]
-        jobs = [await self.get(job_id) for job_id in ids]
-        return [job for job in jobs if job is not None]
+            won = await tx.fetchone(
+                "UPDATE job_runs SET status = 'interrupted', finished_at = ? WHERE id = ? AND"
+                " status = 'running' RETURNING id", (now, claim.run_id))
+        return won is not None
+
+    async def record_interrupted(self, claim: Claim) -> None:
+        """The owner was told the run was cut off: a one-time job is done."""
+        async with self.store.transaction() as tx:
+            await tx.execute("UPDATE jobs SET status = ? WHERE id = ? AND status = 'active'",
+                             (_after_run(claim.job), claim.job.id))
+            await self._audit(tx, claim.job, "interrupted",
+                              f"run due at {claim.scheduled_for:.0f}")
 
     @staticmethod
-    async def _audit(tx: Tx, job: Job, outcome: str, detail: str) -> None:
+    async def _audit(tx: Transaction, job: Job, outcome: str, detail: str) -> None:
         await write_audit(tx, AuditEntry(sender=job.owner, decision="job", outcome=outcome,
                                          tool="schedule", detail=f"job {job.id}: {detail}"[:500]))
-
-    # --- per-sender time zones -------------------------------------------------------------
-
-    async def timezone_of(self, sender: str, default: str) -> str:
-        row = await self.store.fetchone("SELECT timezone FROM sender_settings WHERE sender = ?",
-                                        (sender,))
-        return row["timezone"] if row and row["timezone"] else default
-
-    async def set_timezone(self, sender: str, timezone: str) -> None:
-        async with self.store.transaction() as tx:
-            await tx.execute(
-                "INSERT INTO sender_settings(sender, timezone) VALUES (?, ?)"
-                " ON CONFLICT (sender) DO UPDATE SET timezone = excluded.timezone",
-                (sender, timezone))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from bot.access.preferences import Preferences
 from bot.core.identity import Level, Sender
 from bot.core.ports import JobRequest
 from bot.core.tool import ToolInvalidArgsError, ToolPermissionError
@@ -23,8 +24,10 @@ Catalog = Callable[[Sender, Level], set[str]]   # the tools a sender may use at 
 
 
 class JobPlanner:
-    def __init__(self, jobs: Jobs, catalog: Catalog, default_timezone: str):
+    def __init__(self, jobs: Jobs, preferences: Preferences, catalog: Catalog,
+                 default_timezone: str):
         self.jobs = jobs
+        self.preferences = preferences
         self.catalog = catalog
         self.default_timezone = default_timezone
 
@@ -66,7 +69,7 @@ class JobPlanner:
         if not request.message and not request.prompt:
             raise ToolInvalidArgsError("create needs a `message` (reminder) or a `prompt`.", HINT)
         owner = str(request.owner)
-        timezone = await self.jobs.timezone_of(owner, self.default_timezone)
+        timezone = await self.preferences.timezone_of(owner, self.default_timezone)
         now = self.jobs.clock()
         try:
             when = (parse_at(request.at, now=now, timezone=timezone) if request.at is not None

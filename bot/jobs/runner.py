@@ -12,6 +12,7 @@ from bot.conversation.delivery import Delivery, undelivered
 from bot.core.events import Button, Done, ErrorEvent, Event, Notice, Sink
 from bot.core.identity import LEVELS, Level
 from bot.jobs.jobs import Claim, Job
+from bot.jobs.scheduler import NotDelivered
 
 SCHEDULE_TOOL = "schedule"  # a job never creates jobs
 
@@ -48,9 +49,9 @@ class AgentJobRunner:
 
     async def run(self, claim: Claim) -> tuple[bool, str]:
         job = claim.job
-        sink = self.delivery.sink(job.channel, job.chat, job.owner)
+        sink = self._sink(job)
         if sink is None:
-            return False, f"the {job.channel} channel is not connected"
+            return False, f"chat {job.chat} cannot be reached on {job.channel}"
         try:
             outcome = await self._run_in(job, sink)
         finally:
@@ -89,12 +90,24 @@ class AgentJobRunner:
         return "" if admission.allowed else admission.message
 
     async def tell_owner(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> None:
-        sink = self.delivery.sink(job.channel, job.chat, job.owner)
-        if sink is not None:
-            try:
-                await sink.emit(Notice(text, buttons=buttons))
-            finally:
-                await _close(sink)
+        sink = self._sink(job)
+        if sink is None:
+            return
+        try:
+            await sink.emit(Notice(text, buttons=buttons))
+        finally:
+            await _close(sink)
+
+    def channels(self) -> list[str]:
+        """The channels connected in this process: the scheduler claims only their runs."""
+        return self.delivery.channels
+
+    def _sink(self, job: Job) -> Sink | None:
+        """The job's chat; None when the channel cannot reach it (an unknown chat). Raises
+        NotDelivered while the channel is not connected in this process."""
+        if job.channel not in self.delivery.channels:
+            raise NotDelivered(f"the {job.channel} channel is not connected")
+        return self.delivery.sink(job.channel, job.chat, job.owner)
 
 
 async def _close(sink: Sink) -> None:

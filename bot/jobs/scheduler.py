@@ -4,6 +4,11 @@
 until stopped, sleeping until the next due run (at most `tick_seconds`, so jobs created by
 another process are seen). Every run is claimed in the store first (`Jobs.claim`), so two
 processes on one store, or a tick racing a restart, start each due run once.
+
+Due work waits for its channel: the app starts the scheduler once its channels are up, a
+process claims only runs of channels connected in it (`channels`), and a run that still finds
+its channel gone (`NotDelivered`) is deferred, not finished: tried again with backoff until it
+is past the grace period, then reported as missed as soon as the owner can be reached.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from bot.core.events import Button
@@ -22,17 +27,38 @@ from bot.jobs.schedule import local_time
 log = logging.getLogger(__name__)
 
 
+class NotDelivered(Exception):
+    """The run's chat cannot be reached from this process now (its channel is not connected);
+    nothing was said there, so the run is deferred, not finished."""
+
+
 class JobRunner(Protocol):
     async def run(self, claim: Claim) -> tuple[bool, str]:
-        """Run one claimed job; (succeeded, a short outcome for the job's record)."""
+        """Run one claimed job; (succeeded, a short outcome for the job's record). Raises
+        NotDelivered when the job's chat cannot be reached."""
 
-    async def tell_owner(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> None: ...
+    async def tell_owner(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> None:
+        """Raises NotDelivered when the owner's chat cannot be reached."""
+
+
+def _missed_text(job: Job) -> str:
+    return (f"⏰ {job.name}: a run was missed while I was offline and was skipped."
+            + _next_line(job))
+
+
+def _cut_off_text(job: Job) -> str:
+    return (f"⏰ {job.name}: the last run was cut off by a restart and was not repeated. "
+            "It runs again at the next scheduled time." if job.next_run is not None else
+            f"⏰ {job.name}: the run was cut off by a restart and was not repeated.")
 
 
 class Scheduler:
     def __init__(self, jobs: Jobs, runner: JobRunner, clock: Callable[[], float] = time.time,
-                 *, tick_seconds: float = 30.0, batch: int = 100):
+                 *, tick_seconds: float = 30.0, batch: int = 100,
+                 channels: Callable[[], Iterable[str]] | None = None):
         self.jobs = jobs
+        # The channels connected in this process (None: any): only their runs are claimed here.
+        self.channels = channels
         self.runner = runner
         self.clock = clock
         self.tick_seconds = tick_seconds
@@ -56,18 +82,17 @@ class Scheduler:
         """Claim and start every due run; report missed and interrupted ones. Returns the
         number of runs started."""
         now = self.clock()
-        for job in await self.jobs.interrupted(now):
-            await self._tell(job, f"⏰ {job.name}: the last run was cut off by a restart and "
-                                  "was not repeated. It runs again at the next scheduled time.")
+        channels = None if self.channels is None else list(self.channels())
+        for cut in await self.jobs.interrupted(now, channels):
+            if await self._tell(cut.job, _cut_off_text(cut.claim.job)):
+                await self.jobs.record_interrupted(cut.claim)
         started = 0
-        for job in await self.jobs.due(now, self.batch):
+        for job in await self.jobs.due(now, self.batch, channels):
             claim = await self.jobs.claim(job, now)
             if claim is None:
                 continue  # another process (or an earlier tick) has it
             if claim.missed:
-                await self.jobs.record_missed(claim)
-                await self._tell(job, f"⏰ {job.name}: a run was missed while I was offline "
-                                      "and was skipped." + _next_line(claim.job))
+                await self._report_missed(claim)
                 continue
             task = asyncio.create_task(self._run(claim))
             self._running.add(task)
@@ -75,9 +100,19 @@ class Scheduler:
             started += 1
         return started
 
+    async def _report_missed(self, claim: Claim) -> None:
+        if await self._tell(claim.job, _missed_text(claim.job)):
+            await self.jobs.record_missed(claim)
+        else:
+            await self.jobs.defer(claim, "missed; the owner could not be told yet")
+
     async def _run(self, claim: Claim) -> None:
         try:
             ok, detail = await self.runner.run(claim)
+        except NotDelivered as exc:
+            retry_at = await self.jobs.defer(claim, str(exc))
+            log.info("job %s deferred until %.0f: %s", claim.job.id, retry_at, exc)
+            return
         except Exception as exc:  # a run must never take the scheduler down; record and go on
             log.exception("job %s failed", claim.job.id)
             ok, detail = False, type(exc).__name__
@@ -87,11 +122,15 @@ class Scheduler:
                                   f"Resume it with /jobs resume {job.id}.",
                              (Button(f"Resume: {job.name[:24]}", f"/jobs resume {job.id}"),))
 
-    async def _tell(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> None:
+    async def _tell(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> bool:
+        """Tell the job's owner; False when the owner's chat cannot be reached now."""
         try:
             await self.runner.tell_owner(job, text, buttons)
+        except NotDelivered:
+            return False
         except Exception:  # the owner's chat may be gone; the store still has the record
             log.warning("could not tell %s about job %s", job.owner, job.id, exc_info=True)
+        return True
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -100,7 +139,8 @@ class Scheduler:
             except Exception:
                 log.exception("scheduler tick failed; retrying")
             delay = self.tick_seconds
-            upcoming = await self.jobs.next_due_at()
+            upcoming = await self.jobs.next_due_at(
+                None if self.channels is None else list(self.channels()))
             if upcoming is not None:
                 delay = max(0.05, min(delay, upcoming - self.clock()))
             self.jobs.changed.clear()

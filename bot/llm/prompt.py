@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from bot.config.settings import Config
+from bot.config.settings import Config, SessionScope
 from bot.toolbox.registry import Registry
 
 
@@ -54,7 +54,7 @@ class PromptBuilder:
         if agent["workspace_mode"] == "per_sender":
             workspace = f"of the person you talk to (their own folder under {workspace})"
         text = DEFAULT_SYSTEM.format(workspace=workspace)
-        if agent["session_scope"] == "chat":
+        if config.session_scope is SessionScope.CHAT:
             text += "\n\n" + SHARED
         if agent["system_prompt"].strip():  # the operator's instructions come after ours
             text += "\n\n" + agent["system_prompt"].strip()
@@ -78,15 +78,18 @@ class PromptBuilder:
             self._tools[key] = marked
         return marked
 
-    def params(self, turn: Asker, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def model_for(self, turn: Asker) -> str:
+        """The model (alias or bare id) the turn's steps are asked of."""
+        if turn.run_allowlist is not None and self.job_model:   # a scheduled job's own model
+            return self.job_model
         # A run allowed no tools at all (a scheduled job that only writes, say a daily quote)
         # needs no more than the small model.
         writes_only = turn.run_allowlist is not None and not turn.run_allowlist
-        model = self.small_model if writes_only else self.model
-        if turn.run_allowlist is not None and self.job_model:   # a scheduled job's own model
-            model = self.job_model
+        return self.small_model if writes_only else self.model
+
+    def params(self, turn: Asker, messages: list[dict[str, Any]]) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "model": model,
+            "model": self.model_for(turn),
             "max_tokens": self.max_tokens,
             "system": self.system,
             "messages": with_last_breakpoint(messages),

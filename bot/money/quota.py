@@ -5,7 +5,7 @@ overshoot, and handed back when the call fails."""
 from __future__ import annotations
 
 from bot.core.identity import Sender
-from bot.store.sqlite import Store
+from bot.store.protocol import Store
 
 # Reserve one slot unless today's count already reached the quota; RETURNING yields no row then.
 _RESERVE_SQL = """

@@ -22,12 +22,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from bot.config.prices import PriceTable
-from bot.store.sqlite import Store, Tx
+from bot.store.protocol import Store, Transaction
 
 USAGE_SQL = ("INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
-             " cache_read_tokens, cache_write_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+             " cache_read_tokens, cache_write_tokens, characters, cost)"
+             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _SENDER_SQL = ("SELECT COALESCE(SUM(cost), 0) AS month,"
                " COALESCE(SUM(CASE WHEN ts >= ? THEN cost ELSE 0 END), 0) AS day"
                " FROM usage WHERE sender = ? AND ts >= ?")
@@ -98,18 +100,20 @@ class SpendLedger:
 
     # --- recording -----------------------------------------------------------------------
 
-    async def add(self, tx: Tx, *, session_id: str, sender: str, model: str,
-                  usage: Mapping[str, int]) -> float | None:
+    async def add(self, tx: Transaction, *, session_id: str, sender: str, model: str,
+                  usage: Mapping[str, int], cost: float | None = None) -> float | None:
         """Insert one call's row inside the caller's transaction; the totals follow when it
-        commits. Returns the call's cost."""
+        commits. Returns the call's cost: `cost` when the caller knows it (a service priced
+        per minute or character), else `usage` priced from the table."""
         ts = self.clock()
-        cost = self.prices.cost(model, usage) if self.prices is not None else None
+        if cost is None and self.prices is not None:
+            cost = self.prices.cost(model, usage)
         if cost is not None and cost > 0:   # a row without a cost adds nothing to a total
             await tx.lock(_sender_key(sender))   # see the module docstring
         row = await tx.fetchone(USAGE_SQL + " RETURNING id", (
             ts, session_id, sender, model, usage.get("input_tokens", 0),
             usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
-            usage.get("cache_write_tokens", 0), cost))
+            usage.get("cache_write_tokens", 0), usage.get("characters", 0), cost))
         tx.on_commit(lambda: self.committed(sender, ts, cost))
         if cost is not None and cost > 0 and row is not None:
             tx.invalidate(TOPIC, f"{row['id']}\x1f{ts!r}\x1f{cost!r}\x1f{sender}")
@@ -145,11 +149,11 @@ class SpendLedger:
             totals.month += float(cost)
 
     async def record(self, *, session_id: str, sender: str, model: str,
-                     usage: Mapping[str, int]) -> float | None:
+                     usage: Mapping[str, int], cost: float | None = None) -> float | None:
         """Record a call made outside a turn's step (summaries, side calls); returns its cost."""
         async with self.store.transaction() as tx:
             return await self.add(tx, session_id=session_id, sender=sender, model=model,
-                                  usage=usage)
+                                  usage=usage, cost=cost)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -178,6 +182,14 @@ class SpendLedger:
         if sender not in self._senders:  # the day changed under us: read the new one
             await self._load(sender, self.period())
 
+    async def spoken_today(self, sender: str) -> tuple[int, float]:
+        """The characters a priced speech engine spoke for `sender` today, and their cost."""
+        row = await self.store.fetchone(
+            "SELECT COALESCE(SUM(characters), 0) AS chars, COALESCE(SUM(cost), 0) AS cost"
+            " FROM usage WHERE sender = ? AND ts >= ? AND characters > 0",
+            (sender, self.period().day_start))
+        return (int(row["chars"]), float(row["cost"])) if row else (0, 0.0)
+
     async def by_sender(self) -> dict[str, tuple[float, float]]:
         """Every sender's (today, this month) spend, read from the store (for `/usage all`)."""
         period = self.period()
@@ -187,6 +199,13 @@ class SpendLedger:
             " FROM usage WHERE ts >= ? GROUP BY sender ORDER BY month DESC",
             (period.day_start, period.month_start))
         return {r["sender"]: (float(r["day"]), float(r["month"])) for r in rows}
+
+
+async def usage_since(store: Store, since: float) -> list[dict[str, Any]]:
+    """Every usage row from `since` on, oldest first. Whole rows: a store whose rows have no
+    cost column yet (priced later) still gives its tokens."""
+    rows = await store.fetchall("SELECT * FROM usage WHERE ts >= ? ORDER BY ts", (since,))
+    return [dict(row) for row in rows]
 
 
 def _sender_key(sender: str) -> str:

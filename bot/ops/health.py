@@ -20,7 +20,7 @@ from aiohttp import web
 from bot.config.settings import Config
 from bot.core.errors import MyclawError
 from bot.core.listeners import ListenerError, Listeners, Route
-from bot.store.sqlite import Store
+from bot.store.protocol import Store
 
 log = logging.getLogger(__name__)
 

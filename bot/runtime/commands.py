@@ -16,6 +16,7 @@ from bot.core.events import Button, IncomingMessage, Notice, Sink
 from bot.jobs.jobs import JobError
 from bot.jobs.schedule import ScheduleError, local_time, zone
 from bot.runtime.services import Services
+from bot.runtime.voice import VoiceReplies
 
 
 class Agent(Protocol):
@@ -23,6 +24,7 @@ class Agent(Protocol):
 
     config: Config
     services: Services
+    voice: VoiceReplies
 
     async def session_id(self, message: IncomingMessage) -> str: ...
     async def new_session(self, message: IncomingMessage, level: str) -> str: ...
@@ -51,6 +53,7 @@ DESCRIPTIONS: list[tuple[str, str]] = [
     ("jobs", "Your reminders and scheduled jobs"),
     ("pair", "Approvers: let someone in (/pair allow CODE LEVEL, /pair deny CODE)"),
     ("timezone", "Show or set your time zone for schedules"),
+    ("voice", "Answers by voice too: /voice on, off or auto"),
     ("usage", "Your model spend today and this month, against your limits"),
 ]
 
@@ -186,7 +189,8 @@ async def _undo(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
     async def work() -> None:
         session_id = await agent.session_id(message)
         ctx = agent.services.call_context(sender=message.sender, level=autonomy,
-                                          session_id=session_id, chat=message.chat)
+                                          session_id=session_id, chat=message.chat,
+                                          audience=agent.audience(message))
         text = await agent.services.undo.undo_last(session_id, agent.services.registry, ctx)
         await sink.emit(Notice(text))
     await agent._queued(message, sink, work)
@@ -227,9 +231,9 @@ async def _jobs(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
 
 async def _timezone(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                     arg: str) -> None:
-    jobs, default = agent.services.jobs, agent.config["agent"]["timezone"]
+    preferences, default = agent.services.preferences, agent.config["agent"]["timezone"]
     if not arg:
-        current = await jobs.timezone_of(message.sender, default)
+        current = await preferences.timezone_of(message.sender, default)
         await sink.emit(Notice(f"Your time zone is {current}. Change it with /timezone "
                                "Europe/Rome (any IANA name)."))
         return
@@ -238,7 +242,7 @@ async def _timezone(agent: Agent, message: IncomingMessage, autonomy: str, sink:
     except ScheduleError as exc:
         await sink.emit(Notice(str(exc)))
         return
-    await jobs.set_timezone(message.sender, arg.split()[0])
+    await preferences.set_timezone(message.sender, arg.split()[0])
     await sink.emit(Notice(f"Time zone set to {arg.split()[0]}. New schedules use it."))
 
 
@@ -307,7 +311,9 @@ async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
         await sink.emit(Notice("Model spend is not tracked in this setup."))
         return
     if arg.lower() != "all":
-        await sink.emit(Notice(await own_report(services.budgets, message.sender, autonomy)))
+        report = await own_report(services.budgets, message.sender, autonomy)
+        spoken = await agent.voice.usage_line(message.sender)
+        await sink.emit(Notice(f"{report}\n{spoken}" if spoken else report))
         return
     if not agent.is_approver(message.sender):
         await sink.emit(Notice("Only approvers can see everyone's usage; /usage shows yours."))
@@ -315,6 +321,10 @@ async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
     spent = await services.spend.by_sender()
     levels = {sender: await services.senders.level_of(sender) for sender in list(spent)[:30]}
     await sink.emit(Notice(await everyone_report(services.budgets, levels, spent)))
+
+
+async def _voice(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    await agent.voice.command(message, sink, arg)
 
 
 def _resolver(choice: str) -> Handler:
@@ -348,4 +358,5 @@ HANDLERS: dict[str, Handler] = {
     "pair": _pair,
     "grants": _grants,
     "timezone": _timezone,
+    "voice": _voice,
 }

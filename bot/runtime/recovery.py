@@ -29,6 +29,7 @@ from bot.conversation.history import error_result
 from bot.core.errors import LLMError
 from bot.core.events import ApprovalView, Done, ErrorEvent, Notice, Sink
 from bot.runtime.dispatch import Turn
+from bot.store import audit
 from bot.store.audit import AuditEntry, write_audit
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ class Recovery:
         last = stored[-1] if stored and stored[-1]["role"] == "assistant" else None
         text = "".join(b.get("text", "") for b in last["content"]
                        if isinstance(b, dict) and b.get("type") == "text") if last else ""
-        doubts = await turns.calls_in_doubt(self.services.store, row.id)
+        doubts = await audit.calls_in_doubt(self.services.store, row.id)
         if doubts:
             await self._deliver_report(await self.agent.stored_turn(row, sink), text, doubts)
             return
@@ -171,7 +172,7 @@ class Recovery:
             else:
                 await self.agent.continue_turn(turn)
             return
-        in_flight = {c["call_id"]: c for c in await turns.calls_in_flight(self.services.store,
+        in_flight = {c["call_id"]: c for c in await audit.calls_in_flight(self.services.store,
                                                                            row.id)}
         results, doubts = [], []
         for block in open_calls:
@@ -262,7 +263,7 @@ class Recovery:
     async def _settle_finished_approvals(self, row: turns.TurnRow) -> None:
         """Approved calls whose outcome was stored but not yet copied to the request."""
         for request in await self.services.approvals.approved_unfinished(row.session_id):
-            last = await turns.approved_call(self.services.store, request.id)
+            last = await audit.approved_call(self.services.store, request.id)
             if last is not None and last["outcome"] != "started":
                 ok = None if last["outcome"] == "in_doubt" else last["outcome"] == "executed"
                 await self.services.approvals.mark_finished(request.id, ok)
@@ -275,7 +276,7 @@ class Recovery:
         for request in await approvals.approved_unfinished(row.session_id):
             if request.status == "started":
                 # Its write-ahead row was stored with the compare-and-set that started it.
-                started = await turns.approved_call(self.services.store, request.id)
+                started = await audit.approved_call(self.services.store, request.id)
                 assert started is not None, "a started approval has its started row"
                 turn = await self.agent.stored_turn(row, sink)
                 await self._report(turn, [error_result(request.tool_use_id, IN_DOUBT_RESULT)],

@@ -7,10 +7,11 @@ is configured, so an SQLite installation neither needs nor loads it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.core.errors import StoreError
-from bot.store.sqlite import Store
+from bot.store.protocol import Store
+from bot.store.sqlite import Store as SqliteStore
 from bot.store.urls import redact_url
 
 if TYPE_CHECKING:
@@ -19,15 +20,15 @@ if TYPE_CHECKING:
 INSTALL_HINT = "install the driver: pip install 'myclaw[postgres]'"
 
 
-def make_store(config: Config) -> Any:
+def make_store(config: Config) -> Store:
     """The configured store, not yet open (`async with make_store(config) as store:`)."""
     url = config.database_url
     if not url:
-        return Store(config.store_path)
+        return SqliteStore(config.store_path)
     return postgres_store(url)
 
 
-def postgres_store(url: str, *, schema: str | None = None, migrate: bool = True) -> Any:
+def postgres_store(url: str, *, schema: str | None = None, migrate: bool = True) -> Store:
     try:
         from bot.store.postgres import PostgresStore
     except ImportError as exc:
@@ -35,7 +36,7 @@ def postgres_store(url: str, *, schema: str | None = None, migrate: bool = True)
     return PostgresStore(url, schema=schema, migrate=migrate)
 
 
-async def open_store(config: Config) -> Any:
+async def open_store(config: Config) -> Store:
     """The configured store, opened and migrated."""
     return await make_store(config).open()
 

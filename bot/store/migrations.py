@@ -6,6 +6,13 @@ number and the `migrations` table records when each ran.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from bot.core.errors import StoreError
+
+if TYPE_CHECKING:
+    from bot.store.protocol import Store
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "sessions, history, approvals, receipts, audit, memory, pairing, undo, usage", """
 CREATE TABLE IF NOT EXISTS migrations (
@@ -340,4 +347,48 @@ CREATE TABLE held_messages (
 );
 CREATE INDEX held_messages_by_recipient ON held_messages(recipient, id);
 """),
+    (16, "a job run waits for its channel: deferred runs, their retry time, who claimed a run", """
+ALTER TABLE jobs ADD COLUMN retry_at REAL;
+ALTER TABLE job_runs ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_runs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+"""),
+    (17, "voice replies: each sender's /voice choice; usage rows count the characters spoken", """
+ALTER TABLE sender_settings ADD COLUMN voice TEXT;
+ALTER TABLE usage ADD COLUMN characters INTEGER NOT NULL DEFAULT 0;
+"""),
+    (18, "messages sent on WhatsApp, so a failure reported later is retried or told after a restart", """
+CREATE TABLE whatsapp_sent (
+    message_id TEXT PRIMARY KEY,
+    recipient TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    retried INTEGER NOT NULL DEFAULT 0,
+    sent_at REAL NOT NULL
+);
+CREATE INDEX whatsapp_sent_by_time ON whatsapp_sent(sent_at);
+"""),
+    (19, "a turn names who else reads its conversation (a group works in its own folder)", """
+ALTER TABLE turns ADD COLUMN audience TEXT NOT NULL DEFAULT '';
+"""),
 ]
+
+
+def latest() -> int:
+    """The schema version this myclaw brings its stores to."""
+    return max(number for number, _, _ in MIGRATIONS)
+
+
+def refuse_newer(version: int, where: str) -> None:
+    """A store of a newer myclaw is never written by this one (its schema would be misread)."""
+    if version > latest():
+        raise StoreError(f"the store at {where} has schema version {version}, newer than this "
+                         f"myclaw knows ({latest()}): upgrade myclaw, or point [store] path / "
+                         "MYCLAW_DATABASE_URL at another store")
+
+
+async def applied_since(store: Store, since: float) -> list[dict[str, Any]]:
+    """The migrations this store recorded applying at or after `since`, in order."""
+    rows = await store.fetchall("SELECT number, description FROM migrations"
+                                " WHERE applied_at >= ? ORDER BY number", (since,))
+    return [dict(row) for row in rows]

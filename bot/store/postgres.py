@@ -33,9 +33,10 @@ from urllib.parse import urlsplit
 import asyncpg
 
 from bot.core.errors import StoreError
-from bot.store.hooks import TxHooks
+from bot.store.migrations import refuse_newer
 from bot.store.pg_dialect import numbered, pg_migrations
 from bot.store.pg_invalidation import Callback, PgInvalidations, Subscribers, payloads
+from bot.store.protocol import TxHooks
 from bot.store.urls import redact_url
 
 log = logging.getLogger(__name__)
@@ -194,6 +195,9 @@ class PostgresStore:
             await self.close()
             raise StoreError(f"cannot open the store at {self.location}: "
                              f"{type(exc).__name__}: {_scrub(str(exc), self.url)}") from exc
+        except StoreError:
+            await self.close()
+            raise
         return self
 
     async def close(self) -> None:
@@ -224,6 +228,7 @@ class PostgresStore:
             # One replica migrates; the others wait here, then find nothing left to do.
             await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
             version = await _version(conn)
+            refuse_newer(version, self.location)
             for number, description, statements in pg_migrations():
                 if number <= version:
                     continue

@@ -40,12 +40,14 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from bot.core.errors import StoreError
-from bot.store.hooks import TxHooks
-from bot.store.migrations import MIGRATIONS
+from bot.store.migrations import MIGRATIONS, refuse_newer
+from bot.store.protocol import TxHooks
 
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+OPEN_FIX = ("set [store] path to a file in a directory this user can create and write, or use "
+            "PostgreSQL (MYCLAW_DATABASE_URL)")
 INLINE_BUSY_S = 0.05     # the inline writer waits this long for another process, then hops
 CHECKPOINT_EVERY = 200   # inline commits between two WAL checkpoints on the aiosqlite thread
 Params = Sequence[Any] | dict[str, Any]
@@ -126,7 +128,10 @@ class Store:
                 self._inline.execute(f"PRAGMA {pragma}").fetchall()
         except (sqlite3.Error, OSError) as exc:
             await self.close()
-            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+            raise StoreError(f"cannot open the store at {self.path}: {exc}; {OPEN_FIX}") from exc
+        except StoreError:
+            await self.close()
+            raise
         try:
             os.chmod(self.path, 0o600)
         except OSError:
@@ -170,6 +175,7 @@ class Store:
 
     async def _migrate(self) -> None:
         (version,) = await (await self.db.execute("PRAGMA user_version")).fetchone()
+        refuse_newer(int(version), str(self.path))
         for number, description, script in MIGRATIONS:
             if number <= version:
                 continue

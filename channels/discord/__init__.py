@@ -7,7 +7,7 @@
     approvals  approval buttons (persistent DynamicItems) and what a tap does
 """
 
-from channels.discord.channel import DiscordChannel, create
+from channels.discord.channel import DiscordChannel, check_config, create
 from channels.discord.gateway import exclusive_locks
 
-__all__ = ["DiscordChannel", "create", "exclusive_locks"]
+__all__ = ["DiscordChannel", "check_config", "create", "exclusive_locks"]

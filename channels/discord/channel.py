@@ -42,6 +42,7 @@ from channels.discord.gateway import (
     wait_until_ready,
 )
 from channels.discord.intake import DiscordIntake
+from channels.discord.live import StreamSettings
 from channels.discord.media import attachment_parts
 from channels.discord.sink import ChannelOutlet, DirectOutlet, InteractionOutlet, TurnSink
 
@@ -56,6 +57,7 @@ SLASH_COMMANDS = {   # name -> description when the agent offers none
     "undo": "Revert the last revertible action",
     "usage": "Your model spend today and this month",
 }
+FORWARDED_BY = "someone else (forwarded on Discord)"
 STICKER_ONLY = "[the user sent a sticker without text; this channel cannot show stickers]"
 NOT_HERE = "I don't answer in this server."
 
@@ -65,14 +67,27 @@ def create(config: Config, agent: AgentAPI, listeners: object = None) -> Discord
     return DiscordChannel(config, agent)
 
 
+def check_config(config: Config) -> str:
+    """What start-up refuses before any network call (`myclaw doctor` runs it too): the token,
+    or one ChannelError."""
+    token = config.secret("DISCORD_BOT_TOKEN")
+    if not token:
+        raise ChannelError("Discord: DISCORD_BOT_TOKEN is not set")
+    if any(c.isspace() for c in token):
+        raise ChannelError("DISCORD_BOT_TOKEN contains spaces: copy it again from the Developer "
+                           "Portal (Bot → Reset Token)")
+    return token
+
+
 class DiscordChannel:
-    def __init__(self, config: Config, agent: AgentAPI):
+    def __init__(self, config: Config, agent: AgentAPI, stream: StreamSettings | None = None):
         section = config["discord"]
         self.config = config
         self.agent = agent
         self.guilds = frozenset(str(g) for g in section["guilds"])
         self.approvals_in_dm = bool(section["approvals_in_dm"])
-        self.desk = ApprovalDesk(agent, self.approvals_in_dm)
+        self.stream = stream or StreamSettings()   # how answers are streamed (tests: a clock)
+        self.desk = ApprovalDesk(agent, self.approvals_in_dm, self.stream)
         self.intake = DiscordIntake(agent.inbox)
         self.client: MyclawClient | None = None
         self._connection: asyncio.Task[None] | None = None
@@ -97,9 +112,7 @@ class DiscordChannel:
     # --- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        token = self.config.secret("DISCORD_BOT_TOKEN")
-        if token is None:
-            raise ChannelError("Discord: DISCORD_BOT_TOKEN is not set")
+        token = check_config(self.config)
         client = new_client(self, self.desk, self.config)
         self.client = client
         tree = self._command_tree(client)
@@ -179,7 +192,7 @@ class DiscordChannel:
         in_guild = interaction.guild_id is not None
         fallback = ChannelOutlet(interaction.client, channel, user.id, in_guild=in_guild,
                                  approvals_in_dm=self.approvals_in_dm)
-        sink = TurnSink(InteractionOutlet(interaction, fallback), self.desk)
+        sink = TurnSink(InteractionOutlet(interaction, fallback), self.desk, self.stream)
         await self.agent.handle(IncomingMessage(
             sender=Sender.of("discord", user.id), chat=str(channel.id), text=command, channel="discord",
             message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
@@ -196,7 +209,7 @@ class DiscordChannel:
         user = discord_user_id(sender)
         if client is None or user is None:
             return None
-        return TurnSink(DirectOutlet(client, user), self.desk)
+        return TurnSink(DirectOutlet(client, user), self.desk, self.stream)
 
     def sink_for(self, chat: str, sender: str) -> TurnSink | None:
         """A sink posting into channel `chat` for a conversation nobody is typing in (a job)."""
@@ -207,7 +220,7 @@ class DiscordChannel:
         channel = client.get_channel(int(chat)) or client.get_partial_messageable(int(chat))
         in_guild = isinstance(channel, discord.abc.GuildChannel)
         return TurnSink(ChannelOutlet(client, channel, user, in_guild=in_guild,
-                                      approvals_in_dm=self.approvals_in_dm), self.desk)
+                                      approvals_in_dm=self.approvals_in_dm), self.desk, self.stream)
 
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
         """An approval answered elsewhere (the web console) or expired: its request message
@@ -252,7 +265,9 @@ class DiscordChannel:
             if str(message.guild.id) not in self.guilds or not _addressed_to(message, me):
                 return None
         text = _strip_mentions(message.content, me.id, message)
-        if not text and not message.attachments:
+        if not text and message.message_snapshots:   # a forward: its words, as someone else's
+            text = message.message_snapshots[0].content
+        if not text and not _attachments(message):
             # A bare mention asks what the bot can do; a sticker alone is described, so the
             # agent still decides (pairing, silence for ignored senders) and the model can answer.
             text = STICKER_ONLY if message.stickers else "/help"
@@ -266,16 +281,38 @@ class DiscordChannel:
                                approvals_in_dm=self.approvals_in_dm,
                                reply_to=message.to_reference(fail_if_not_exists=False) if in_guild else None)
         media = self.config["media"]
+        attachments = _attachments(message)
+        quoted, quoted_from = _quoted(message, self.client.user.id if self.client and
+                                      self.client.user else 0)
         async with outlet.typing():
             incoming = IncomingMessage(
                 sender=Sender.of("discord", message.author.id), chat=str(message.channel.id),
                 text=text, channel="discord", message_id=str(message.id),
                 roles=_role_names(message.author), is_group=in_guild,
                 display_name=message.author.display_name, inbox_id=inbox_id,
+                forwarded_from=FORWARDED_BY if message.message_snapshots else "",
+                quoted=quoted, quoted_from=quoted_from,
                 # Fetched by the agent once it admits the sender: a stranger's file is never read.
-                download=(lambda: attachment_parts(message.attachments, media))
-                if message.attachments else None)
-            await self.agent.handle(incoming, TurnSink(outlet, self.desk))
+                download=(lambda: attachment_parts(attachments, media))
+                if attachments else None)
+            await self.agent.handle(incoming, TurnSink(outlet, self.desk, self.stream))
+
+
+def _attachments(message: discord.Message) -> list[discord.Attachment]:
+    """The files of a message, or of the message it forwards."""
+    if message.attachments or not message.message_snapshots:
+        return list(message.attachments)
+    return list(message.message_snapshots[0].attachments)
+
+
+def _quoted(message: discord.Message, bot_id: int) -> tuple[str, str]:
+    """The words of the message this one replies to, and their author: data for context
+    (nothing for a reply to the bot, whose words are in the history already)."""
+    reference = message.reference
+    replied = reference.resolved if reference is not None else None
+    if not isinstance(replied, discord.Message) or replied.author.id == bot_id:
+        return "", ""
+    return replied.content, str(Sender.of("discord", replied.author.id))
 
 
 def _addressed_to(message: discord.Message, me: discord.ClientUser) -> bool:

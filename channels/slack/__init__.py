@@ -19,6 +19,7 @@
 """
 
 from channels.slack.channel import SlackChannel, create, exclusive_locks
+from channels.slack.channel import tokens as check_config
 from channels.slack.doctor import check_slack
 
-__all__ = ["SlackChannel", "check_slack", "create", "exclusive_locks"]
+__all__ = ["SlackChannel", "check_config", "check_slack", "create", "exclusive_locks"]

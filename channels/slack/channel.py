@@ -28,9 +28,9 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.config.settings import Config
-from bot.conversation.sessions import ShuttingDown
-from bot.core.errors import ChannelError
+from bot.core.errors import ChannelError, ShuttingDown
 from bot.core.events import AgentAPI, ApprovalResolved
+from bot.core.listeners import Listeners
 from channels.slack import texts
 from channels.slack.approvals import outcome_card, parse_ref
 from channels.slack.batch import redrawn as batch_redrawn
@@ -78,15 +78,20 @@ def exclusive_locks(config: Config) -> dict[str, str]:
     return {}
 
 
-def create(config: Config, agent: AgentAPI) -> SlackChannel:
-    return SlackChannel(config, agent)
+def create(config: Config, agent: AgentAPI, listeners: Listeners | None = None) -> SlackChannel:
+    """The channel, not started; `listeners` is the process's shared HTTP listener (the Events
+    API is a route on it)."""
+    return SlackChannel(config, agent, listeners)
 
 
 class SlackChannel:
-    def __init__(self, config: Config, agent: AgentAPI, settings: SinkSettings | None = None):
+    def __init__(self, config: Config, agent: AgentAPI, listeners: Listeners | None = None,
+                 settings: SinkSettings | None = None):
         self.config = config
         self.agent = agent
         self.settings = settings or SinkSettings()
+        self._own_listeners = listeners is None
+        self._listeners = listeners or Listeners()
         section = config["slack"]
         self._channels = frozenset(str(c) for c in section["channels"])
         self.streaming = Streaming(enabled=bool(section["streaming"]))
@@ -118,16 +123,10 @@ class SlackChannel:
         bot_token, second = tokens(self.config)
         client = web_client(bot_token, section["base_url"])
         try:
-            me = await client.auth_test()
-        except SlackApiError as exc:
-            raise ChannelError(f"Slack refused SLACK_BOT_TOKEN ({error_code(exc)})") from exc
-        except (SlackClientError, OSError) as exc:
-            raise ChannelError(f"cannot reach the Slack Web API at {section['base_url']}: "
-                               f"{type(exc).__name__}") from exc
-        self.team_id, self.bot_user = str(me.get("team_id", "")), str(me.get("user_id", ""))
-        if section["team_id"] and section["team_id"] != self.team_id:
-            raise ChannelError(f"SLACK_BOT_TOKEN belongs to workspace {self.team_id}, not "
-                               f"[slack] team_id = {section['team_id']!r}")
+            await self._identify(client)
+        except BaseException:
+            await client.session.close()
+            raise
         self._build(client, bot_token)
         try:
             resumed = await self.intake.resume()
@@ -140,6 +139,21 @@ class SlackChannel:
             raise
         self._connected = True
         log.info("slack connected as <@%s> in %s (%s)", self.bot_user, self.team_id, section["mode"])
+
+    async def _identify(self, client: Any) -> None:
+        """auth.test: the token works, and names the bot and its workspace."""
+        section = self.config["slack"]
+        try:
+            me = await client.auth_test()
+        except SlackApiError as exc:
+            raise ChannelError(f"Slack refused SLACK_BOT_TOKEN ({error_code(exc)})") from exc
+        except (SlackClientError, OSError) as exc:
+            raise ChannelError(f"cannot reach the Slack Web API at {section['base_url']}: "
+                               f"{type(exc).__name__}") from exc
+        self.team_id, self.bot_user = str(me.get("team_id", "")), str(me.get("user_id", ""))
+        if section["team_id"] and section["team_id"] != self.team_id:
+            raise ChannelError(f"SLACK_BOT_TOKEN belongs to workspace {self.team_id}, not "
+                               f"[slack] team_id = {section['team_id']!r}")
 
     def _build(self, client: Any, bot_token: str) -> None:
         section = self.config["slack"]
@@ -169,7 +183,7 @@ class SlackChannel:
             return
         self._events = EventsServer(self.intake.receive, signing_secret=second,
                                     path=section["webhook_path"], listen=section["listen"],
-                                    port=section["port"])
+                                    port=section["port"], listeners=self._listeners)
         await self._events.start()
 
     async def stop(self) -> None:
@@ -180,6 +194,8 @@ class SlackChannel:
         events, self._events = self._events, None
         if events is not None:
             await events.stop()
+        if self._own_listeners:
+            await self._listeners.close()
         await self.intake.stop()
         poster, self._poster = self._poster, None
         if poster is not None and poster.client.session is not None:

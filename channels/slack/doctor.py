@@ -89,9 +89,9 @@ async def _socket_check(client: Any, app_token: str) -> Check:
     except (SlackClientError, OSError) as exc:
         return ("FAIL", "slack socket mode", f"apps.connections.open failed ({type(exc).__name__})")
     try:
-        async with aiohttp.ClientSession() as session, \
-                session.ws_connect(str(opened["url"]), timeout=HELLO_TIMEOUT) as ws:
-            frame = await asyncio.wait_for(ws.receive(), HELLO_TIMEOUT)
+        async with asyncio.timeout(HELLO_TIMEOUT), aiohttp.ClientSession() as session, \
+                session.ws_connect(str(opened["url"])) as ws:
+            frame = await ws.receive()
             hello = json.loads(frame.data) if frame.type == aiohttp.WSMsgType.TEXT else {}
     except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
         return ("FAIL", "slack socket mode", f"the WebSocket did not open ({type(exc).__name__})")

@@ -1,4 +1,6 @@
-"""The Events API endpoint (HTTP), served with aiohttp: for replicas behind a proxy.
+"""The Events API endpoint (HTTP): for replicas behind a proxy. It is a route on the process's
+shared listener (bot/core/listeners.py), so the Telegram and WhatsApp webhooks and /healthz may
+share its address and port.
 
 Slack signs every request: `X-Slack-Signature` = `v0=` + HMAC-SHA256(signing secret,
 `v0:{X-Slack-Request-Timestamp}:{raw body}`). The signature and the timestamp are checked on the
@@ -21,6 +23,7 @@ from aiohttp import web
 from slack_sdk.signature import Clock, SignatureVerifier
 
 from bot.core.errors import ChannelError
+from bot.core.listeners import ListenerError, Listeners, Route
 
 log = logging.getLogger(__name__)
 
@@ -62,40 +65,38 @@ def parse(body: bytes, content_type: str) -> tuple[str, dict[str, Any]] | None:
 
 class EventsServer:
     def __init__(self, receive: Receive, *, signing_secret: str, path: str, listen: str,
-                 port: int, clock: Callable[[], float] | None = None):
+                 port: int, listeners: Listeners, clock: Callable[[], float] | None = None):
         self._receive = receive
         clocked = _InjectedClock(clock) if clock is not None else Clock()
         self._verifier = SignatureVerifier(signing_secret, clock=clocked)
-        self._path = path
+        self._path = path if path.startswith("/") else f"/{path}"
         self._listen = listen
         self._port = port
-        self._runner: web.AppRunner | None = None
+        self._listeners = listeners
+        self._route: Route | None = None
         self.bound_port: int | None = None
 
     async def start(self) -> int:
-        app = web.Application(client_max_size=MAX_BODY_BYTES)
-        app.router.add_post(self._path, self._on_request)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
         try:
-            await web.TCPSite(runner, self._listen, self._port).start()
-        except OSError as exc:
-            await runner.cleanup()
-            raise ChannelError(f"cannot listen for Slack events on {self._listen}:{self._port}: "
-                               f"{exc.strerror or exc}") from exc
-        self._runner = runner
-        addresses = runner.addresses
-        self.bound_port = int(addresses[0][1]) if addresses else self._port
+            self._route = await self._listeners.route(self._listen, self._port, "POST",
+                                                      self._path, self._on_request)
+        except ListenerError as exc:
+            raise ChannelError(f"cannot serve the Slack Events API: {exc}") from exc
+        self.bound_port = self._route.port
         log.info("slack events listening on %s:%s%s", self._listen, self.bound_port, self._path)
         return self.bound_port
 
     async def stop(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        route, self._route = self._route, None
+        if route is not None:
+            await route.remove()
 
     async def _on_request(self, request: web.Request) -> web.Response:
+        if (request.content_length or 0) > MAX_BODY_BYTES:
+            return web.Response(status=413, text="request too large")
         body = await request.read()
+        if len(body) > MAX_BODY_BYTES:
+            return web.Response(status=413, text="request too large")
         if not verified(self._verifier, body, request.headers.get("X-Slack-Request-Timestamp", ""),
                         request.headers.get("X-Slack-Signature", "")):
             log.warning("slack events: refused a request with a wrong or stale signature")

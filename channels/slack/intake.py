@@ -24,8 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.conversation.inbox import Entry, Inbox, InboxRow
-from bot.conversation.sweep import sweep_left_rows
+from bot.core.ports import Entry, InboxPort, InboxRow
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ def _is_stop(text: str) -> bool:
 
 
 class SlackIntake:
-    def __init__(self, inbox: Inbox, dispatch: Dispatch, max_running: int = DEFAULT_MAX_RUNNING):
+    def __init__(self, inbox: InboxPort, dispatch: Dispatch, max_running: int = DEFAULT_MAX_RUNNING):
         self._inbox = inbox
         self._dispatch = dispatch
         self._running = asyncio.BoundedSemaphore(max_running)
@@ -108,7 +107,8 @@ class SlackIntake:
         state = RowState(row.id)
 
         async def handled() -> bool:
-            await self._dispatch(kind, body, state)
+            if kind:     # empty: a stored envelope that could not be read
+                await self._dispatch(kind, body, state)
             return not state.left
 
         try:
@@ -123,13 +123,22 @@ class SlackIntake:
         return self._adopt(await self._inbox.recover(CHANNEL))
 
     def _adopt(self, rows: list[InboxRow]) -> int:
-        for row in rows:
-            stored = json.loads(row.payload)
-            self._spawn(row, stored["kind"], stored["body"])
-        return len(rows)
+        """Run the rows not queued or running here already; how many were new. A row whose
+        payload cannot be read is finished unrun rather than blocking the ones after it."""
+        fresh = [row for row in rows if row.id not in self._queued]
+        for row in fresh:
+            try:
+                stored = json.loads(row.payload)
+                kind, body = str(stored["kind"]), stored["body"]
+            except (ValueError, KeyError, TypeError):
+                log.error("slack: stored envelope %s cannot be read; marked done unrun",
+                          row.update_key)
+                kind, body = "", {}
+            self._spawn(row, kind, body)
+        return len(fresh)
 
     def start_sweeping(self) -> None:
-        self._sweeper = asyncio.create_task(sweep_left_rows(self._inbox, CHANNEL, self._adopt),
+        self._sweeper = asyncio.create_task(self._inbox.sweep(CHANNEL, self._adopt),
                                             name="slack-inbox-sweep")
 
 

@@ -13,6 +13,12 @@
     taps       a tap on an approval button
 """
 
-from channels.telegram.channel import TelegramChannel, check_token, create, exclusive_locks
+from channels.telegram.channel import (
+    TelegramChannel,
+    check_config,
+    check_token,
+    create,
+    exclusive_locks,
+)
 
-__all__ = ["TelegramChannel", "check_token", "create", "exclusive_locks"]
+__all__ = ["TelegramChannel", "check_config", "check_token", "create", "exclusive_locks"]

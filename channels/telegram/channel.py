@@ -86,6 +86,21 @@ def _start_error(exc: TelegramError, config: Config, token: str) -> ChannelError
     return ChannelError(f"Telegram start-up failed: {detail}")
 
 
+def check_config(config: Config) -> tuple[str, str]:
+    """What start-up refuses before any network call (`myclaw doctor` runs it too): (token,
+    webhook secret or ""), or one ChannelError."""
+    token = _token(config)
+    tg = config["telegram"]
+    if tg["mode"] != "webhook":
+        return token, ""
+    from channels.telegram.webhook import check_secret_shape  # webhook mode only
+
+    secret = check_secret_shape(config.secret("TELEGRAM_WEBHOOK_SECRET"))
+    if not tg["webhook_url"]:
+        raise ChannelError("[telegram] mode = \"webhook\" needs webhook_url (the public https URL)")
+    return token, secret
+
+
 async def check_token(config: Config) -> str:
     """For `myclaw doctor --telegram`: "@botname" when the token works, else ChannelError."""
     token = _token(config)
@@ -148,14 +163,7 @@ class TelegramChannel:
 
     async def start(self) -> None:
         tg = self.config["telegram"]
-        token = _token(self.config)
-        secret = ""
-        if tg["mode"] == "webhook":
-            from channels.telegram.webhook import check_secret_shape
-
-            secret = check_secret_shape(self.config.secret("TELEGRAM_WEBHOOK_SECRET"))
-        if tg["mode"] == "webhook" and not tg["webhook_url"]:
-            raise ChannelError("[telegram] mode = \"webhook\" needs webhook_url (the public https URL)")
+        token, secret = check_config(self.config)
         # No PTB Updater: it confirms fetched updates before they are stored (polling.py).
         app = (ApplicationBuilder().token(token).base_url(tg["base_url"])
                .base_file_url(tg["base_file_url"]).concurrent_updates(InboxProcessor(self._through))

@@ -17,6 +17,6 @@
 """
 
 from channels.whatsapp import doctor
-from channels.whatsapp.channel import WhatsAppChannel, check_token, create, exclusive_locks
+from channels.whatsapp.channel import WhatsAppChannel, check_config, check_token, create, exclusive_locks
 
-__all__ = ["WhatsAppChannel", "check_token", "create", "doctor", "exclusive_locks"]
+__all__ = ["WhatsAppChannel", "check_config", "check_token", "create", "doctor", "exclusive_locks"]

@@ -25,18 +25,17 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.config.settings import Config
-from bot.conversation.held import HeldMessages
-from bot.conversation.inbox import InboxRow
-from bot.conversation.sessions import ShuttingDown
-from bot.core.errors import ChannelError
+from bot.core.errors import ChannelError, ShuttingDown
 from bot.core.events import AgentAPI, ApprovalResolved
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
+from bot.core.ports import InboxRow
 from channels.whatsapp import approvals, texts
 from channels.whatsapp.followups import Followups
 from channels.whatsapp.graph import Graph, GraphError
 from channels.whatsapp.intake import WhatsAppIntake
 from channels.whatsapp.media import Attachments, has_attachments
+from channels.whatsapp.outbox import SentMessages
 from channels.whatsapp.reading import incoming, tap_of, timestamp_of
 from channels.whatsapp.rendering import Part
 from channels.whatsapp.sending import DeliveryError, Messenger, OutsideWindow
@@ -53,7 +52,7 @@ REQUIRED = (("WHATSAPP_ACCESS_TOKEN", "the Cloud API access token (Meta app → 
              "choice, entered again in the Meta app's webhook settings"))
 
 
-def _secrets(config: Config) -> tuple[str, str, str]:
+def check_config(config: Config) -> tuple[str, str, str]:
     values = []
     for name, what in REQUIRED:
         value = config.secret(name)
@@ -105,7 +104,7 @@ class WhatsAppChannel:
         self._graph: Graph | None = None
         self._messenger: Messenger | None = None
         self._attachments: Attachments | None = None
-        self._held = HeldMessages(agent.inbox.store, clock)
+        self._held = agent.held
         self._taps: TapHandler | None = None
         self._followups: Followups | None = None
         self._intake: WhatsAppIntake | None = None
@@ -135,7 +134,7 @@ class WhatsAppChannel:
         from channels.whatsapp.webhook import WebhookServer
 
         section = self.config["whatsapp"]
-        token, app_secret, verify_token = _secrets(self.config)
+        token, app_secret, verify_token = check_config(self.config)
         graph = graph_for(self.config, token)
         await graph.open()
         try:
@@ -145,8 +144,9 @@ class WhatsAppChannel:
             raise ChannelError(f"WhatsApp start-up failed: the Graph API at {section['base_url']} "
                                f"refused the token or phone number id: {exc}") from exc
         self._graph = graph
-        self._messenger = Messenger(graph, dict(section["templates"]),
-                                    section["template_language"], self._clock)
+        self._messenger = Messenger(graph, SentMessages(self.agent.inbox.store, self._clock),
+                                    dict(section["templates"]), section["template_language"],
+                                    self._clock)
         self._attachments = Attachments(graph, self.config["media"])
         self._taps = TapHandler(self._messenger, self.agent, self._sink)
         self._followups = Followups(self._messenger, self._held, self.agent,
@@ -231,7 +231,7 @@ class WhatsAppChannel:
                 return None
             found = command
         else:
-            found = incoming(message, name, self._messenger)
+            found = await incoming(message, name, self._messenger)
             if has_attachments(message) and self._attachments is not None:
                 attachments = self._attachments   # fetched once the agent admits the sender
                 found = dataclasses.replace(found, download=lambda: attachments.parts(message))

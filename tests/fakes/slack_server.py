@@ -4,9 +4,11 @@ Retry-After on request), the Socket Mode WebSocket (`apps.connections.open` hand
 `ws://…/socket`; every envelope sent waits for its acknowledgement), file downloads that demand
 the bot token, and the upload URLs of files_upload_v2.
 
-It keeps every message it was asked to post, update or stream, and checks Block Kit as Slack
-does (at most 50 blocks, 3,000 characters a section or rich-text element, unique action ids,
-2,000 characters a button value): a test fails if the channel sends what Slack would refuse.
+Each method needs its scope (METHOD_SCOPES; `slack.scopes` is what the token was granted, by
+default exactly what deploy/slack-manifest.yaml asks for). It keeps every message it was asked to
+post, update or stream, and checks Block Kit as Slack does (at most 50 blocks, 3,000 characters
+a section or rich-text element, unique action ids, 2,000 characters a button value): a test
+fails if the channel sends what Slack would refuse.
 
     async with FakeSlack() as slack:
         ... web_client(slack.bot_token, slack.base_url) ...
@@ -40,6 +42,20 @@ BOT_USER = "UBOT"
 BOT_ID = "BBOT"
 SCOPES = ("chat:write,im:history,im:write,channels:history,groups:history,files:read,files:write,"
           "usergroups:read,commands")
+# The scopes each Web API method the channel calls needs, as Slack checks them (a call without
+# one gets `missing_scope`); conversations.replies needs the history scope of the channel's kind.
+METHOD_SCOPES: dict[str, tuple[str, ...]] = {
+    "auth.test": (), "apps.connections.open": (),
+    "chat.postMessage": ("chat:write",), "chat.update": ("chat:write",),
+    "chat.postEphemeral": ("chat:write",), "chat.startStream": ("chat:write",),
+    "chat.appendStream": ("chat:write",), "chat.stopStream": ("chat:write",),
+    "conversations.open": ("im:write",),
+    "conversations.replies": ("channels:history", "groups:history", "im:history"),
+    "usergroups.users.list": ("usergroups:read",),
+    "files.getUploadURLExternal": ("files:write",), "files.completeUploadExternal": ("files:write",),
+}
+HISTORY_SCOPE = {"C": "channels:history", "G": "groups:history", "D": "im:history"}
+DOWNLOAD_SCOPE = "files:read"
 MAX_BLOCKS = 50
 MAX_TEXT = 3000
 
@@ -129,6 +145,7 @@ class FakeSlack:
         self.usergroups: dict[str, list[str]] = {}
         self.streaming = True
         self.scopes = SCOPES
+        self.socket_url: str | None = None   # what apps.connections.open hands out, if not ours
         self.downloads: list[str] = []
         self._fail: list[_FailRule] = []
         self._ts = itertools.count(1)
@@ -147,6 +164,7 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._api)
         app.router.add_get("/api/{method}", self._api)    # a few methods are GETs in the SDK
         app.router.add_get("/socket", self._socket)
+        app.router.add_get("/socket-disconnect", self._disconnecting_socket)
         app.router.add_post("/upload/{file}", self._upload)
         app.router.add_get("/files/{file}", self._download)
         self._runner = web.AppRunner(app, access_log=None)
@@ -306,6 +324,9 @@ class FakeSlack:
             handler = getattr(self, "_m_" + method.replace(".", "_"), None)
             if handler is None:
                 return self._error(call, "unknown_method")
+            needed = self._scope_needed(method, params)
+            if needed is not None:
+                return self._error(call, "missing_scope", extra={"needed": needed})
             result = handler(params)
             if isinstance(result, str):
                 return self._error(call, result)
@@ -316,16 +337,38 @@ class FakeSlack:
             self._notify()
 
     def _error(self, call: Call, error: str, *, status: int = 200,
-               headers: dict[str, str] | None = None) -> web.Response:
+               headers: dict[str, str] | None = None,
+               extra: Params | None = None) -> web.Response:
         call.error = error
-        return web.json_response({"ok": False, "error": error}, status=status, headers=headers)
+        return web.json_response({"ok": False, "error": error, **(extra or {})}, status=status,
+                                 headers=headers)
+
+    @property
+    def granted(self) -> set[str]:
+        return {scope.strip() for scope in self.scopes.split(",") if scope.strip()}
+
+    def _scope_needed(self, method: str, params: Params) -> str | None:
+        """The scope this call lacks, or None; a method missing from METHOD_SCOPES is refused
+        too, so a new call of the channel cannot pass without its scope being named."""
+        if method not in METHOD_SCOPES:
+            return "(a scope METHOD_SCOPES does not name)"
+        scopes = METHOD_SCOPES[method]
+        if method == "conversations.replies":
+            scopes = (HISTORY_SCOPE.get(str(params.get("channel", "C"))[:1], "channels:history"),)
+        missing = [scope for scope in scopes if scope not in self.granted]
+        return missing[0] if missing else None
 
     def _m_auth_test(self, p: Params) -> Params:
         return {"url": "https://fake.slack.com/", "team": "Fake", "user": "myclaw",
                 "team_id": TEAM, "user_id": BOT_USER, "bot_id": BOT_ID}
 
     def _m_apps_connections_open(self, p: Params) -> Params:
-        return {"url": f"ws://127.0.0.1:{self.port}/socket"}
+        return {"url": self.socket_url or f"ws://127.0.0.1:{self.port}/socket"}
+
+    @property
+    def disconnecting_socket_url(self) -> str:
+        """A Socket Mode URL whose WebSocket opens and says `disconnect` instead of `hello`."""
+        return f"ws://127.0.0.1:{self.port}/socket-disconnect"
 
     def _post(self, channel: str, p: Params, ts: str | None = None) -> Params:
         ts = ts or self.new_ts()
@@ -428,7 +471,8 @@ class FakeSlack:
         file_id = request.match_info["file"]
         self.downloads.append(file_id)
         self._notify()
-        if request.headers.get("Authorization") != f"Bearer {self.bot_token}":
+        if (request.headers.get("Authorization") != f"Bearer {self.bot_token}"
+                or DOWNLOAD_SCOPE not in self.granted):
             return web.Response(status=302, headers={"Location": "https://fake.slack.com/login"})
         if file_id not in self.files:
             return web.Response(status=404)
@@ -454,6 +498,13 @@ class FakeSlack:
                     self._notify()
         finally:
             self._sockets.remove(ws)
+        return ws
+
+    async def _disconnecting_socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.send_str(json.dumps({"type": "disconnect", "reason": "link_disabled"}))
+        await ws.close()
         return ws
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import logging
+import socket
 from pathlib import Path
 
 import pytest
@@ -106,10 +107,20 @@ async def test_webhook_mode_without_its_secret_is_a_failure(tmp_path):
     code, lines = await doctor(config)
     assert code == 1
     assert line(lines, "TELEGRAM_WEBHOOK_SECRET").startswith("FAIL")
-    config = make_config(tmp_path, {"telegram": {"mode": "webhook"}},
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    webhook = {"mode": "webhook", "webhook_url": "https://bot.example.org/tg",
+               "listen": "127.0.0.1", "port": port}
+    config = make_config(tmp_path, {"telegram": webhook},
                          {**env, "TELEGRAM_WEBHOOK_SECRET": "s3cret-webhook-value"})
     code, lines = await doctor(config)
     assert code == 0 and line(lines, "TELEGRAM_WEBHOOK_SECRET").startswith("ok")
+    # Without its public URL, `run` refuses webhook mode: so does doctor.
+    config = make_config(tmp_path, {"telegram": {**webhook, "webhook_url": ""}},
+                         {**env, "TELEGRAM_WEBHOOK_SECRET": "s3cret-webhook-value"})
+    code, lines = await doctor(config)
+    assert code == 1 and "needs webhook_url" in line(lines, "TELEGRAM_BOT_TOKEN")
 
 
 async def test_tools_that_are_not_registered_and_modules_that_fail_are_listed(tmp_path):
@@ -187,7 +198,10 @@ async def test_telegram_check_says_so_when_the_channel_module_is_missing(tmp_pat
     out = io.StringIO()
     code = await run_doctor(config, telegram=True, out=out, import_module=no_channels)
     check = line(out.getvalue().splitlines(), "telegram getMe")
-    assert code == 0 and check.startswith("warn ") and "not available" in check
+    assert check.startswith("warn ") and "not available" in check
+    # `run` could not start the channel either: the token's line says so.
+    token = line(out.getvalue().splitlines(), "TELEGRAM_BOT_TOKEN")
+    assert code == 1 and token.startswith("FAIL ") and "cannot be loaded" in token
 
 
 # --- through the real command line ---------------------------------------------------------------

@@ -1,11 +1,9 @@
-"""The store contract on both backends (concurrent writers, transactions and their hooks), and
-the SQLite store's own: migrations, WAL, no "database is locked" (PostgreSQL's own: test_store_pg)."""
+"""Concurrent writers on both backends, and the SQLite store's own: migrations, WAL, no "database
+is locked" (the contract both keep: test_store_conformance; PostgreSQL's own: test_store_pg)."""
 
 from __future__ import annotations
 
 import asyncio
-
-import pytest
 
 from bot.conversation.journal import Journal
 from bot.store.migrations import MIGRATIONS
@@ -48,40 +46,6 @@ async def test_many_sessions_and_two_processes_write_at_once_without_locking_err
         assert count == 20 * 10 * 2
         history, _ = await journals[second].stored(sessions[3])
         assert [m["content"][0]["text"] for m in history[:4]] == ["q0", "a0", "q1", "a1"]
-
-
-async def test_a_failed_transaction_leaves_nothing_behind_and_runs_only_its_rollback_hooks(store):
-    journal = Journal(store)
-    session = await journal.new_session("cli:local", "local", "cli")
-    seen: list[str] = []
-    with pytest.raises(RuntimeError, match="crash in the middle"):
-        async with store.transaction() as tx:
-            tx.on_commit(lambda: seen.append("commit"))
-            tx.on_rollback(lambda: seen.append("rollback"))
-            await tx.execute("INSERT INTO messages(session_id, role, content, created_at)"
-                             " VALUES (?, 'user', '[]', 0)", (session,))
-            raise RuntimeError("crash in the middle")
-    assert seen == ["rollback"]
-    assert await journal.stored(session) == ([], 0)
-    await append(store, session, [{"role": "user", "content": [{"type": "text", "text": "ok"}]}])
-    assert len((await journal.stored(session))[0]) == 1
-
-
-async def test_a_transaction_reads_its_own_writes_returns_row_counts_and_runs_commit_hooks(
-        store, backend_name):
-    seen: list[str] = []
-    async with store.transaction() as tx:
-        tx.on_commit(lambda: seen.append("commit"))
-        tx.on_rollback(lambda: seen.append("rollback"))
-        row = await tx.fetchone("INSERT INTO memories(sender, text, created_at)"
-                                " VALUES (?, ?, 0) RETURNING id", ("cli:local", "one"))
-        await tx.executemany("INSERT INTO memories(sender, text, created_at) VALUES (?, ?, 0)",
-                             [("cli:local", "two"), ("cli:local", "three")])
-        assert len(await tx.fetchall("SELECT id FROM memories")) == 3
-        assert seen == []  # nothing runs before the commit
-        changed = await tx.execute("UPDATE memories SET text = 'x' WHERE id > ?", (row["id"],))
-    assert (row["id"], changed, seen) == (1, 2, ["commit"])
-    assert store.dialect == backend_name
 
 
 async def test_full_text_search_is_available(tmp_path):

@@ -13,10 +13,27 @@ from typing import TYPE_CHECKING, Any
 from bot.config.schema import SENDER_HINT, SENDER_KEY
 from bot.config.settings import Config
 from bot.core.identity import OPERATOR, Stranger
+from bot.money.spend import usage_since
+from bot.ops.preflight import refuse
 from bot.store.factory import make_store
 
 if TYPE_CHECKING:
     from bot.app import App
+
+
+MAX_USAGE_DAYS = 36_600
+
+
+def _positive_days(text: str) -> int:
+    """`--days`: a whole number of days, at least 1 (argparse turns the error into usage)."""
+    try:
+        days = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
+    if not 1 <= days <= MAX_USAGE_DAYS:
+        raise argparse.ArgumentTypeError(f"{days} days: give at least 1 (and at most "
+                                         f"{MAX_USAGE_DAYS:,})")
+    return days
 
 
 def add_commands(subparsers: Any) -> None:
@@ -30,7 +47,8 @@ def add_commands(subparsers: Any) -> None:
     tools.add_argument("--role", action="append", default=[], help="Discord role name (repeat)")
     tools.set_defaults(handler=cmd_tools)
     usage = subparsers.add_parser("usage", help="tokens and cost per day, sender and model")
-    usage.add_argument("--days", type=int, default=30, help="how far back (default 30)")
+    usage.add_argument("--days", type=_positive_days, default=30,
+                       help="how far back, in days (default 30)")
     usage.add_argument("--json", action="store_true", help="machine-readable output")
     usage.set_defaults(handler=cmd_usage)
 
@@ -40,6 +58,7 @@ async def cmd_run(args: argparse.Namespace, config: Config) -> int:
     from bot.ops.surfaces import OPERATOR_SURFACES
 
     require_api_key(config)
+    refuse(config)   # the checks doctor shows: one line and exit 2 at the first that fails
     harden_process()
     with long_lived_heap():
         app = await App.open(config, surfaces=OPERATOR_SURFACES)
@@ -58,6 +77,7 @@ async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
     from bot.ops.surfaces import OPERATOR_SURFACES
 
     require_api_key(config)
+    refuse(config, channels=False)
     harden_process()
     with long_lived_heap():
         app = await App.open(config, surfaces=OPERATOR_SURFACES)
@@ -115,9 +135,7 @@ async def cmd_usage(args: argparse.Namespace, config: Config) -> int:
 
     since = time.time() - args.days * 86400
     async with make_store(config) as store:
-        rows = await store.fetchall(
-            "SELECT ts, sender, model, input_tokens, output_tokens, cache_read_tokens,"
-            " cache_write_tokens, cost FROM usage WHERE ts >= ? ORDER BY ts", (since,))
+        rows = await usage_since(store, since)
     report = usage_report(rows, PriceTable.from_config(config))
     currency = config["budgets"]["currency"]
     if args.json:

@@ -19,29 +19,19 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 from bot.config.settings import Config
 from bot.core.errors import MyclawError
+from bot.ops.preflight import Check, Status
+from bot.ops.preflight import checks as preflight_checks
 from bot.store.migrations import MIGRATIONS
 
 log = logging.getLogger(__name__)
 
-Status = Literal["ok", "warn", "FAIL"]
 LATEST_SCHEMA = max(number for number, _, _ in MIGRATIONS)
 CLOCK_SKEW_WARN_S = 1.0
 CLOCK_SKEW_FAIL_S = 30.0
-
-
-@dataclass(frozen=True)
-class Check:
-    status: Status
-    name: str
-    detail: str
-
-    def line(self) -> str:
-        return f"{self.status:<4} {self.name}: {self.detail}"
 
 
 class _RollBack(Exception):
@@ -78,8 +68,10 @@ async def run_doctor(config: Config, *, security: bool = False, telegram: bool =
                      import_module: Callable[[str], Any] = importlib.import_module) -> int:
     """Print every check and return the exit status (1 if any check FAILed)."""
     out = sys.stdout if out is None else out
-    checks = [*config_checks(config), *(await store_checks(config)), *secret_checks(config),
-              *tool_checks(config)]
+    # The checks `myclaw run` refuses to start on (bot/ops/preflight.py), then the store, keys
+    # and tools.
+    checks = [*config_checks(config), *preflight_checks(config, import_module),
+              *(await store_checks(config)), *secret_checks(config), *tool_checks(config)]
     if telegram:
         checks.append(await telegram_check(config, import_module))
     if slack:
@@ -102,21 +94,9 @@ async def run_doctor(config: Config, *, security: bool = False, telegram: bool =
 
 def config_checks(config: Config) -> list[Check]:
     if config.source is None:
-        where = Check("warn", "config", "no config file (--config, $MYCLAW_CONFIG, ./myclaw.toml); "
-                      "using the built-in defaults")
-    else:
-        where = Check("ok", "config", f"{config.source} is valid")
-    from bot.access.workspace_scope import FIX, broad_workspace_reason
-
-    workspace = config.workspace
-    broad = broad_workspace_reason(config)
-    if broad and config["agent"]["allow_broad_workspace"]:
-        return [where, Check("warn", "workspace", f"{broad} (allowed by [agent] "
-                             "allow_broad_workspace)")]
-    if broad:
-        return [where, Check("FAIL", "workspace", f"{broad}: start-up refuses it; {FIX}")]
-    state = "exists" if workspace.is_dir() else "will be created at start"
-    return [where, Check("ok", "workspace", f"{workspace} ({state})")]
+        return [Check("warn", "config", "no config file (--config, $MYCLAW_CONFIG, "
+                      "./myclaw.toml); using the built-in defaults")]
+    return [Check("ok", "config", f"{config.source} is valid")]
 
 
 async def store_checks(config: Config, clock: Callable[[], float] = time.time) -> list[Check]:
@@ -206,17 +186,7 @@ def _replica_name_check(config: Config) -> Check:
 def secret_checks(config: Config) -> list[Check]:
     from bot.ops.cli.models import key_checks
 
-    checks = [Check(*found) for found in key_checks(config)]
-    for name, section, label in (("TELEGRAM_BOT_TOKEN", "telegram", "Telegram"),
-                                 ("DISCORD_BOT_TOKEN", "discord", "Discord"),
-                                 ("SLACK_BOT_TOKEN", "slack", "Slack"),
-                                 ("WHATSAPP_ACCESS_TOKEN", "whatsapp", "WhatsApp")):
-        if not config[section]["enabled"]:
-            checks.append(Check("ok", name, f"{label} is disabled in [{section}]"))
-        elif config.secret(name):
-            checks.append(Check("ok", name, f"set: the {label} channel starts"))
-        else:
-            checks.append(Check("warn", name, f"not set: the {label} channel stays off"))
+    checks = [Check(*found) for found in key_checks(config)]   # the channels' are preflight's
     telegram = config["telegram"]
     if config.telegram_enabled and telegram["mode"] == "webhook":
         checks.append(Check("ok", "TELEGRAM_WEBHOOK_SECRET", "set: webhook updates are verified")

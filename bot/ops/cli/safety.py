@@ -22,9 +22,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.access.senders import PairingError, Senders
-from bot.approvals.receipts import Receipts, key_path, receipt_key
+from bot.approvals.receipts import Receipts, key_path, receipt_key, stored_receipts
 from bot.config.settings import Config
 from bot.core.identity import LEVELS
+from bot.store.audit import AuditQuery, recent_audit
 from bot.store.factory import make_store
 
 _RELATIVE = re.compile(r"(\d+)\s*([smhdw])")
@@ -104,8 +105,7 @@ async def pair_deny(args: argparse.Namespace, config: Config) -> int:
 
 async def receipts_verify(args: argparse.Namespace, config: Config) -> int:
     async with make_store(config) as store:
-        count = await store.fetchone("SELECT COUNT(*) AS n FROM receipts")
-        total = int(count["n"]) if count else 0
+        total = await stored_receipts(store)
         if total == 0:
             print("No receipts yet.")
             return 0
@@ -155,20 +155,9 @@ def parse_since(text: str) -> float:
 
 
 async def audit_list(args: argparse.Namespace, config: Config) -> int:
-    where, params = [], []
-    if args.sender:
-        where.append("sender = ?")
-        params.append(args.sender)
-    if args.since is not None:
-        where.append("ts >= ?")
-        params.append(args.since)
-    sql = "SELECT ts, sender, tool, decision, outcome, detail FROM audit"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY id DESC LIMIT ?"
-    params.append(args.limit)
+    query = AuditQuery(sender=args.sender or "", since=args.since)
     async with make_store(config) as store:
-        rows = await store.fetchall(sql, tuple(params))
+        rows = await recent_audit(store, query, args.limit)
     if not rows:
         print("No audit entries match.")
         return 0

@@ -16,6 +16,7 @@ from typing import Any
 from bot.config.settings import Config
 from bot.core.errors import StoreError
 from bot.store.factory import make_store, postgres_store, store_location
+from bot.store.migrations import applied_since
 from bot.store.sqlite import Store
 from bot.store.urls import redact_url
 
@@ -47,9 +48,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 async def cmd_migrate(args: argparse.Namespace, config: Config) -> int:
     started = time.time()
     async with make_store(config) as store:
-        applied = await store.fetchall(
-            "SELECT number, description FROM migrations WHERE applied_at >= ? ORDER BY number",
-            (started,))
+        applied = await applied_since(store, started)
         version = await store.schema_version()
     for row in applied:
         print(f"applied {row['number']}: {row['description']}")

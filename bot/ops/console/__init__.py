@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from bot.config.settings import Config
     from bot.ops.console.server import ConsoleServer
     from bot.runtime.services import Services
-    from bot.store.sqlite import Store
+    from bot.store.protocol import Store
 
 
 def auth_for(config: Config, store: Store) -> Any:

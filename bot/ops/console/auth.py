@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from bot.core.identity import CONSOLE_OPERATOR
 from bot.core.identity import OPERATOR as TERMINAL_SENDER
 from bot.store.audit import AuditEntry, write_audit
-from bot.store.sqlite import Store
+from bot.store.protocol import Store
 
 OPERATOR = str(CONSOLE_OPERATOR)       # who the console acts as (audit rows, approvals)
 TERMINAL = str(TERMINAL_SENDER)        # who makes login links (`myclaw console login`)

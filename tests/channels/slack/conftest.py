@@ -34,12 +34,19 @@ async def bot(tmp_path, slack, fake_anthropic, store_backend, clock):
     a new channel on an existing App (a restart of the channel); `fresh=True` a new App on the
     same store (a restart of the process)."""
     async with AsyncExitStack() as stack:
-        opened: list[App] = []
+        opened: list[tuple[App, Any]] = []
 
-        async def start(app: App | None = None, *, senders: dict[str, str] | None = None,
+        async def start(app: App | None = None, *, fresh: bool = False,
+                        senders: dict[str, str] | None = None,
                         slack_section: dict[str, Any] | None = None,
                         overrides: dict[str, Any] | None = None) -> tuple[App, Any]:
-            if app is None:
+            if fresh:
+                old_app, old_channel = opened[-1]
+                await old_channel.stop()
+                await old_app.close()
+                app = await App.open(old_app.config, clock=clock)
+                stack.push_async_callback(app.close)
+            elif app is None:
                 env = {**FAKE_ENV, "ANTHROPIC_BASE_URL": fake_anthropic.base_url,
                        **store_backend.env, **slack_env(slack)}
                 config = make_config(tmp_path, {
@@ -48,8 +55,8 @@ async def bot(tmp_path, slack, fake_anthropic, store_backend, clock):
                     **(overrides or {})}, env=env)
                 app = await App.open(config, clock=clock)
                 stack.push_async_callback(app.close)
-                opened.append(app)
             channel = await stack.enter_async_context(running(app))
+            opened.append((app, channel))
             return app, channel
 
         yield start

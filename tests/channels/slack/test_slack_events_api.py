@@ -9,11 +9,12 @@ import json
 import time
 from urllib.parse import urlencode
 
+import aiohttp
 import pytest
 
 from tests.fakes.anthropic_server import text
 from tests.fakes.slack_server import post_signed, sign
-from tests.support.slack_support import ADA, dm_of
+from tests.support.slack_support import ADA, dm_of, slack_env, slack_overrides
 
 EVENTS = {"mode": "events", "port": 0, "listen": "127.0.0.1"}
 
@@ -106,3 +107,24 @@ async def test_a_request_that_cannot_be_stored_gets_503_so_slack_sends_it_again(
     status, _ = await post_signed(url, slack.signing_secret,
                                   json.dumps(slack.dm_event(ADA, "hi")).encode())
     assert status == 503
+
+
+async def test_the_app_serves_slack_events_and_health_on_one_listener(app_factory, slack):
+    from tests.support.replica_support import free_port
+
+    port = free_port()
+    app = await app_factory({**slack_overrides(slack, mode="events", listen="127.0.0.1", port=port),
+                             "health": {"enabled": True, "listen": "127.0.0.1", "port": port}},
+                            env=slack_env(slack))
+    await app.start_services()
+    await app.start_channels(["slack"])
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{port}/healthz") as health:
+                assert (await health.json())["channels"] == {"slack": True}
+        body = json.dumps({"type": "url_verification", "challenge": "shared"}).encode()
+        status, answer = await post_signed(f"http://127.0.0.1:{port}/slack/events",
+                                           slack.signing_secret, body)
+        assert status == 200 and json.loads(answer) == {"challenge": "shared"}
+    finally:
+        await app.stop_channels()

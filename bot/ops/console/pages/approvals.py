@@ -21,10 +21,7 @@ async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
     approvals = ctx.services.approvals
     pending = [{"request": r, "args": json.dumps(r.args, indent=2, ensure_ascii=False)}
                for r in await approvals.pending()]
-    recent = await ctx.services.store.fetchall(
-        "SELECT id, tool, sender, status, resolved_by, resolved_at, created_at FROM approvals"
-        " WHERE status <> 'pending' ORDER BY created_at DESC LIMIT ?", (RECENT,))
-    return {"pending": pending, "recent": [dict(row) for row in recent]}
+    return {"pending": pending, "recent": await approvals.recently_resolved(RECENT)}
 
 
 async def resolve(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[str, str]) -> Outcome:

@@ -1,57 +1,69 @@
-"""The audit log, newest first, filtered by sender, tool, decision or outcome, and date range."""
+"""The audit log, newest first, filtered by sender, tool, decision or outcome, and date range,
+PAGE_SIZE entries a page ("Older entries" follows on from the last one shown). The console's
+own login, link and logout rows are folded away unless asked for (`logins=1`) or filtered by
+name: a phone should not scroll past a third of the page of them."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 from bot.ops.console.web import ConsoleContext, Page, day_start
+from bot.store.audit import AuditQuery, audit_decisions, count_audit, recent_audit
 
-LIMIT = 200
+PAGE_SIZE = 25
+CONSOLE_ROWS = "console:"
 MAX_FILTER_CHARS = 200
 DAY = 86400
 
 
 def _filters(query: Mapping[str, str]) -> dict[str, str]:
     return {name: query.get(name, "").strip()[:MAX_FILTER_CHARS]
-            for name in ("sender", "tool", "decision", "from", "to")}
+            for name in ("sender", "tool", "decision", "from", "to", "logins")}
 
 
-def _where(filters: dict[str, str]) -> tuple[list[str], list[Any], list[str]]:
-    """SQL conditions, their parameters, and the problems with what was typed."""
-    where: list[str] = []
-    params: list[Any] = []
+def _before(query: Mapping[str, str]) -> int | None:
+    text = query.get("before", "").strip()
+    return int(text) if text.isdigit() and len(text) < 19 else None
+
+
+def _query(filters: dict[str, str]) -> tuple[AuditQuery, list[str]]:
+    """The query the filters ask for, and the problems with what was typed."""
     problems: list[str] = []
-    for column in ("sender", "tool"):
-        if filters[column]:
-            where.append(f"{column} = ?")
-            params.append(filters[column])
-    if filters["decision"]:  # a verdict may be recorded as the decision or as its outcome
-        where.append("(decision = ? OR outcome = ?)")
-        params += [filters["decision"], filters["decision"]]
-    for name, op, shift in (("from", ">=", 0), ("to", "<", DAY)):
+    bounds: dict[str, float | None] = {"from": None, "to": None}
+    for name, shift in (("from", 0), ("to", DAY)):
         if not filters[name]:
             continue
         start = day_start(filters[name])
         if start is None:
             problems.append(f"'{filters[name]}' is not a date (YYYY-MM-DD); ignored.")
             continue
-        where.append(f"ts {op} ?")
-        params.append(start + shift)
-    return where, params, problems
+        bounds[name] = start + shift
+    fold = filters["logins"] != "1" and not filters["decision"].startswith(CONSOLE_ROWS)
+    query = AuditQuery(sender=filters["sender"], tool=filters["tool"], verdict=filters["decision"],
+                       since=bounds["from"], until=bounds["to"],
+                       without_prefix=CONSOLE_ROWS if fold else "")
+    return query, problems
 
 
 async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
     filters = _filters(query)
-    where, params, problems = _where(filters)
-    sql = "SELECT id, ts, session_id, sender, tool, args_hash, decision, outcome, detail FROM audit"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    rows = await ctx.services.store.fetchall(sql + " ORDER BY id DESC LIMIT ?", (*params, LIMIT))
-    decisions = await ctx.services.store.fetchall(
-        "SELECT DISTINCT decision FROM audit ORDER BY decision LIMIT 100")
-    return {"rows": [dict(row) for row in rows], "filters": filters, "problems": problems,
-            "limit": LIMIT, "decisions": [row["decision"] for row in decisions]}
+    audit_query, problems = _query(filters)
+    store = ctx.services.store
+    page = dataclasses.replace(audit_query, before_id=_before(query))
+    rows = await recent_audit(store, page, PAGE_SIZE + 1)
+    more, rows = len(rows) > PAGE_SIZE, rows[:PAGE_SIZE]
+    folded = 0
+    if audit_query.without_prefix:
+        folded = await count_audit(store, dataclasses.replace(audit_query, without_prefix="")) \
+            - await count_audit(store, audit_query)
+    kept = {k: v for k, v in filters.items() if v}
+    return {"rows": rows, "filters": filters, "problems": problems, "decisions":
+            await audit_decisions(store), "folded": folded, "first_page": page.before_id is None,
+            "older": urlencode({**kept, "before": rows[-1]["id"]}) if more else "",
+            "newest": urlencode(kept), "with_logins": urlencode({**kept, "logins": "1"})}
 
 
 PAGE = Page("/audit", "Audit", "audit.html", load)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bot.approvals.receipts import latest_receipts
 from bot.ops.console.web import Action, ConsoleContext, Outcome, Page
 
 LATEST = 50
@@ -12,10 +13,8 @@ MAX_PROBLEM_LINES = 100
 
 
 async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
-    rows = await ctx.services.store.fetchall(
-        "SELECT id, tool, sender, approver, args_hash, finished_at FROM receipts"
-        " ORDER BY id DESC LIMIT ?", (LATEST,))
-    return {"receipts": [dict(row) for row in rows], "total": await ctx.services.receipts.count()}
+    return {"receipts": await latest_receipts(ctx.services.store, LATEST),
+            "total": await ctx.services.receipts.count()}
 
 
 async def verify(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[str, str]) -> Outcome:

@@ -10,12 +10,10 @@ from bot.ops.console.web import ConsoleContext, Page
 
 async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
     configured = ctx.config["senders"]
-    granted = await ctx.services.store.fetchall(
-        "SELECT sender, level, granted_at, granted_by FROM granted_senders ORDER BY granted_at DESC")
     return {
         "configured": sorted((k, v) for k, v in configured.items() if k != "unknown"),
         "unknown": configured.get("unknown", "pairing"),
-        "granted": [dict(row) for row in granted],
+        "granted": await ctx.services.senders.granted(),
         "roles": sorted(ctx.config["discord"]["roles"].items()),
         "approvers": sorted(ctx.services.approvals.approvers),
     }

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from bot.money.spend import usage_since
 from bot.ops.console import charts
 from bot.ops.console.web import ConsoleContext, Page, day_of, day_start, last_days
 
@@ -37,11 +38,9 @@ class _Totals:
 
 async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
     days = last_days(time.time(), DAYS)
-    # SELECT *: a store whose usage rows have no cost column yet still draws the tokens.
-    rows = await ctx.services.store.fetchall("SELECT * FROM usage WHERE ts >= ?",
-                                             (day_start(days[0]) or 0.0,))
+    rows = await usage_since(ctx.services.store, day_start(days[0]) or 0.0)
     tokens, spend, priced = _Totals(), _Totals(), False
-    for row in map(dict, rows):
+    for row in rows:
         day = day_of(row["ts"])
         tokens.add(day, row["sender"], float(row["input_tokens"] + row["output_tokens"]))
         if row.get("cost") is not None:
