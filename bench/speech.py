@@ -15,9 +15,9 @@ with nothing configured for speech: espeak-ng speaks, the worker pool encodes OG
    measures it) and our CPU per turn, whose difference is what a voice reply costs us. The
    next message goes out once the previous voice reply arrived.
 
-Encoding: libopus through PyAV at complexity 5 spent 0.26 s of CPU on a 300-character answer
-(21 s of speech) where libsndfile (soundfile, fixed complexity) spent 0.57 s, measured on
-this machine; hence PyAV (bot/media/speech/encode.py).
+Encoding: libopus through PyAV (24 kHz, complexity 3) spent 0.20 s of CPU on a 300-character
+answer (21 s of speech) where libsndfile (soundfile, fixed complexity, 48 kHz) spent 0.57 s,
+measured on this machine; hence PyAV (bot/media/speech/encode.py).
 
     .venv/bin/python bench/speech.py [--messages 20] [--chars 300]
 """

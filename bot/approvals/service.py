@@ -272,7 +272,7 @@ class Approvals:
             session_id=request.session_id if request else None,
             tool=request.tool if request else None,
             args_hash=request.args_hash if request else None,
-            detail=f"{approval_id[:40]!r}: {resolution.reason}",
+            detail=f"{approval_id[:40]!r}{_what(request)}: {resolution.reason}",
         ))
 
     async def _audit_refusal(self, approval_id: Any, resolver: str, choice: Any,
@@ -408,3 +408,17 @@ async def _close_batches(tx: Transaction, batches: list[str], now: float) -> lis
             " AND status IN ('pending', 'approved') RETURNING *", (now, batch))
         closed.extend(sorted((from_row(row) for row in rows), key=lambda r: r.position))
     return closed
+
+
+AUDIT_SUMMARY_CHARS = 160
+
+
+def _what(request: Any) -> str:
+    """What was asked, for the audit row: the tool and the first line of its preview (the
+    approval id alone says nothing to someone reading the log later)."""
+    if request is None:
+        return ""
+    first = (str(request.summary).strip().splitlines() or [""])[0]
+    if len(first) > AUDIT_SUMMARY_CHARS:
+        first = first[:AUDIT_SUMMARY_CHARS - 1] + "…"
+    return f" ({request.tool}: {first})" if first else f" ({request.tool})"

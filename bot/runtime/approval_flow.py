@@ -15,6 +15,7 @@ from bot.conversation import turns
 from bot.core.events import (
     ApprovalSurface,
     ApprovalView,
+    IncomingMessage,
     Notice,
     Sink,
 )
@@ -60,6 +61,10 @@ class ApprovalFlow:
             return False
         resolver = request.resolved_by or ""
         key = self.session_key(request.sender, request.chat)
+        # The answer the conversation goes on to is spoken too, if the requester has voice on.
+        sink = self.voice.wrapped(IncomingMessage(sender=request.sender, chat=request.chat,
+                                                  text="", channel=request.channel),
+                                  request.autonomy or "read_only", sink)
         work = self._resume_batch(request.batch, sink) if request.batch is not None \
             else self._resume(request, resolver, sink)
         self.queue.spawn(key, lambda: self._guarded(sink, work), request.sender)

@@ -351,3 +351,12 @@ async def test_a_request_pending_across_a_restart_is_resolved_once_by_new_proces
     async with store_backend.open() as after:
         stored = await Approvals(after).get(request.id)
     assert stored.status == "approved" and stored.resolved_by == OWNER
+
+
+async def test_the_audit_row_of_an_answer_says_what_was_asked_not_only_the_id(approvals, store):
+    request = await ask(approvals)
+    assert (await approvals.resolve(request.id, OWNER, "deny")).ok
+    (row,) = await store.fetchall("SELECT decision, outcome, tool, detail FROM audit "
+                                  "WHERE decision = 'approval:deny'")
+    assert row["outcome"] == "denied" and row["tool"] == "fs_write"
+    assert row["detail"].startswith(f"{request.id!r} (fs_write: Write notes/a.md (3 bytes)): ")

@@ -3,11 +3,12 @@ with a waveform, WhatsApp as a voice note, Discord and Slack play it inline).
 
 PyAV (FFmpeg's libraries, bundled in its wheels: nothing to install on the system) reads what
 the engines give — WAV from espeak-ng; OGG/Opus, MP3, AAC, FLAC or WAV from a speech service —
-resamples it to 48 kHz mono with libswresample and encodes it with libopus tuned for speech
-(`application=voip`, complexity 5, 32 kbit/s). libsndfile (`soundfile`) can write OGG/Opus
-too, but it cannot set the encoder's complexity: on this machine it spent 0.57 s of CPU on a
-300-character answer (21 s of speech) where this takes 0.26 s, which is most of the time
-between the text and its voice. OGG/Opus from a service is passed through untouched (its
+resamples it to 24 kHz mono with libswresample (all of espeak-ng's 22 kHz output, and the
+band speech lives in) and encodes it with libopus tuned for speech (`application=voip`,
+complexity 3, 32 kbit/s). libsndfile (`soundfile`) can write OGG/Opus too, but it cannot set
+the encoder's complexity: on this machine it spent 0.57 s of CPU on a 300-character answer
+(21 s of speech) where this takes 0.20 s, which is most of the time between the text and its
+voice. OGG/Opus from a service is passed through untouched (its
 length read from the last page's granule position).
 
 These functions run in the worker pool (bot.toolbox.offload): decoding and encoding is CPU work
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import io
 
-RATE = 48_000                 # Opus's own rate; every decoder plays it
+RATE = 24_000                 # what is encoded (decoders play Opus at 48 kHz whatever it was)
+GRANULE_RATE = 48_000         # an Ogg/Opus granule position always counts 48 kHz samples
 BITRATE = 32_000              # plenty for one voice
-OPTIONS = {"application": "voip", "compression_level": "5"}
+OPTIONS = {"application": "voip", "compression_level": "3"}
 OGG_PAGE = b"OggS"
 
 
@@ -67,5 +69,5 @@ def _ogg_opus_duration(data: bytes) -> float | None:
     pre_skip = int.from_bytes(data[38:40], "little")
     last = data.rfind(OGG_PAGE)
     granule = int.from_bytes(data[last + 6:last + 14], "little", signed=True)
-    seconds = (granule - pre_skip) / RATE
+    seconds = (granule - pre_skip) / GRANULE_RATE
     return seconds if seconds > 0 else None
