@@ -83,6 +83,7 @@ def build_services(config: Config, store: Any, registry: Registry,
     from bot.approvals.undo import UndoLog
     from bot.config.prices import PriceTable
     from bot.conversation.delivery import Delivery
+    from bot.conversation.held import HeldMessages
     from bot.conversation.inbox import Inbox, InboxSettings, replica_name
     from bot.jobs.jobs import JobLimits, Jobs
     from bot.llm.client import LLMClient, audit_to
@@ -116,6 +117,7 @@ def build_services(config: Config, store: Any, registry: Registry,
         jobs=jobs,
         delivery=Delivery(),
         inbox=Inbox(store, replica, InboxSettings.from_config(config["inbox"]), clock),
+        held=HeldMessages(store, clock),
         ports=tool_ports(config, store, registry, llm, jobs, preferences),
         languages=Languages(preferences, config["agent"]["language"],
                             config["agent"]["timezone"]),

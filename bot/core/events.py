@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from bot.core.ports import HeldPort, InboxPort
 
 ChannelName = Literal["cli", "telegram", "discord", "slack", "whatsapp"]
 
@@ -358,5 +361,11 @@ class AgentAPI(Protocol):
     def translator(self, reader: str, hint: str = "") -> Any: ...
 
     @property
-    # bot.conversation.inbox.Inbox: where updates are stored before they are acknowledged
-    def inbox(self) -> Any: ...
+    def inbox(self) -> InboxPort:
+        """Where updates are stored before they are acknowledged."""
+        ...
+
+    @property
+    def held(self) -> HeldPort:
+        """Messages a platform would not deliver yet, kept until the person can be reached."""
+        ...

@@ -91,15 +91,18 @@ class PromptBuilder:
             self._tools[key] = marked
         return marked
 
-    def params(self, turn: Asker, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def model_for(self, turn: Asker) -> str:
+        """The model (alias or bare id) the turn's steps are asked of."""
+        if turn.run_allowlist is not None and self.job_model:   # a scheduled job's own model
+            return self.job_model
         # A run allowed no tools at all (a scheduled job that only writes, say a daily quote)
         # needs no more than the small model.
         writes_only = turn.run_allowlist is not None and not turn.run_allowlist
-        model = self.small_model if writes_only else self.model
-        if turn.run_allowlist is not None and self.job_model:   # a scheduled job's own model
-            model = self.job_model
+        return self.small_model if writes_only else self.model
+
+    def params(self, turn: Asker, messages: list[dict[str, Any]]) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "model": model,
+            "model": self.model_for(turn),
             "max_tokens": self.max_tokens,
             "system": self._systems.get(self.language_of(turn.sender), self.system),
             "messages": with_last_breakpoint(messages),

@@ -87,6 +87,11 @@ class Agent(SessionControl, ApprovalFlow):
         """Where channels store each update before acknowledging it (bot.conversation.inbox.Inbox)."""
         return self.services.inbox
 
+    @property
+    def held(self) -> Any:
+        """Messages held for people a platform cannot reach yet (bot.conversation.held)."""
+        return self.services.held
+
     async def handle(self, message: IncomingMessage, sink: Sink) -> None:
         if message.language_hint:
             await self.services.languages.heard(message.sender, message.language_hint)
@@ -250,8 +255,10 @@ class Agent(SessionControl, ApprovalFlow):
 
         async def summarise(transcript: str) -> str:
             return await self._summarise(turn, transcript)
-        compacted = await history.compact(
-            messages, self.config["agent"]["context_budget_tokens"], summarise, size)
+        budget = self.services.llm.history_budget(
+            self.prompt.model_for(turn), self.config["agent"]["context_budget_tokens"],
+            self.prompt.max_tokens)
+        compacted = await history.compact(messages, budget, summarise, size)
         if compacted is not None:
             messages = compacted
         if messages is not stored and messages != stored:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from bot.approvals.undo import UndoLog
     from bot.config.settings import Config
     from bot.conversation.delivery import Delivery
+    from bot.conversation.held import HeldMessages
     from bot.conversation.inbox import Inbox
     from bot.jobs.jobs import Jobs
     from bot.llm.client import LLMClient
@@ -59,6 +60,7 @@ class Services:
     # messages per minute per sender (in the store when other processes share it)
     rate_limits: MessageRateLimiter | StoredRateLimiter
     inbox: Inbox                       # incoming updates, stored before they are acknowledged
+    held: HeldMessages                 # messages a platform would not deliver yet
     ports: Ports                       # what tools reach besides their args
     languages: Languages               # each person's language (the one resolver)
     network: Network = field(default_factory=Network)

@@ -38,8 +38,9 @@ async def attachment(line: str, sink: TerminalSink,
         sink.line(sink.say(texts.ATTACH_TOO_LARGE, path=path, limit=MAX_ATTACH_BYTES))
         return None
     name = PurePath(path).name
-    part: Part = AudioPart(data, name, "audio/ogg") if PurePath(name).suffix.lower() in AUDIO_SUFFIXES \
-        else DocumentPart(data, name)
+    # An audio file is a recording anyone may have made, not words typed (or spoken) now.
+    part: Part = AudioPart(data, name, "audio/ogg", spoken_by_sender=False) \
+        if PurePath(name).suffix.lower() in AUDIO_SUFFIXES else DocumentPart(data, name)
     return message(" ".join(words[1:]), (part,))
 
 

@@ -259,7 +259,8 @@ def test_egress_is_in_the_metadata_of_network_and_mcp_side_effect_tools():
     remote = SimpleNamespace(name="send_mail", description="Send", input_schema={"type": "object"})
     acting = tool_meta(ServerSpec(name="mail", command="x", has_side_effects=True), remote)
     reading = tool_meta(ServerSpec(name="mail", command="x", risk="low"), remote)
-    assert acting.egress and not reading.egress
+    local = tool_meta(ServerSpec(name="mail", command="x", risk="low", local=True), remote)
+    assert acting.egress and reading.egress and not local.egress   # its args reach the server
     assert not fs_read.build().meta.egress
 
 
@@ -325,9 +326,11 @@ async def test_the_senders_own_voice_note_does_not_taint_the_turn(app_factory, f
     assert [(r["tool"], r["decision"]) for r in audit] == [("web_fetch", "allow")]
 
 
-async def test_a_photo_alone_does_not_taint_the_turn(app_factory, fake_anthropic):
+async def test_a_photo_taints_the_turn_its_pixels_are_not_the_requesters_typing(
+        app_factory, fake_anthropic):
+    # A screenshot of instructions, a QR code: what a picture says is data, like a document.
     app = await app_factory({"senders": {"telegram:7": "read_only"}})
     await first_call_after(app, fake_anthropic, with_parts(
         "telegram:7", "where is this?", ImagePart(jpeg(), "image/jpeg")), PLAIN_FETCH)
-    audit = await app.services.store.fetchall("SELECT tool, decision FROM audit ORDER BY id")
-    assert [(r["tool"], r["decision"]) for r in audit] == [("web_fetch", "allow")]
+    (fetch,) = tool_results(fake_anthropic)
+    assert fetch["is_error"] and TAINT_REASON in fetch["content"]

@@ -50,13 +50,12 @@ ROOT_MODULES = {"app", ""}   # bot.app (the composition root) and bot itself
 # What the outer rings may import of the core. Tools: the contract, plus two shared helpers
 # they reach directly: the worker pool (bot.toolbox.offload) and image sniffing and file-name
 # display (bot.media).
-# Channels: the contract and their own configuration, the reader's words (language: catalogs
-# and formats, below everything but core), plus what they still reach directly: the approval
-# records' labels and ids and the batch heading (approvals), the inbox, held messages and the
-# sweep (conversation), image sniffing (media); each is a candidate for a port.
+# Channels: the contract (the inbox and held messages are ports of it) and their own
+# configuration, the reader's words (language: catalogs and formats, below everything but
+# core), plus what they still reach directly: the approval records' labels and ids and the
+# batch heading (approvals), image sniffing (media); each is a candidate for the contract.
 OUTER_ALLOWED = {"tools": frozenset({"core", "toolbox", "media"}),
-                 "channels": frozenset({"core", "config", "language", "approvals", "conversation",
-                                        "media"})}
+                 "channels": frozenset({"core", "config", "language", "approvals", "media"})}
 
 
 @dataclass(frozen=True)
