@@ -121,6 +121,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/concurrency.py
 	$(BIN)/python bench/cache.py
 	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/console.py
 	$(BIN)/python bench/budgets.py
 

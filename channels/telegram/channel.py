@@ -27,7 +27,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from telegram import Bot, BotCommand, Update
 from telegram.error import InvalidToken, NetworkError, TelegramError
@@ -52,7 +52,9 @@ from channels.telegram.reading import GROUP_TYPES, MessageReader
 from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
 from channels.telegram.taps import INVALID_BUTTON, TapHandler, chat_target
-from channels.telegram.webhook import WebhookServer, check_secret_shape
+
+if TYPE_CHECKING:   # the webhook (and aiohttp's server) is imported in webhook mode only
+    from channels.telegram.webhook import WebhookServer
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,8 @@ def check_config(config: Config) -> tuple[str, str]:
     tg = config["telegram"]
     if tg["mode"] != "webhook":
         return token, ""
+    from channels.telegram.webhook import check_secret_shape  # webhook mode only
+
     secret = check_secret_shape(config.secret("TELEGRAM_WEBHOOK_SECRET"))
     if not tg["webhook_url"]:
         raise ChannelError("[telegram] mode = \"webhook\" needs webhook_url (the public https URL)")
@@ -211,6 +215,8 @@ class TelegramChannel:
                                   on_conflict=self._another_poller)
             await self._poller.start()
             return
+        from channels.telegram.webhook import WebhookServer
+
         self._webhook = WebhookServer(app.bot, self._intake.receive, secret=secret,
                                       path=tg["webhook_path"], listen=tg["listen"], port=tg["port"],
                                       listeners=self._listeners)
