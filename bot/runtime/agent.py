@@ -134,11 +134,13 @@ class Agent(SessionControl, ApprovalFlow):
 
     async def run_unattended(self, *, session_key: str, sender: str, chat: str, channel: str,
                              level: str, allowlist: frozenset[str], text: str,
-                             sink: Sink) -> None:
+                             sink: Sink, in_group: bool = False) -> None:
         """A turn nobody typed (a scheduled job): in its own session `session_key`, as `sender`
-        at `level`, restricted to `allowlist`; approvals it needs are posted into `chat`."""
+        at `level`, restricted to `allowlist`; approvals it needs are posted into `chat`, a
+        group when `in_group` (the run then works in the group's folder and memory)."""
         session_id = await self.journal.active_session(sender, session_key, channel)
-        message = IncomingMessage(sender=sender, chat=chat, text=text, channel=channel)
+        message = IncomingMessage(sender=sender, chat=chat, text=text, channel=channel,
+                                  is_group=in_group)
         await self._queued(message, sink, lambda: self._user_turn(
             message, level, sink, session_id=session_id, run_allowlist=allowlist))
 
