@@ -14,7 +14,8 @@ Every byte of traffic stays on 127.0.0.1: Telegram and Discord are the fakes fro
 (Discord has no base-URL option, so the child points discord.py at the fake before running main,
 as the tests do), and ANTHROPIC_BASE_URL points at a closed local port (start-up makes no model
 call). Each measurement is bounded by a timeout; a run that does not get ready is reported, not
-waited for. Prints the median of --runs runs (default 5) after one discarded warm-up run.
+waited for. Prints the median of --runs runs (default 5) after one discarded warm-up run, then
+what the message catalogs cost: loading them once, and their work per message.
 
     .venv/bin/python bench/startup.py [--runs 5] [--settle 1.0] [--timeout 30]
 """
@@ -253,6 +254,49 @@ def report(commands: list[Command], runs: int) -> None:
                 print(f"  ! {app.configuration}: {sample.why}")
 
 
+# The message catalogs, in a fresh interpreter that has imported what the bot imports anyway:
+# importing bot.language and reading the three compiled catalogs (start-up pays it: Telegram's
+# menus name all three), Babel's first date format (paid once, by the first card), then what a
+# message pays for its words (the reader's translator and a notice) and what an approval card's
+# lines cost (with its two times in the reader's format).
+CATALOG_PROBE = """\
+import time
+import bot.core.events, bot.config.settings
+t0 = time.perf_counter()
+from bot.language.catalogs import translator
+for language in ("en", "it", "es"):
+    translator(language)
+t1 = time.perf_counter()
+translator("it").clock(1.8e9)
+t2 = time.perf_counter()
+from bot.language.phrase import Phrase
+said = Phrase("Started a fresh conversation.")
+for _ in range(5000):
+    translator("it").at("Europe/Rome").say(said)
+t3 = time.perf_counter()
+for _ in range(500):
+    tr = translator("it").at("Europe/Rome")
+    tr._("Approval needed"), tr._("Requested by: {who}", who="telegram:1")
+    tr._("Expires at {time}.", time=tr.clock(1.8e9)), tr.clock(1.8e9 + 60)
+t4 = time.perf_counter()
+print(f"{(t1 - t0) * 1e3:.2f} {(t2 - t1) * 1e3:.2f} {(t3 - t2) / 5000 * 1e6:.2f} "
+      f"{(t4 - t3) / 500 * 1e6:.1f}")
+"""
+
+
+def catalog_figures(runs: int) -> list[float]:
+    """Medians of: ms to import and load every catalog, ms of Babel's first format, µs of
+    catalog work per message, µs per approval card."""
+    import subprocess
+
+    samples = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", CATALOG_PROBE], cwd=ROOT, check=True,
+                             capture_output=True, text=True, timeout=60).stdout.split()
+        samples.append([float(value) for value in out])
+    return [statistics.median(column) for column in zip(*samples, strict=True)]
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -268,6 +312,10 @@ async def main() -> int:
                                       ("telegram", "discord"))]
             await run_interleaved(commands, args)
     report(commands, args.runs)
+    load_ms, first_format_ms, message_us, card_us = catalog_figures(args.runs)
+    print(f"\ncatalogs: {load_ms:.1f} ms to import and load en/it/es at start; "
+          f"{first_format_ms:.1f} ms for Babel's first date format (once, the first card); "
+          f"{message_us:.1f} µs per message; {card_us:.0f} µs per approval card (Italian)")
     return 1 if any(s.ready_ms is None for c in commands for s in c.samples) else 0
 
 

@@ -57,6 +57,15 @@ def make_config(tmp_path: Path, overrides: dict[str, Any] | None = None,
 
 
 @pytest.fixture(autouse=True)
+def english_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The terminal follows LANG: tests read its English words whatever the machine's locale
+    (a test of another language sets its own)."""
+    for name in ("LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+
+
+@pytest.fixture(autouse=True)
 def root_logging_restored():
     """A test that runs the CLI in-process installs myclaw's log handler on the root logger; it is
     taken off afterwards so its redacting filter (which drops exc_info) cannot reach later tests."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.core.identity import is_operator
+from bot.language.phrase import Phrase
 
 MAX_TRACKED = 10_000  # buckets kept in memory; past it, full ones (same as a fresh one) are dropped
 TOPIC = "rate"
@@ -60,10 +61,11 @@ def take(bucket: Bucket | None, now: float, per_minute: int) -> tuple[Bucket, Ra
     if noticed:
         return Bucket(tokens, now, True), RateDecision(False)
     wait = math.ceil((1 - tokens) * 60 / per_minute)
-    return Bucket(tokens, now, True), RateDecision(False, (
-        f"You are sending messages faster than I can take them (at most {per_minute} "
-        f"a minute). I skipped that message; please wait about {wait} s and send it again. "
-        "Until you slow down, further messages are skipped without another notice."))
+    return Bucket(tokens, now, True), RateDecision(False, Phrase(
+        "You are sending messages faster than I can take them (at most {per_minute} a minute). "
+        "I skipped that message; please wait about {wait} s and send it again. Until you slow "
+        "down, further messages are skipped without another notice.", per_minute=per_minute,
+        wait=wait))
 
 
 @dataclass(frozen=True)

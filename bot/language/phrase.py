@@ -34,6 +34,21 @@ class Moment:
 
 
 @dataclass(frozen=True)
+class Day:
+    """A calendar day in `zone` ("1 Jan 2027"; the reader's format when rendered)."""
+
+    timestamp: float
+    zone: str = "UTC"
+
+    def __str__(self) -> str:
+        from datetime import datetime
+        from zoneinfo import ZoneInfo
+
+        day = datetime.fromtimestamp(self.timestamp, ZoneInfo(self.zone))
+        return f"{day.day} {day:%b %Y}"
+
+
+@dataclass(frozen=True)
 class Number:
     value: float
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from bot.language.phrase import Amount, Lines, Moment, Number, Phrase
+from bot.language.phrase import Amount, Day, Lines, Moment, Number, Phrase
 
 
 @cache
@@ -64,6 +64,11 @@ class Translator:
             return self.money(value.value, value.currency)
         if isinstance(value, Number):
             return self.number(value.value)
+        if isinstance(value, Day):
+            from babel.dates import format_date
+
+            moment = datetime.fromtimestamp(value.timestamp, _zone(value.zone))
+            return format_date(moment, "medium", locale=self.language)
         if isinstance(value, Lines):
             return "\n".join(self.say(line) for line in value.lines)
         return value

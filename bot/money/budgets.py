@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from bot.core.errors import LLMError
 from bot.core.identity import is_operator
+from bot.language.phrase import Amount, Day, Lines, Phrase, plural_phrase
 from bot.money.spend import Period, SpendLedger, Totals
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.notices import OnceNotices
@@ -63,6 +63,7 @@ class Admission:
     allowed: bool
     message: str = ""  # why not, for the user (empty when allowed)
     limit: str = ""    # which limit refused: "daily" | "monthly" | "global"
+    for_approvers: str = ""   # the same, about the user, for the approvers who may raise it
 
 
 class Budgets:
@@ -104,8 +105,9 @@ class Budgets:
         period = self.ledger.period()
         for measure in self.measures(totals, self.limits(sender, level), period):
             if measure.limit and measure.spent >= measure.limit:
-                text = self._refusal(measure, self.limits(sender, level), period)
-                return Admission(False, text, measure.kind)
+                limits = self.limits(sender, level)
+                return Admission(False, self._refusal(measure, limits, period), measure.kind,
+                                 self._refusal(measure, limits, period, for_approvers=True))
         return Admission(True)
 
     async def check_owner(self, owner: str, level: str | None) -> Admission:
@@ -119,8 +121,8 @@ class Budgets:
         if admission.allowed:
             return
         first = await self._report_refusal(sender, admission)
-        note = (f"Budget: {sender} was refused a model call. {_third_person(admission.message)}"
-                if first else "")
+        note = Phrase("Budget: {who} was refused a model call. {why}", who=sender,
+                      why=admission.for_approvers) if first else ""
         raise BudgetExceeded(sender, admission.message, note)
 
     async def warning(self, sender: str, level: str | None) -> str | None:
@@ -143,26 +145,49 @@ class Budgets:
         symbol = SYMBOLS.get(self.currency.upper())
         return f"{symbol}{amount:,.2f}" if symbol else f"{amount:,.2f} {self.currency}"
 
-    def _refusal(self, measure: Measure, limits: Limits, period: Period) -> str:
-        amounts = f"{self.money(measure.spent)} of {self.money(measure.limit)}"
-        resets = resets_text(measure.kind, period, self.ledger.clock())
+    def amount(self, value: float) -> Amount:
+        """Money in the budget's currency, as each reader's language writes it."""
+        return _Amount(value, self.currency.upper(), self.money(value))
+
+    def _refusal(self, measure: Measure, limits: Limits, period: Period,
+                 for_approvers: bool = False) -> str:
+        """Why a call may not start, to the sender (or, `for_approvers`, about them)."""
+        values = {"spent": self.amount(measure.spent), "limit": self.amount(measure.limit),
+                  "resets": resets_text(measure.kind, period, self.ledger.clock())}
         if measure.kind == "global":
-            return (f"The bot has used its shared model budget for today ({amounts}), so I "
-                    f"cannot answer right now. It resets {resets}. Only the operator can raise "
-                    "it ([budgets] global_daily in the config).")
-        setting = limits.daily_setting if measure.kind == "daily" else "sender_monthly"
-        which = "today's" if measure.kind == "daily" else "this month's"
-        return (f"You have used {which} model budget ({amounts}), so I cannot answer right now. "
-                f"It resets {resets}. Only the operator can raise it ([budgets] {setting} in "
-                "the config); your message is saved.")
+            return Phrase("The bot has used its shared model budget for today ({spent} of "
+                          "{limit}), so I cannot answer right now. It resets {resets}. Only the "
+                          "operator can raise it ([budgets] global_daily in the config).", **values)
+        values["setting"] = limits.daily_setting if measure.kind == "daily" else "sender_monthly"
+        if for_approvers:
+            return (Phrase("They have used today's model budget ({spent} of {limit}), so I cannot "
+                           "answer right now. It resets {resets}. Only the operator can raise it "
+                           "([budgets] {setting} in the config); their message is saved.", **values)
+                    if measure.kind == "daily" else
+                    Phrase("They have used this month's model budget ({spent} of {limit}), so I "
+                           "cannot answer right now. It resets {resets}. Only the operator can "
+                           "raise it ([budgets] {setting} in the config); their message is saved.",
+                           **values))
+        if measure.kind == "daily":
+            return Phrase("You have used today's model budget ({spent} of {limit}), so I cannot "
+                          "answer right now. It resets {resets}. Only the operator can raise it "
+                          "([budgets] {setting} in the config); your message is saved.", **values)
+        return Phrase("You have used this month's model budget ({spent} of {limit}), so I cannot "
+                      "answer right now. It resets {resets}. Only the operator can raise it "
+                      "([budgets] {setting} in the config); your message is saved.", **values)
 
     def _warning_text(self, measure: Measure, period: Period) -> str:
-        share = round(100 * measure.spent / measure.limit)
-        what = {"daily": "your model budget for today", "monthly": "your model budget for "
-                "this month", "global": "the bot's shared model budget for today"}[measure.kind]
-        return (f"Heads-up: {share}% of {what} is used ({self.money(measure.spent)} of "
-                f"{self.money(measure.limit)}). It resets "
-                f"{resets_text(measure.kind, period, self.ledger.clock())}.")
+        values = {"share": f"{round(100 * measure.spent / measure.limit)}%",
+                  "spent": self.amount(measure.spent), "limit": self.amount(measure.limit),
+                  "resets": resets_text(measure.kind, period, self.ledger.clock())}
+        if measure.kind == "daily":
+            return Phrase("Heads-up: {share} of your model budget for today is used ({spent} of "
+                          "{limit}). It resets {resets}.", **values)
+        if measure.kind == "monthly":
+            return Phrase("Heads-up: {share} of your model budget for this month is used "
+                          "({spent} of {limit}). It resets {resets}.", **values)
+        return Phrase("Heads-up: {share} of the bot's shared model budget for today is used "
+                      "({spent} of {limit}). It resets {resets}.", **values)
 
     async def _report_refusal(self, sender: str, admission: Admission) -> bool:
         """Audit the first refusal per sender, limit and day; True when this was the first."""
@@ -181,28 +206,33 @@ def _key(*parts: str) -> str:
     return "\x1f".join(parts)
 
 
-def _third_person(refusal: str) -> str:
-    """The sender's refusal text, reworded for the approvers who may raise the limit."""
-    return (refusal.replace("You have used", "They have used", 1)
-            .replace("; your message is saved.", "; their message is saved."))
+@dataclass(frozen=True)
+class _Amount(Amount):
+    """An amount whose English text is the budget's own ("$1.25")."""
+
+    english: str = ""
+
+    def __str__(self) -> str:
+        return self.english
 
 
 def resets_text(kind: str, period: Period, now: float) -> str:
     """"at midnight UTC (in 5 h 12 min)" or "on 1 Jan 2027 at 00:00 UTC (in 30 days)"."""
     if kind == "monthly":
-        end = datetime.fromtimestamp(period.month_end, UTC)
-        return f"on {end.day} {end:%b %Y} at 00:00 UTC ({until(period.month_end - now)})"
-    return f"at midnight UTC ({until(period.day_end - now)})"
+        return Phrase("on {day} at 00:00 UTC ({left})", day=Day(period.month_end),
+                      left=until(period.month_end - now))
+    return Phrase("at midnight UTC ({left})", left=until(period.day_end - now))
 
 
 def until(seconds: float) -> str:
     minutes = max(1, int(seconds // 60))
     if minutes < 60:
-        return f"in {minutes} min"
+        return Phrase("in {minutes} min", minutes=minutes)
     hours, minutes = divmod(minutes, 60)
     if hours < 48:
-        return f"in {hours} h {minutes} min" if minutes else f"in {hours} h"
-    return f"in {round(hours / 24)} days"
+        return (Phrase("in {hours} h {minutes} min", hours=hours, minutes=minutes) if minutes
+                else Phrase("in {hours} h", hours=hours))
+    return plural_phrase("in {n} day", "in {n} days", round(hours / 24))
 
 
 # --- /usage ------------------------------------------------------------------------------
@@ -212,14 +242,15 @@ async def own_report(budgets: Budgets, sender: str, level: str | None) -> str:
     totals = await budgets.ledger.totals(sender)
     period, now = budgets.ledger.period(), budgets.ledger.clock()
     limits = budgets.limits(sender, level)
-    lines = [f"Your model spend ({budgets.currency}):"]
+    lines = [Phrase("Your model spend ({currency}):", currency=budgets.currency)]
     for measure, label in zip(budgets.measures(totals, limits, period),
-                              ("today", "this month", "everyone today"), strict=True):
-        line = f"• {label}: {_against(budgets, measure.spent, measure.limit)}"
-        if measure.limit:
-            line += f", resets {resets_text(measure.kind, period, now)}"
-        lines.append(line)
-    return "\n".join(lines)
+                              (Phrase("today"), Phrase("this month"), Phrase("everyone today")),
+                              strict=True):
+        spent = _against(budgets, measure.spent, measure.limit)
+        lines.append(Phrase("• {what}: {spent}, resets {resets}", what=label, spent=spent,
+                            resets=resets_text(measure.kind, period, now)) if measure.limit
+                     else Phrase("• {what}: {spent}", what=label, spent=spent))
+    return Phrase("{lines}", lines=Lines(lines))
 
 
 async def everyone_report(budgets: Budgets, levels: dict[str, str | None],
@@ -243,5 +274,6 @@ async def everyone_report(budgets: Budgets, levels: dict[str, str | None],
 
 def _against(budgets: Budgets, spent: float, limit: float) -> str:
     if not limit:
-        return f"{budgets.money(spent)} (no limit)"
-    return f"{budgets.money(spent)} of {budgets.money(limit)} ({round(100 * spent / limit)}%)"
+        return Phrase("{spent} (no limit)", spent=budgets.amount(spent))
+    return Phrase("{spent} of {limit} ({share})", spent=budgets.amount(spent),
+                  limit=budgets.amount(limit), share=f"{round(100 * spent / limit)}%")

@@ -377,7 +377,8 @@ async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
     if arg.lower() != "all":
         report = await own_report(services.budgets, message.sender, autonomy)
         spoken = await agent.voice.usage_line(message.sender)
-        await sink.emit(Notice(f"{report}\n{spoken}" if spoken else report))
+        await sink.emit(Notice(Phrase("{report}\n{voice}", report=report, voice=spoken)
+                               if spoken else report))
         return
     if not agent.is_approver(message.sender):
         await sink.emit(Notice(Phrase("Only approvers can see everyone's usage; /usage shows "

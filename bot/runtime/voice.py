@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from bot.core.events import AudioPart, Done, Event, IncomingMessage, Notice, Sink, SpeechOut
 from bot.core.ports import Payer
 from bot.language.catalogs import N_
-from bot.language.phrase import Phrase
+from bot.language.phrase import Number, Phrase
 from bot.media.speech.engine import Speaker, SpeechError, build_engine, engine_name
 from bot.media.speech.spoken import guess_language, spoken_text
 from bot.money.budgets import BudgetExceeded
@@ -189,8 +189,8 @@ class VoiceReplies:
         characters, cost = await self.services.spend.spoken_today(sender)
         if not characters:
             return ""
-        money = self.services.budgets.money(cost)
-        return f"• voice today: {characters:,} characters spoken, {money} (in the totals above)"
+        return Phrase("• voice today: {characters} characters spoken, {cost} (in the totals above)",
+                      characters=Number(characters), cost=self.services.budgets.amount(cost))
 
 
 class _SpeakingSink:

@@ -1,0 +1,51 @@
+"""Budget, rate-limit, reminder and pairing notices in each language: made before anyone knows
+who reads them (Phrases), rendered by the reader's translator with their money format, dates
+and plurals, every word from the catalog."""
+
+from __future__ import annotations
+
+from bot.access.ratelimit import take
+from bot.language.phrase import Amount, Phrase
+from bot.money.budgets import resets_text, until
+from bot.money.spend import Period
+from tests.support.languages import ES, IT, PSEUDO, unmarked_words
+
+NOW = 1_796_212_800.0     # 2026-12-02 12:00 UTC
+
+
+def budget_warning() -> Phrase:
+    return Phrase("Heads-up: {share} of your model budget for today is used ({spent} of "
+                  "{limit}). It resets {resets}.", share="80%", spent=Amount(0.8, "EUR"),
+                  limit=Amount(1.0, "EUR"), resets=resets_text("monthly", Period.at(NOW), NOW))
+
+
+def test_a_budget_notice_reads_in_each_language_with_its_money_dates_and_plurals():
+    warning = budget_warning()
+    assert str(warning).startswith("Heads-up: 80% of your model budget")
+    assert "0,80\xa0€ su 1,00\xa0€" in IT.say(warning) and "1 gen 2027" in IT.say(warning)
+    assert "tra 30 giorni" in IT.say(warning)
+    assert "0,80\xa0€ de 1,00\xa0€" in ES.say(warning) and "en 30 días" in ES.say(warning)
+    assert unmarked_words(PSEUDO.say(warning), ("80%", "EUR", "€", "UTC", "00:00")) == []
+
+
+def test_durations_count_in_the_readers_plural():
+    assert IT.say(until(86_400 * 2.2)) == "tra 2 giorni"
+    assert ES.say(until(90)) == "en 1 min"
+
+
+def test_the_rate_limit_notice_is_in_the_readers_language():
+    _bucket, decision = take(None, NOW, 1)
+    _bucket, decision = take(_bucket, NOW, 1)
+    assert "al massimo 1 al minuto" in IT.say(decision.notice)
+    assert unmarked_words(PSEUDO.say(decision.notice)) == []
+
+
+def test_a_reminder_and_a_pairing_notice_are_catalog_words_around_their_content():
+    skipped = Phrase("⏰ {job}: skipped — {why}", job="stretch", why=budget_warning())
+    paired = Phrase("✅ You're in! The operator let you in ({level}). Send /help to see what I "
+                    "can do.", level="supervised")
+    assert IT.say(skipped).startswith("⏰ stretch: saltato. Attenzione:")
+    assert ES.say(paired).startswith("✅ ¡Ya estás dentro!")
+    for said in (skipped, paired):
+        assert unmarked_words(PSEUDO.say(said), ("stretch", "supervised", "/help", "80%", "EUR",
+                                                 "UTC", "00:00")) == []
