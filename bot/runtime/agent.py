@@ -28,6 +28,7 @@ from bot.conversation.inbox import replica_name
 from bot.conversation.journal import ACTIVE, Journal
 from bot.conversation.sessions import SessionQueue
 from bot.core.events import (
+    REPAIRED_NOTICE,
     ApprovalView,
     Done,
     IncomingMessage,
@@ -103,6 +104,8 @@ class Agent(SessionControl, ApprovalFlow):
         if not message.text.strip() and not message.parts:
             await sink.emit(Notice("I can only read text messages."))
             return
+        if message.repaired:   # the sender should know the agent did not see what they typed
+            await sink.emit(Notice(REPAIRED_NOTICE))
         await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
 
     def command_descriptions(self) -> list[tuple[str, str]]:
