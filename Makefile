@@ -26,7 +26,7 @@ define NEED_API_KEY
   echo "myclaw: ANTHROPIC_API_KEY is not set. Export your Anthropic API key (export ANTHROPIC_API_KEY=sk-ant-...) and run again. Optional: TELEGRAM_BOT_TOKEN and/or DISCORD_BOT_TOKEN to enable those channels; without them the terminal channel opens." >&2; exit 2; }
 endef
 
-.PHONY: run test lint bench clean browser sandbox-tools install check-docs
+.PHONY: run test lint bench clean browser sandbox-tools speech-tools install check-docs
 
 # Without pip: creating the venv is then instant, and uv (or ensurepip) adds it.
 $(BIN)/python:
@@ -70,7 +70,7 @@ browser:
 run:
 	@[ -x $(BIN)/python ] || $(NEED_PYTHON)
 	@$(NEED_API_KEY)
-	@$(MAKE) --no-print-directory $(VENV)/.installed
+	@$(MAKE) --no-print-directory $(VENV)/.installed speech-tools SPEECH_OPTIONAL=1
 	$(BIN)/myclaw run $(ARGS)
 
 install: $(VENV)/.installed
@@ -93,10 +93,23 @@ sandbox-tools:
 	    exit 1; \
 	  fi; }
 
+# Voice replies speak with espeak-ng when no speech service is configured (and its tests use
+# the real one). Installed when running as root and missing; otherwise `make run` says how and
+# goes on (answers stay text until it is there), and `make test` stops.
+speech-tools:
+	@command -v espeak-ng >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    $(APT_UPDATE) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends espeak-ng; \
+	  else \
+	    echo "espeak-ng is not installed: voice replies need it (or a [media.speech] service)." >&2; \
+	    echo "Install it as root: apt-get install espeak-ng (or your system's package)." >&2; \
+	    [ -n "$(SPEECH_OPTIONAL)" ]; \
+	  fi; }
+
 # One pytest worker per core (TEST_WORKERS=0 runs in this process, e.g. to use a debugger).
 # Tests must not share ports, PostgreSQL schemas or files with a test in another worker.
 TEST_WORKERS ?= auto
-test: lint browser sandbox-tools
+test: lint browser sandbox-tools speech-tools
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Every command shown in README.md, docs/ and deploy/README.md, run as shown (tests/test_readme.py).

@@ -24,60 +24,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from _common import ROOT, fake_anthropic, make_config, percentile
+from _telegram_webhook import UNLIMITED, Send, telegram_webhook_bot
 
 # bench/telegram.py would shadow python-telegram-bot's `telegram` package for this script.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
-from tests.fakes.telegram_server import FakeTelegram, channel_overrides  # noqa: E402
 from tests.fakes.whatsapp_server import FakeWhatsApp  # noqa: E402
 
 APP_SECRET = "bench-app-secret"
-TG_SECRET = "bench-telegram-secret"
 LATENCY_USER = 4242
 CHAT_BASE = 390_000_100_000
 TARGET_RATIO = 1.2
-# Every benchmark sender may do everything, as often as it likes (the limits are not measured).
-UNLIMITED = {"senders": {"unknown": "full"}, "rate_limits": {"messages_per_minute": 100_000},
-             "budgets": {"sender_daily": 0, "sender_monthly": 0, "global_daily": 0}}
-
-Send = Callable[[int, str], Awaitable[int]]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:   # Telegram's port must be named (its schema says ≥ 1)
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-async def _telegram(model_url: str) -> tuple[Any, Any, Send, Callable[[int, str], bool]]:
-    from bot.app import App
-
-    tg = await FakeTelegram().__aenter__()
-    port = _free_port()
-    overrides = {**UNLIMITED, **channel_overrides(
-        tg, mode="webhook", webhook_url=f"http://127.0.0.1:{port}/telegram", listen="127.0.0.1",
-        port=port, webhook_path="/telegram")}
-    app = await App.open(make_config(model_url, overrides, env={
-        "TELEGRAM_BOT_TOKEN": tg.token, "TELEGRAM_WEBHOOK_SECRET": TG_SECRET}))
-    await app.start_channels(["telegram"])
-
-    async def send(user: int, words: str) -> int:
-        chat = {"id": user, "type": "private", "first_name": "Ada"}
-        return await tg.deliver_to_webhook({"message": tg.make_message(chat, user, words)})
-
-    def answered(user: int, words: str) -> bool:
-        return any(c.params.get("text") == f"ok: {words}" and int(c.params["chat_id"]) == user
-                   for c in tg.calls if c.method in ("sendMessage", "editMessageText"))
-    return app, tg, send, answered
 
 
 async def _whatsapp(model_url: str) -> tuple[Any, Any, Send, Callable[[int, str], bool]]:
@@ -142,7 +107,7 @@ async def chats(start: Any, model_url: str, count: int, timeout: float) -> float
 
 
 async def main(args: argparse.Namespace) -> int:
-    bots = {"telegram": _telegram, "whatsapp": _whatsapp}
+    bots = {"telegram": telegram_webhook_bot, "whatsapp": _whatsapp}
     ok = True
     with fake_anthropic(0.0) as quick:
         figures = {name: await latency(start, quick, args.messages, args.timeout)

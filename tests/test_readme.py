@@ -31,6 +31,7 @@ def test_the_quick_start_is_exactly_make_run_and_make_test():
 def test_the_readme_carries_each_guide_as_written_in_docs():
     for name, heading in (("telegram", "## Telegram in 3 minutes"),
                           ("discord", "## Discord in 5 minutes"),
+                          ("slack", "## Slack in 5 minutes"),
                           ("whatsapp", "## WhatsApp in 10 minutes"),
                           ("extending", "## Extending myclaw")):
         assert heading in README
@@ -65,6 +66,8 @@ PLACEHOLDER_EXPORTS = {
     "export WHATSAPP_APP_SECRET=...": "WHATSAPP_APP_SECRET",
     "export WHATSAPP_VERIFY_TOKEN=...": "WHATSAPP_VERIFY_TOKEN",
     "export OPENAI_API_KEY=sk-...": "OPENAI_API_KEY",
+    "export SLACK_BOT_TOKEN=xoxb-...": "SLACK_BOT_TOKEN",
+    "export SLACK_APP_TOKEN=xapp-...": "SLACK_APP_TOKEN",
 }
 
 RUN = {
@@ -75,7 +78,9 @@ RUN = {
     "chmod 600 myclaw.toml": "test_the_telegram_guide_runs_as_written_against_the_fake_bot_api",
     "myclaw doctor --telegram --security":
         "test_the_telegram_guide_runs_as_written_against_the_fake_bot_api",
-    "myclaw run": "test_the_telegram_guide_runs_as_written_against_the_fake_bot_api",
+    "myclaw run": ("test_the_telegram_guide_runs_as_written_against_the_fake_bot_api",
+                   "test_the_slack_guide_runs_as_written_against_the_fake_slack"),
+    "myclaw doctor --slack": "test_the_slack_guide_runs_as_written_against_the_fake_slack",
     "export TELEGRAM_WEBHOOK_SECRET=$(openssl rand -hex 32)":
         "test_the_webhook_secret_recipe_gives_a_secret_telegram_accepts",
     "cp deploy/myclaw.env.example deploy/myclaw.env && chmod 600 deploy/myclaw.env":
@@ -271,6 +276,26 @@ async def test_the_telegram_guide_runs_as_written_against_the_fake_bot_api(bindi
         assert f"token accepted (@{fake.bot_user['username']})" in out
         assert "security: no risky settings found" in out
         await _start_and_stop(start, env, tmp_path, b"telegram channel connected")
+
+
+async def test_the_slack_guide_runs_as_written_against_the_fake_slack(bindir, tmp_path):
+    from tests.fakes.slack_server import FakeSlack
+
+    config = _guide_blocks("slack.md", "toml")[0]
+    doctor, start = shell_commands(f"```sh\n{_guide_blocks('slack.md', 'sh')[1]}```\n")
+    async with FakeSlack() as fake:
+        (tmp_path / "myclaw.toml").write_text(config.replace(
+            "[slack]\n", f'[slack]\nbase_url = "{fake.base_url}"\n'))
+        env = base_env(tmp_path, bindir, ANTHROPIC_API_KEY="sk-ant-test",
+                       ANTHROPIC_BASE_URL="http://127.0.0.1:9", SLACK_BOT_TOKEN=fake.bot_token,
+                       SLACK_APP_TOKEN=fake.app_token)
+        code, out = await _sh(doctor, env, tmp_path)
+        assert code == 0, out
+        for line in ("ok   slack auth.test: token accepted", "ok   slack scopes:",
+                     "ok   slack socket mode: connected (Slack said hello)"):
+            assert line in out, out
+        await _start_and_stop(start, env, tmp_path, b"slack channel connected")
+        assert fake.of("apps.connections.open")
 
 
 async def _sh(command: str, env: dict[str, str], cwd: Path) -> tuple[int, str]:

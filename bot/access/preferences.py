@@ -1,5 +1,6 @@
 """Each person's own settings (`sender_settings`, one row per sender): the time zone their
-schedules are read in, and whatever else a person chooses for themselves. This module is the
+schedules are read in, whether answers are spoken too (/voice), and whatever else a person
+chooses for themselves. This module is the
 table's one owner: everything else asks it.
 """
 
@@ -24,3 +25,18 @@ class Preferences:
                 "INSERT INTO sender_settings(sender, timezone) VALUES (?, ?)"
                 " ON CONFLICT (sender) DO UPDATE SET timezone = excluded.timezone",
                 (sender, timezone))
+
+    async def voice_of(self, sender: str) -> str | None:
+        """The sender's /voice choice (on, off, auto), None when they never chose."""
+        row = await self.store.fetchone("SELECT voice FROM sender_settings WHERE sender = ?",
+                                        (sender,))
+        return row["voice"] if row and row["voice"] else None
+
+    async def set_voice(self, sender: str, mode: str, *, changed_topic: str = "") -> None:
+        """Store the choice; `changed_topic` tells other processes' caches (store invalidation)."""
+        async with self.store.transaction() as tx:
+            await tx.execute(
+                "INSERT INTO sender_settings(sender, voice) VALUES (?, ?)"
+                " ON CONFLICT (sender) DO UPDATE SET voice = excluded.voice", (sender, mode))
+            if changed_topic:
+                tx.invalidate(changed_topic, sender)

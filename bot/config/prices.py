@@ -20,6 +20,7 @@ from bot.core.errors import ConfigError
 log = logging.getLogger(__name__)
 
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
+SPEECH_KEY = "characters"   # a speech model's row: per million characters spoken
 PER_TOKENS = 1_000_000
 
 
@@ -31,13 +32,15 @@ class Price:
     output: float
     cache_write: float
     cache_read: float
+    characters: float = 0.0     # per million characters spoken (speech models)
 
     def cost(self, usage: Mapping[str, int]) -> float:
         """The cost of one call from its usage numbers (bot.llm.client's names)."""
         return (usage.get("input_tokens", 0) * self.input
                 + usage.get("output_tokens", 0) * self.output
                 + usage.get("cache_write_tokens", 0) * self.cache_write
-                + usage.get("cache_read_tokens", 0) * self.cache_read) / PER_TOKENS
+                + usage.get("cache_read_tokens", 0) * self.cache_read
+                + usage.get("characters", 0) * self.characters) / PER_TOKENS
 
 
 class PriceTable:
@@ -45,8 +48,11 @@ class PriceTable:
         self._prices = dict(prices)
         # Longest names first, so "claude-opus-5-5-mini" is not priced as "claude-opus-5-5".
         self._names = sorted(self._prices, key=len, reverse=True)
-        self._fallback = max(self._prices.values(), key=lambda p: (p.output, p.input),
-                             default=Price(0.0, 0.0, 0.0, 0.0))
+        fallback = max(self._prices.values(), key=lambda p: (p.output, p.input),
+                       default=Price(0.0, 0.0, 0.0, 0.0))
+        dearest_speech = max((p.characters for p in self._prices.values()), default=0.0)
+        self._fallback = Price(fallback.input, fallback.output, fallback.cache_write,
+                               fallback.cache_read, dearest_speech)
         self._unpriced_logged: set[str] = set()
 
     @classmethod
@@ -75,12 +81,17 @@ class PriceTable:
 
 
 def parse(raw: Mapping[str, Any], origin: str = "(config)") -> dict[str, Price]:
-    """The [prices] tables as values; a table missing one of the four rates is a ConfigError."""
+    """The [prices] tables as values; a table missing one of the four rates is a ConfigError,
+    unless it is a speech model's, which has only `characters`."""
     prices = {}
     for model, table in raw.items():
+        if SPEECH_KEY in table and not any(key in table for key in PRICE_KEYS):
+            prices[model] = Price(0.0, 0.0, 0.0, 0.0, float(table[SPEECH_KEY]))
+            continue
         missing = [key for key in PRICE_KEYS if key not in table]
         if missing:
             raise ConfigError(f"{origin}: [prices.{model!r}] is missing {', '.join(missing)} "
                               f"(every model needs {', '.join(PRICE_KEYS)}, per million tokens)")
-        prices[model] = Price(*(float(table[key]) for key in PRICE_KEYS))
+        prices[model] = Price(*(float(table[key]) for key in PRICE_KEYS),
+                              float(table.get(SPEECH_KEY, 0.0)))
     return prices

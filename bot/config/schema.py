@@ -238,6 +238,15 @@ SCHEMA: dict[str, Any] = _obj({
             "model": {"type": "string"},
             "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
         }),
+        "speech": _obj({
+            "engine": {"enum": ["", "http", "espeak-ng"]},
+            "base_url": {"type": "string"},
+            "model": {"type": "string"},
+            "voice": {"type": "string"},
+            "voices": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
+            "max_chars": {"type": "integer", "minimum": 1, "maximum": 4096},
+            "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+        }),
     }),
     "health": _obj({
         "enabled": {"type": "boolean"},
@@ -259,7 +268,7 @@ SCHEMA: dict[str, Any] = _obj({
         "level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
     }),
     "prices": {"type": "object", "additionalProperties": _obj(
-        {key: _MONEY for key in ("input", "output", "cache_write", "cache_read")})},
+        {key: _MONEY for key in ("input", "output", "cache_write", "cache_read", "characters")})},
     "budgets": _obj({
         "currency": {"type": "string", "minLength": 1, "maxLength": 8},
         "sender_daily": _MONEY,

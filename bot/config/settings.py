@@ -39,6 +39,7 @@ SECRET_ENV_VARS = (
     "MYCLAW_RECEIPT_KEY",
     "MYCLAW_DATABASE_URL",  # a PostgreSQL URL may carry the password
     "MYCLAW_STT_API_KEY",
+    "MYCLAW_TTS_API_KEY",
     "WHATSAPP_ACCESS_TOKEN",
     "WHATSAPP_APP_SECRET",
     "WHATSAPP_VERIFY_TOKEN",
@@ -123,6 +124,9 @@ DEFAULTS: dict[str, Any] = {
         "keep_images_turns": 3,              # later turns see a one-line placeholder instead
         "inbox_quota_bytes": 500_000_000,    # per sender, in <workspace>/inbox/
         "transcription": {"base_url": "", "model": "whisper-1", "timeout_seconds": 60},
+        # Voice replies: espeak-ng (local) unless base_url names an OpenAI-compatible service.
+        "speech": {"engine": "", "base_url": "", "model": "tts-1", "voice": "alloy", "voices": {},
+                   "max_chars": 1000, "timeout_seconds": 30},
     },
     "health": {"enabled": False, "listen": "127.0.0.1", "port": 8080},
     # The operator's web console: off unless asked for; local only unless a proxy is put in front.
@@ -136,6 +140,9 @@ DEFAULTS: dict[str, Any] = {
         "claude-sonnet-5-5": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.30},
         "claude-opus-5-5": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.50},
         "claude-haiku-5-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.10},
+        # OpenAI's speech models, per million characters spoken (espeak-ng is free)
+        "tts-1": {"characters": 15.0},
+        "tts-1-hd": {"characters": 30.0},
     },
     # 0 = no limit. Terminal senders (cli:*) are the operator: only global_daily applies to them.
     "budgets": {"currency": "USD", "sender_daily": 2.0, "sender_monthly": 30.0,

@@ -277,8 +277,19 @@ class FileOut:
     media_type: str = "application/octet-stream"
 
 
+@dataclass(frozen=True)
+class SpeechOut:
+    """The answer spoken: OGG/Opus audio sent after the text (never instead of it), as the
+    platform's voice message where it has one (`bot.media.speech`)."""
+
+    data: bytes = field(repr=False)
+    duration: float
+    name: str = "voice-reply.ogg"
+    media_type: str = "audio/ogg"
+
+
 Event = (TextDelta | ToolStarted | ToolProgress | ToolFinished | ApprovalNeeded
-         | ApprovalBatchNeeded | Notice | Done | ErrorEvent | FileOut)
+         | ApprovalBatchNeeded | Notice | Done | ErrorEvent | FileOut | SpeechOut)
 
 
 class Sink(Protocol):

@@ -28,7 +28,8 @@ from bot.config.prices import PriceTable
 from bot.store.protocol import Store, Transaction
 
 USAGE_SQL = ("INSERT INTO usage(ts, session_id, sender, model, input_tokens, output_tokens,"
-             " cache_read_tokens, cache_write_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+             " cache_read_tokens, cache_write_tokens, characters, cost)"
+             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _SENDER_SQL = ("SELECT COALESCE(SUM(cost), 0) AS month,"
                " COALESCE(SUM(CASE WHEN ts >= ? THEN cost ELSE 0 END), 0) AS day"
                " FROM usage WHERE sender = ? AND ts >= ?")
@@ -110,7 +111,7 @@ class SpendLedger:
         row = await tx.fetchone(USAGE_SQL + " RETURNING id", (
             ts, session_id, sender, model, usage.get("input_tokens", 0),
             usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
-            usage.get("cache_write_tokens", 0), cost))
+            usage.get("cache_write_tokens", 0), usage.get("characters", 0), cost))
         tx.on_commit(lambda: self.committed(sender, ts, cost))
         if cost is not None and cost > 0 and row is not None:
             tx.invalidate(TOPIC, f"{row['id']}\x1f{ts!r}\x1f{cost!r}\x1f{sender}")
@@ -178,6 +179,14 @@ class SpendLedger:
                     self._global, self._global_seen = float(global_row["day"]), seen
         if sender not in self._senders:  # the day changed under us: read the new one
             await self._load(sender, self.period())
+
+    async def spoken_today(self, sender: str) -> tuple[int, float]:
+        """The characters a priced speech engine spoke for `sender` today, and their cost."""
+        row = await self.store.fetchone(
+            "SELECT COALESCE(SUM(characters), 0) AS chars, COALESCE(SUM(cost), 0) AS cost"
+            " FROM usage WHERE sender = ? AND ts >= ? AND characters > 0",
+            (sender, self.period().day_start))
+        return (int(row["chars"]), float(row["cost"])) if row else (0, 0.0)
 
     async def by_sender(self) -> dict[str, tuple[float, float]]:
         """Every sender's (today, this month) spend, read from the store (for `/usage all`)."""

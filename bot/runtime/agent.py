@@ -46,6 +46,7 @@ from bot.runtime.dispatch import Dispatcher, Planned, StepCancelled, Turn, error
 from bot.runtime.recovery import Recovery
 from bot.runtime.services import Services
 from bot.runtime.session_control import SessionControl
+from bot.runtime.voice import VoiceReplies
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class Agent(SessionControl, ApprovalFlow):
                                     services.config.env)
         self.incarnation = secrets.token_hex(6)   # this run of the replica
         self.recovery = Recovery(self)
+        self.voice = VoiceReplies(services, self.session_id)   # answers spoken too (/voice)
 
     # --- the channel-facing API (bot.core.events.AgentAPI) ------------------------------------
 
@@ -106,6 +108,7 @@ class Agent(SessionControl, ApprovalFlow):
             return
         if message.repaired:   # the sender should know the agent did not see what they typed
             await sink.emit(Notice(REPAIRED_NOTICE))
+        sink = self.voice.wrapped(message, autonomy, sink)
         await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
 
     def command_descriptions(self) -> list[tuple[str, str]]:

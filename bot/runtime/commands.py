@@ -16,6 +16,7 @@ from bot.core.events import Button, IncomingMessage, Notice, Sink
 from bot.jobs.jobs import JobError
 from bot.jobs.schedule import ScheduleError, local_time, zone
 from bot.runtime.services import Services
+from bot.runtime.voice import VoiceReplies
 
 
 class Agent(Protocol):
@@ -23,6 +24,7 @@ class Agent(Protocol):
 
     config: Config
     services: Services
+    voice: VoiceReplies
 
     async def session_id(self, message: IncomingMessage) -> str: ...
     async def new_session(self, message: IncomingMessage, level: str) -> str: ...
@@ -51,6 +53,7 @@ DESCRIPTIONS: list[tuple[str, str]] = [
     ("jobs", "Your reminders and scheduled jobs"),
     ("pair", "Approvers: let someone in (/pair allow CODE LEVEL, /pair deny CODE)"),
     ("timezone", "Show or set your time zone for schedules"),
+    ("voice", "Answers by voice too: /voice on, off or auto"),
     ("usage", "Your model spend today and this month, against your limits"),
 ]
 
@@ -307,7 +310,9 @@ async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
         await sink.emit(Notice("Model spend is not tracked in this setup."))
         return
     if arg.lower() != "all":
-        await sink.emit(Notice(await own_report(services.budgets, message.sender, autonomy)))
+        report = await own_report(services.budgets, message.sender, autonomy)
+        spoken = await agent.voice.usage_line(message.sender)
+        await sink.emit(Notice(f"{report}\n{spoken}" if spoken else report))
         return
     if not agent.is_approver(message.sender):
         await sink.emit(Notice("Only approvers can see everyone's usage; /usage shows yours."))
@@ -315,6 +320,10 @@ async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
     spent = await services.spend.by_sender()
     levels = {sender: await services.senders.level_of(sender) for sender in list(spent)[:30]}
     await sink.emit(Notice(await everyone_report(services.budgets, levels, spent)))
+
+
+async def _voice(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    await agent.voice.command(message, sink, arg)
 
 
 def _resolver(choice: str) -> Handler:
@@ -348,4 +357,5 @@ HANDLERS: dict[str, Handler] = {
     "pair": _pair,
     "grants": _grants,
     "timezone": _timezone,
+    "voice": _voice,
 }

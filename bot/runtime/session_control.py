@@ -110,6 +110,7 @@ class SessionControl:
             self.services.inbox.stop_claiming()
         finished = await self.queue.shutdown(grace)
         await self.queue.drain(timeout=grace)
+        await self.voice.stop(grace)   # voice replies still being spoken: the text is out
         return finished
 
     async def _guarded(self, sink: Sink, coro: Any) -> None:

@@ -352,6 +352,10 @@ ALTER TABLE jobs ADD COLUMN retry_at REAL;
 ALTER TABLE job_runs ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
 ALTER TABLE job_runs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
 """),
+    (17, "voice replies: each sender's /voice choice; usage rows count the characters spoken", """
+ALTER TABLE sender_settings ADD COLUMN voice TEXT;
+ALTER TABLE usage ADD COLUMN characters INTEGER NOT NULL DEFAULT 0;
+"""),
 ]
 
 

@@ -37,11 +37,12 @@ MESSAGE_REF = "terminal"   # the terminal's "message" showing a request: there i
 
 class TerminalChannel:
     def __init__(self, agent: AgentAPI, stdin: TextIO | None = None, stdout: TextIO | None = None,
-                 grace: float = 10.0, history: Path | None = None, lines: Lines | None = None):
+                 grace: float = 10.0, history: Path | None = None, lines: Lines | None = None,
+                 voice_dir: Path | None = None):
         self.agent = agent
         self.grace = grace
         self.lines = lines or _lines_for(stdin, stdout, history, self._interrupt)
-        self.sink = TerminalSink(self.lines.writer, self._approval_arrived)
+        self.sink = TerminalSink(self.lines.writer, self._approval_arrived, voice_dir=voice_dir)
         self._turn: asyncio.Task | None = None
         self._typed: collections.deque[tuple[IncomingMessage, str]] = collections.deque()
         self._interrupts = 0
@@ -315,4 +316,4 @@ def create(config: Any, agent: AgentAPI) -> TerminalChannel:
     from channels.cli.history import history_path
 
     return TerminalChannel(agent, grace=config["agent"]["shutdown_grace_seconds"],
-                           history=history_path(config.data_dir))
+                           history=history_path(config.data_dir), voice_dir=config.data_dir / "voice")

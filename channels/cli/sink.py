@@ -7,8 +7,12 @@ approval prompt must look exactly like what will run. Newline and tab stay.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
+import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Protocol, TextIO
 
 from bot.core.events import (
@@ -20,6 +24,7 @@ from bot.core.events import (
     Event,
     FileOut,
     Notice,
+    SpeechOut,
     TextDelta,
     ToolFinished,
     ToolProgress,
@@ -28,6 +33,7 @@ from bot.core.events import (
 from channels.cli import texts
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+KEEP_VOICE_FILES = 20     # the newest voice replies kept in the voice folder
 
 
 class Writer(Protocol):
@@ -49,8 +55,10 @@ class PlainWriter:
 
 class TerminalSink:
     def __init__(self, writer: Writer,
-                 on_approval: Callable[[tuple[ApprovalView, ...]], Awaitable[None]] | None = None):
+                 on_approval: Callable[[tuple[ApprovalView, ...]], Awaitable[None]] | None = None,
+                 voice_dir: Path | None = None):
         self.writer = writer
+        self.voice_dir = voice_dir   # where spoken answers are saved (None: not saved)
         self.muted = False  # once the terminal has said bye, late output of a turn is dropped
         self.streamed = False
         self.approvals: list[tuple[ApprovalView, ...]] = []   # one entry per prompt
@@ -94,6 +102,8 @@ class TerminalSink:
                 self.line(texts.BUTTON.format(label=button.label, command=button.command))
         elif isinstance(event, ErrorEvent):
             self.line(texts.ERROR.format(message=event.message), "class:error")
+        elif isinstance(event, SpeechOut):
+            await self._voice(event)
         elif isinstance(event, ApprovalNeeded | ApprovalBatchNeeded):
             views = (event.approval,) if isinstance(event, ApprovalNeeded) else event.approvals
             self.approvals.append(tuple(views))
@@ -101,6 +111,17 @@ class TerminalSink:
                 await self._on_approval(tuple(views))
         else:
             self._activity(event)
+
+    async def _voice(self, event: SpeechOut) -> None:
+        """A terminal cannot show a voice message: it is saved, and its path shown to play."""
+        if self.voice_dir is None:
+            return
+        try:
+            path = await asyncio.to_thread(save_voice, self.voice_dir, event.data)
+        except OSError as exc:
+            self.line(texts.VOICE_NOT_SAVED.format(reason=exc.strerror or exc), "class:notice")
+            return
+        self.line(texts.VOICE_OUT.format(seconds=event.duration, path=path), "class:notice")
 
     def _activity(self, event: Event) -> None:
         if isinstance(event, ToolStarted):
@@ -120,3 +141,15 @@ class TerminalSink:
 
 def _visible(match: re.Match[str]) -> str:
     return match.group().encode("unicode_escape").decode("ascii")
+
+
+def save_voice(folder: Path, data: bytes) -> Path:
+    """`data` as a new private file in `folder`, keeping the newest KEEP_VOICE_FILES there."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / f"voice-reply-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9:09d}.ogg"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    for old in sorted(folder.glob("voice-reply-*.ogg"))[:-KEEP_VOICE_FILES]:
+        old.unlink(missing_ok=True)
+    return path

@@ -21,6 +21,8 @@ TOOL_FAILED = "  · {tool} failed: {summary}"
 TOOL_PROGRESS = "    {text}"
 BUTTON = "  [{label}] → {command}"
 FILE_OUT = "📎 {name} ({size:,} bytes, in the workspace){caption}"
+VOICE_OUT = "🔊 voice reply ({seconds:.1f} s): {path}"
+VOICE_NOT_SAVED = "🔊 voice reply not saved: {reason}"
 TOO_LONG = ("That message is {length:,} characters; the limit is {limit:,}. Nothing was sent: "
             "shorten it or split it into several messages.")
 

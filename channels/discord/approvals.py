@@ -27,6 +27,7 @@ from bot.core.identity import Sender
 from bot.core.tool import NO_PREVIEW
 from channels.discord.approval_text import discord_user_id, label_for, literal_block, mention
 from channels.discord.batch import continuation_texts, page_text, page_view, pages
+from channels.discord.live import StreamSettings
 from channels.discord.sink import ChannelOutlet, Outlet, TurnSink
 
 log = logging.getLogger(__name__)
@@ -116,9 +117,10 @@ def buttons_for(approval: ApprovalView) -> discord.ui.View:
 class ApprovalDesk:
     """Posts approval requests and handles taps for one Discord channel instance."""
 
-    def __init__(self, agent: AgentAPI, approvals_in_dm: bool):
+    def __init__(self, agent: AgentAPI, approvals_in_dm: bool, stream: StreamSettings | None = None):
         self.agent = agent
         self.approvals_in_dm = approvals_in_dm
+        self.stream = stream       # how a resumed conversation's answer is streamed
         self._pending: dict[str, ApprovalView] = {}   # id -> request, to know requester and chat
 
     async def load_pending(self) -> None:
@@ -179,7 +181,7 @@ class ApprovalDesk:
             for decided in resolution.decided or (request,):
                 self._pending.pop(decided.id, None)
             # The conversation continues in the chat the request came from.
-            sink = TurnSink(self._continuation_outlet(interaction, request.view()), self)
+            sink = TurnSink(self._continuation_outlet(interaction, request.view()), self, self.stream)
             if self.agent.resume_approval(resolution, sink):
                 await sink.outlet.typing_pulse()
         if request is not None and request.batch is not None:

@@ -42,6 +42,7 @@ from channels.discord.gateway import (
     wait_until_ready,
 )
 from channels.discord.intake import DiscordIntake
+from channels.discord.live import StreamSettings
 from channels.discord.media import attachment_parts
 from channels.discord.sink import ChannelOutlet, DirectOutlet, InteractionOutlet, TurnSink
 
@@ -78,13 +79,14 @@ def check_config(config: Config) -> str:
 
 
 class DiscordChannel:
-    def __init__(self, config: Config, agent: AgentAPI):
+    def __init__(self, config: Config, agent: AgentAPI, stream: StreamSettings | None = None):
         section = config["discord"]
         self.config = config
         self.agent = agent
         self.guilds = frozenset(str(g) for g in section["guilds"])
         self.approvals_in_dm = bool(section["approvals_in_dm"])
-        self.desk = ApprovalDesk(agent, self.approvals_in_dm)
+        self.stream = stream or StreamSettings()   # how answers are streamed (tests: a clock)
+        self.desk = ApprovalDesk(agent, self.approvals_in_dm, self.stream)
         self.intake = DiscordIntake(agent.inbox)
         self.client: MyclawClient | None = None
         self._connection: asyncio.Task[None] | None = None
@@ -189,7 +191,7 @@ class DiscordChannel:
         in_guild = interaction.guild_id is not None
         fallback = ChannelOutlet(interaction.client, channel, user.id, in_guild=in_guild,
                                  approvals_in_dm=self.approvals_in_dm)
-        sink = TurnSink(InteractionOutlet(interaction, fallback), self.desk)
+        sink = TurnSink(InteractionOutlet(interaction, fallback), self.desk, self.stream)
         await self.agent.handle(IncomingMessage(
             sender=Sender.of("discord", user.id), chat=str(channel.id), text=command, channel="discord",
             message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
@@ -206,7 +208,7 @@ class DiscordChannel:
         user = discord_user_id(sender)
         if client is None or user is None:
             return None
-        return TurnSink(DirectOutlet(client, user), self.desk)
+        return TurnSink(DirectOutlet(client, user), self.desk, self.stream)
 
     def sink_for(self, chat: str, sender: str) -> TurnSink | None:
         """A sink posting into channel `chat` for a conversation nobody is typing in (a job)."""
@@ -217,7 +219,7 @@ class DiscordChannel:
         channel = client.get_channel(int(chat)) or client.get_partial_messageable(int(chat))
         in_guild = isinstance(channel, discord.abc.GuildChannel)
         return TurnSink(ChannelOutlet(client, channel, user, in_guild=in_guild,
-                                      approvals_in_dm=self.approvals_in_dm), self.desk)
+                                      approvals_in_dm=self.approvals_in_dm), self.desk, self.stream)
 
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
         """An approval answered elsewhere (the web console) or expired: its request message
@@ -285,7 +287,7 @@ class DiscordChannel:
                 # Fetched by the agent once it admits the sender: a stranger's file is never read.
                 download=(lambda: attachment_parts(message.attachments, media))
                 if message.attachments else None)
-            await self.agent.handle(incoming, TurnSink(outlet, self.desk))
+            await self.agent.handle(incoming, TurnSink(outlet, self.desk, self.stream))
 
 
 def _addressed_to(message: discord.Message, me: discord.ClientUser) -> bool:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -29,12 +28,14 @@ from bot.core.events import (
     Event,
     FileOut,
     Notice,
+    SpeechOut,
     TextDelta,
     ToolFinished,
     ToolProgress,
     ToolStarted,
 )
 from channels.discord.buttons import view_for
+from channels.discord.live import LiveAnswer, StreamSettings
 from channels.discord.rendering import split_message
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class ApprovalDesk(Protocol):
     async def post_batch(self, approvals: tuple[ApprovalView, ...], outlet: Outlet) -> None: ...
 
 NO_MENTIONS = discord.AllowedMentions.none()
-STATUS_MIN_INTERVAL = 1.0       # seconds between edits of the tool status line (rate limits)
+STATUS_MIN_INTERVAL = 1.2       # seconds between edits of the tool status line (rate limits)
 DM_REFUSED = "I couldn't send you a direct message — allow DMs from server members and try again."
 
 
@@ -217,52 +218,70 @@ async def _no_typing() -> AsyncIterator[None]:
 class TurnSink:
     """The `bot.core.events.Sink` of one turn (or of the continuation after an approval tap).
 
-    Streamed text is not edited in live (Discord rate-limits edits; the typing indicator covers
-    the wait). Text the model writes before calling a tool ("Let me check…") is posted when the
-    tool starts or asks for approval, so it comes before the status line or the buttons; the
-    final answer is posted whole with `Done`.
+    Streamed text is shown as it is written (channels.discord.live: a message edited in place
+    at most once per 1.2 s, continued in follow-up messages past 2,000 characters). Text the
+    model writes before calling a tool ("Let me check…") is finished when the tool starts or
+    asks for approval, so it stays above the status line or the buttons; the final answer
+    replaces the streamed text with `Done`, whole.
     """
 
-    def __init__(self, outlet: Outlet, desk: ApprovalDesk):
+    def __init__(self, outlet: Outlet, desk: ApprovalDesk, stream: StreamSettings | None = None):
         self.outlet = outlet
         self.desk = desk
         self.emitted = False
-        self._deltas: list[str] = []         # text of the current model step, not yet shown
+        self._stream = stream or StreamSettings()
+        self._live: LiveAnswer | None = None  # the current model step's text, as streamed
         self._step_text = ""                 # what was posted from the current step
         self._status: discord.Message | None = None
         self._status_edited_at = 0.0
 
     async def emit(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
-            self._deltas.append(event.text)
-            return
-        self.emitted = True
         if self.outlet.client.is_closed():
             # The channel was stopped while the agent finished a turn (e.g. one resumed after an
             # approval); the conversation is stored, there is just no connection to show it on.
             log.info("discord: channel stopped; %s not shown", type(event).__name__)
             return
+        if isinstance(event, TextDelta):
+            if self._live is None:
+                self._live = LiveAnswer(self.outlet, self._stream)
+            self._live.append(event.text)
+            return
+        self.emitted = True
         try:
             await self._render(event)
         except discord.HTTPException:
             log.warning("discord: could not deliver %s", type(event).__name__, exc_info=True)
 
-    async def _flush_step_text(self) -> None:
-        text, self._deltas = "".join(self._deltas), []
+    async def _finish_step_text(self, final: str | None = None) -> None:
+        """The streamed step in its final form (`final`, else what was streamed)."""
+        live, self._live = self._live, None
+        if live is None:
+            return
+        text = final if final is not None and final.strip() else live.text
+        self.emitted = True
         if text.strip():
             self._step_text = text
             self._status = None              # a new status line goes below this text
-            await self.outlet.send(text)
+            await live.finish(text)
+        else:
+            await live.close()
+
+    async def close(self) -> None:
+        """End of the handling: nothing is left streaming."""
+        if self._live is not None:
+            await self._live.close()
 
     async def _render(self, event: Event) -> None:
         if isinstance(event, Done):
-            unshown = "".join(self._deltas).strip()
-            self._deltas.clear()
+            if self._live is not None:
+                await self._finish_step_text(event.text)
+                return
             # Waiting for approval, Done repeats the step's text: it is already above the buttons.
-            repeated = not unshown and event.text.strip() == self._step_text.strip()
-            if event.text.strip() and not repeated:
+            if event.text.strip() and event.text.strip() != self._step_text.strip():
                 await self.outlet.send(event.text)
-        elif isinstance(event, Notice):
+            return
+        await self._finish_step_text()
+        if isinstance(event, Notice):
             if event.private:
                 await self.outlet.send_private(event.text)
             else:
@@ -270,16 +289,18 @@ class TurnSink:
         elif isinstance(event, ErrorEvent):
             await self.outlet.send(f"⚠️ {event.message}")
         elif isinstance(event, FileOut):
-            await self._flush_step_text()
             await self.outlet.send_file(event.name, event.data, event.caption)
+        elif isinstance(event, SpeechOut):   # an audio attachment Discord plays in the chat
+            await self.outlet.send_file(event.name, event.data, "")
         elif isinstance(event, ApprovalNeeded):
-            await self._flush_step_text()
             await self.desk.post_request(event.approval, self.outlet)
         elif isinstance(event, ApprovalBatchNeeded):
-            await self._flush_step_text()
             await self.desk.post_batch(event.approvals, self.outlet)
-        elif isinstance(event, ToolStarted):
-            await self._flush_step_text()
+        else:
+            await self._on_tool(event)
+
+    async def _on_tool(self, event: Event) -> None:
+        if isinstance(event, ToolStarted):
             await self._set_status(f"⚙️ `{event.tool}` …", force=True)
         elif isinstance(event, ToolProgress):
             await self._set_status(f"⚙️ `{event.tool}` — {event.text}"[:1900], force=False)
@@ -290,7 +311,7 @@ class TurnSink:
 
     async def _set_status(self, text: str, *, force: bool) -> None:
         """One status message per turn, edited in place; progress edits are throttled."""
-        now = time.monotonic()
+        now = self._stream.clock()
         if self._status is None:
             self._status = await self.outlet.send(text)
         elif force or now - self._status_edited_at >= STATUS_MIN_INTERVAL:

@@ -124,16 +124,10 @@ class SlackChannel:
         bot_token, second = tokens(self.config)
         client = web_client(bot_token, section["base_url"])
         try:
-            me = await client.auth_test()
-        except SlackApiError as exc:
-            raise ChannelError(f"Slack refused SLACK_BOT_TOKEN ({error_code(exc)})") from exc
-        except (SlackClientError, OSError) as exc:
-            raise ChannelError(f"cannot reach the Slack Web API at {section['base_url']}: "
-                               f"{type(exc).__name__}") from exc
-        self.team_id, self.bot_user = str(me.get("team_id", "")), str(me.get("user_id", ""))
-        if section["team_id"] and section["team_id"] != self.team_id:
-            raise ChannelError(f"SLACK_BOT_TOKEN belongs to workspace {self.team_id}, not "
-                               f"[slack] team_id = {section['team_id']!r}")
+            await self._identify(client)
+        except BaseException:
+            await client.session.close()
+            raise
         self._build(client, bot_token)
         try:
             resumed = await self.intake.resume()
@@ -146,6 +140,21 @@ class SlackChannel:
             raise
         self._connected = True
         log.info("slack connected as <@%s> in %s (%s)", self.bot_user, self.team_id, section["mode"])
+
+    async def _identify(self, client: Any) -> None:
+        """auth.test: the token works, and names the bot and its workspace."""
+        section = self.config["slack"]
+        try:
+            me = await client.auth_test()
+        except SlackApiError as exc:
+            raise ChannelError(f"Slack refused SLACK_BOT_TOKEN ({error_code(exc)})") from exc
+        except (SlackClientError, OSError) as exc:
+            raise ChannelError(f"cannot reach the Slack Web API at {section['base_url']}: "
+                               f"{type(exc).__name__}") from exc
+        self.team_id, self.bot_user = str(me.get("team_id", "")), str(me.get("user_id", ""))
+        if section["team_id"] and section["team_id"] != self.team_id:
+            raise ChannelError(f"SLACK_BOT_TOKEN belongs to workspace {self.team_id}, not "
+                               f"[slack] team_id = {section['team_id']!r}")
 
     def _build(self, client: Any, bot_token: str) -> None:
         section = self.config["slack"]

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -41,9 +42,13 @@ class DeliveryError(Exception):
 
 def web_client(token: str, base_url: str, *, timeout: float = 30.0) -> AsyncWebClient:
     """The Web API client every part of the channel shares, with the SDK's retry handlers:
-    429 waits as long as Retry-After says, then tries again (never a lost reply)."""
+    429 waits as long as Retry-After says, then tries again (never a lost reply). It keeps one
+    aiohttp session (its connections are reused; without one the SDK opens a session, hence a
+    TCP and TLS handshake, for every call): the owner closes `client.session`. Call it inside
+    the event loop."""
     base = base_url if base_url.endswith("/") else f"{base_url}/"
-    client = AsyncWebClient(token=token, base_url=base, timeout=int(timeout))
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
+    client = AsyncWebClient(token=token, base_url=base, timeout=int(timeout), session=session)
     client.retry_handlers.extend([
         AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
         AsyncServerErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),

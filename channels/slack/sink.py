@@ -8,7 +8,8 @@ One `SlackSink` per incoming message (or per tap), so all per-turn state lives h
   too long for a card is uploaded as a snippet first. Each card's place is stored with the
   request, so every copy can show the outcome later.
 - Notice: mrkdwn, with its command buttons; a private one in a channel goes to the sender's DM.
-- FileOut: files_upload_v2 into the conversation. Done: the answer, formatted and split.
+- FileOut: files_upload_v2 into the conversation; SpeechOut (the spoken answer) likewise.
+  Done: the answer, formatted and split.
 A failed delivery is logged and never raised into the agent's turn.
 """
 
@@ -31,6 +32,7 @@ from bot.core.events import (
     Event,
     FileOut,
     Notice,
+    SpeechOut,
     TextDelta,
     ToolFinished,
     ToolProgress,
@@ -135,6 +137,9 @@ class SlackSink:
         elif isinstance(event, FileOut):
             await self._poster.upload(self.target.channel, event.name, event.data,
                                       thread_ts=self.target.thread_ts, comment=event.caption)
+        elif isinstance(event, SpeechOut):   # an audio file Slack plays in the conversation
+            await self._poster.upload(self.target.channel, event.name, event.data,
+                                      thread_ts=self.target.thread_ts, comment="")
         elif isinstance(event, ErrorEvent):
             await self._flush_status()
             await self._post(plain(texts.ERROR_LINE.format(message=event.message)))

@@ -162,6 +162,28 @@ class Messenger:
         except TelegramError as exc:
             raise DeliveryError(f"telegram file upload failed: {exc.message}") from exc
 
+    async def send_voice(self, chat_id: int, data: bytes, duration: float, *,
+                         reply_to: int | None = None, thread_id: int | None = None) -> Message:
+        """An OGG/Opus voice message; as an audio file when the person's privacy settings
+        refuse voice messages from bots."""
+        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
+        common: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id,
+                                  "reply_parameters": reply, "write_timeout": UPLOAD_TIMEOUT,
+                                  "read_timeout": UPLOAD_TIMEOUT}
+        try:
+            try:
+                return await self._retrying(lambda: self.bot.send_voice(
+                    voice=InputFile(data, filename="voice-reply.ogg"),
+                    duration=max(1, round(duration)), **common))
+            except BadRequest as exc:
+                if "voice_messages_forbidden" not in exc.message.lower():
+                    raise
+                log.info("telegram chat %s refuses voice messages; sending an audio file", chat_id)
+            return await self._retrying(lambda: self.bot.send_document(
+                document=InputFile(data, filename="voice-reply.ogg"), **common))
+        except TelegramError as exc:
+            raise DeliveryError(f"telegram voice upload failed: {exc.message}") from exc
+
     async def typing(self, chat_id: int) -> None:
         """Best effort: a missed typing indicator is not worth a retry or an error."""
         try:

@@ -13,6 +13,7 @@ shared channel object. Rendering:
   one step in one message (channels/telegram/batch.py), the same way.
 - Notice(private=True) in a group goes to the sender's private chat, never to the group.
 - FileOut: the file uploaded (sendPhoto for a JPEG/PNG that fits, else sendDocument).
+- SpeechOut: the spoken answer as a voice message (sendVoice), after its text.
 - Done: the final answer, formatted and split; ErrorEvent: one line.
 A failed delivery is logged and never raised into the agent's turn.
 """
@@ -37,6 +38,7 @@ from bot.core.events import (
     Event,
     FileOut,
     Notice,
+    SpeechOut,
     TextDelta,
     ToolFinished,
     ToolProgress,
@@ -127,6 +129,11 @@ class ChatSink:
             await self._messenger.send_file(self.target.chat_id, event.name, event.data,
                                             caption=event.caption, media_type=event.media_type,
                                             thread_id=self.target.thread_id)
+        elif isinstance(event, SpeechOut):
+            await self._close_segment()
+            await self._messenger.send_voice(self.target.chat_id, event.data, event.duration,
+                                             reply_to=self.target.reply_to,
+                                             thread_id=self.target.thread_id)
         elif isinstance(event, Done):
             await self._finish_stream(event.text)
             await self._flush_status()

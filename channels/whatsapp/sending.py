@@ -144,6 +144,17 @@ class Messenger:
         except GraphError as exc:
             raise DeliveryError(f"whatsapp file upload failed: {exc}") from exc
 
+    async def send_voice(self, to: str, data: bytes, *, kind: str = "reply") -> str:
+        """An OGG/Opus voice note (WhatsApp plays mono OGG/Opus audio as one)."""
+        try:
+            if self.known_closed(to):
+                raise OutsideWindow()
+            media_id = await self.graph.upload("voice-reply.ogg", data, "audio/ogg")
+            return await self._post(to, {"type": "audio", "audio": {"id": media_id, "voice": True}},
+                                    kind, texts.VOICE_NOTE)
+        except GraphError as exc:
+            raise DeliveryError(f"whatsapp voice note failed: {exc}") from exc
+
     async def template(self, to: str, kind: str, text: str) -> bool:
         """The approved template for `kind` carrying `text` (False when none is configured).
         Templates may be sent outside the window: that is what they are for."""

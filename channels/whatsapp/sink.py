@@ -9,6 +9,7 @@ the agent works, the person sees the typing indicator (with the read receipt of 
 - Notice with buttons: reply buttons (up to three) or a list (up to ten rows); each carries
   its command ("c:/pair allow …"), run as if the tapper had typed it.
 - FileOut: uploaded, as an image when WhatsApp shows it as one, else as a document.
+- SpeechOut: the spoken answer as a voice note (OGG/Opus audio), after its text.
 A failed delivery is logged and never raised into the agent's turn.
 
 The 24-hour window. A sink for a conversation someone is having (`attended`) is inside it: the
@@ -40,6 +41,7 @@ from bot.core.events import (
     Event,
     FileOut,
     Notice,
+    SpeechOut,
     TextDelta,
     ToolStarted,
 )
@@ -137,6 +139,12 @@ class ChatSink:
             await self._guarded("job", event.caption or event.name, lambda: self._messenger.send_file(
                 self.wa_id, event.name, event.data, caption=event.caption,
                 media_type=event.media_type, kind=self._kind("job")))
+        elif isinstance(event, SpeechOut):
+            try:   # the text is the answer: a voice note outside the window is simply not sent
+                await self._messenger.send_voice(self.wa_id, event.data, kind=self._kind("reply"))
+            except OutsideWindow:
+                log.info("whatsapp: voice note to %s not sent (outside the 24-hour window)",
+                         self.wa_id)
         elif isinstance(event, ErrorEvent):
             await self._markdown(texts.ERROR_LINE.format(message=event.message), "job")
             await self.stop_typing()

@@ -59,3 +59,4 @@ ERROR_LINE = "⚠️ {message}"
 BUTTONS_BODY = "Choose:"
 REPLYING_TO = "(replying to your message «{quoted}»)"
 FORWARDED_BY = "someone else (forwarded on WhatsApp)"
+VOICE_NOTE = "🔊 voice reply"   # what the sent-message record says of a voice note

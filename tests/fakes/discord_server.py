@@ -43,6 +43,7 @@ class Request:
     path: str                       # relative to /api/v10, e.g. "/channels/5/messages"
     json: Any
     query: dict[str, str]
+    at: float = 0.0                 # when it arrived, by the fake's `clock`
 
 
 @dataclass
@@ -75,6 +76,9 @@ class FakeDiscord:
         self.guilds = {g.id: g for g in guilds}
         self.refuse_privileged_intents = refuse_privileged_intents
         self.refuse_dms: set[int] = set()      # users who do not accept DMs from the bot (403)
+        self.rate_limit_edits = 0              # the next N message edits get a 429 (retry_after)
+        self.retry_after = 0.05
+        self.clock: Callable[[], float] = time.monotonic   # stamps each request (tests inject one)
         self.requests: list[Request] = []
         self.messages: dict[int, dict[str, Any]] = {}
         self.identifies: list[dict[str, Any]] = []
@@ -403,7 +407,7 @@ class FakeDiscord:
         else:
             body = await request.json() if request.can_read_body and request.content_type == \
                 "application/json" else None
-        self.requests.append(Request(request.method, path, body, dict(request.query)))
+        self.requests.append(Request(request.method, path, body, dict(request.query), self.clock()))
         try:
             return await self._answer(request, path, body)
         finally:
@@ -467,7 +471,18 @@ class FakeDiscord:
                                                "size": len(upload["data"]), "url": "", "proxy_url": ""})
             return _json(message)
         if method == "PATCH" and len(parts) == 4 and parts[2] == "messages":
+            if self.rate_limit_edits > 0:   # as Discord answers an edit over the channel's rate
+                self.rate_limit_edits -= 1
+                return web.Response(
+                    body=json.dumps({"message": "You are being rate limited.", "global": False,
+                                     "retry_after": self.retry_after}).encode(), status=429,
+                    headers={"Content-Type": "application/json", "Via": "1.1 google",
+                             "Retry-After": str(self.retry_after), "X-RateLimit-Scope": "user"})
             return self._edit(int(parts[3]), body)
+        if method == "DELETE" and len(parts) == 4 and parts[2] == "messages":
+            if self.messages.pop(int(parts[3]), None) is None:
+                return _json({"message": "Unknown Message", "code": 10008}, status=404)
+            return web.Response(status=204)
         if method == "GET" and len(parts) == 4 and parts[2] == "messages":
             found = self.messages.get(int(parts[3]))
             if found is None:

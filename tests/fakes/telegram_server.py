@@ -167,7 +167,8 @@ class FakeTelegram:
         self._holds: list[Hold] = []
         self.files: dict[str, tuple[str, bytes]] = {}    # file_id -> (file_path, content)
         self.downloads: list[str] = []                  # file paths fetched from /file/bot…
-        self.uploads: list[dict[str, Any]] = []         # files the bot sent (sendDocument/Photo)
+        self.uploads: list[dict[str, Any]] = []         # files the bot sent (sendDocument/Photo/Voice)
+        self.voice_forbidden = False                    # sendVoice refused as Telegram does
         self._file_ids = itertools.count(1)
         self._changed: asyncio.Condition | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -499,6 +500,11 @@ class FakeTelegram:
     def _api_sendPhoto(self, params: Params) -> dict[str, Any]:
         return self._upload(params, "photo")
 
+    def _api_sendVoice(self, params: Params) -> dict[str, Any]:
+        if self.voice_forbidden:   # the person's privacy settings refuse voice messages
+            raise _ApiError("Bad Request: VOICE_MESSAGES_FORBIDDEN")
+        return self._upload(params, "voice")
+
     def _upload(self, params: Params, field_name: str) -> dict[str, Any]:
         upload = params.get(field_name)
         if not isinstance(upload, dict) or not upload.get("data"):
@@ -507,11 +513,15 @@ class FakeTelegram:
             raise _ApiError("Request Entity Too Large")
         chat_id = int(params["chat_id"])
         self.uploads.append({"method": field_name, "chat_id": chat_id, **upload,
-                             "caption": params.get("caption", "")})
+                             "caption": params.get("caption", ""),
+                             "duration": params.get("duration")})
         message: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()),
                                    "chat": {"id": chat_id, "type": "private", "first_name": "Ada"},
                                    "from": self.bot_user}
-        if field_name == "photo":
+        if field_name == "voice":
+            message["voice"] = {"file_id": "sent", "file_unique_id": "sent",
+                                "duration": int(params.get("duration") or 0)}
+        elif field_name == "photo":
             message["photo"] = [{"file_id": "sent", "file_unique_id": "sent", "width": 1, "height": 1}]
         else:
             message["document"] = {"file_id": "sent", "file_unique_id": "sent",

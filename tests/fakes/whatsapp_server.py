@@ -268,7 +268,7 @@ def _problem(body: dict[str, Any]) -> str:
         return "" if 0 < len(text) <= 4096 else f"text body length {len(text)}"
     if kind == "interactive":
         return _interactive_problem(body.get("interactive") or {})
-    if kind in ("image", "document"):
+    if kind in ("image", "document", "audio"):
         media = body.get(kind) or {}
         return "" if media.get("id") or media.get("link") else "media id required"
     if kind == "template":

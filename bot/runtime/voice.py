@@ -1,0 +1,204 @@
+"""Voice replies: the answer spoken as well as written, when the person wants it.
+
+`/voice on|off|auto` is each sender's choice, stored in `sender_settings.voice` (auto, the
+default: answer by voice when the person spoke by voice). The agent wraps a turn's sink
+(`wrapped`): the final answer goes out as text first, untouched; then, in a task of its own, the
+spoken part of it (bot.media.speech.spoken) is synthesised by the configured engine, encoded in
+the worker pool and emitted as a `SpeechOut`. Nothing here delays the text or the next message.
+
+Money: an engine with a priced model passes the budget gate before it speaks and records its
+characters in `usage` after (espeak-ng is free and skips both). Over budget, the text is the
+answer and the person is told once a day that voice is paused; an engine that fails is said
+once a day too. Either way the text has already been sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from bot.core.events import AudioPart, Done, Event, IncomingMessage, Notice, Sink, SpeechOut
+from bot.media.speech.engine import Speaker, SpeechError, build_engine, engine_name
+from bot.media.speech.spoken import guess_language, spoken_text
+from bot.store.notices import OnceNotices
+
+if TYPE_CHECKING:
+    from bot.runtime.services import Services
+
+log = logging.getLogger(__name__)
+
+MODES = ("on", "off", "auto")
+DEFAULT_MODE = "auto"
+TOPIC = "voice"
+MAX_SPEAKING = 2          # syntheses at once: each is a process and a worker-pool job
+EXPLAIN = {
+    "on": "every answer is also sent as a voice message",
+    "off": "answers are text only",
+    "auto": "answers come by voice too when you send a voice note",
+}
+
+
+def spoke_by_voice(message: IncomingMessage) -> bool:
+    """The person's own voice note is in the message (a forwarded recording is not them)."""
+    return any(isinstance(p, AudioPart) and p.spoken_by_sender for p in message.parts)
+
+
+class VoiceReplies:
+    def __init__(self, services: Services, session_of: Callable[[IncomingMessage], Any]):
+        self.services = services
+        self.section = services.config["media"]["speech"]
+        self._session_of = session_of           # the agent's session id of a message
+        self._speaker: Speaker | None = None    # built on first use
+        self._modes: dict[str, str] = {}        # cache of the stored choices
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._speaking = asyncio.Semaphore(MAX_SPEAKING)
+        self._once = OnceNotices(services.store, services.spend.clock)
+        services.store.subscribe(TOPIC, self._changed_elsewhere)
+
+    # --- each sender's choice -------------------------------------------------------------
+
+    async def mode_of(self, sender: str) -> str:
+        mode = self._modes.get(sender)
+        if mode is None:
+            stored = await self.services.preferences.voice_of(sender)
+            mode = stored if stored in MODES else DEFAULT_MODE
+            self._modes[sender] = mode
+        return mode
+
+    async def set_mode(self, sender: str, mode: str) -> None:
+        await self.services.preferences.set_voice(sender, mode, changed_topic=TOPIC)
+        self._modes[sender] = mode
+
+    def _changed_elsewhere(self, sender: str | None) -> None:
+        if sender is None:
+            self._modes.clear()
+        else:
+            self._modes.pop(sender, None)
+
+    def language_of(self, sender: str, answer: str) -> str:
+        """The language the answer is spoken in: the one it is written in (the model answers
+        in the person's language); this is the one place that decides it."""
+        return guess_language(answer)
+
+    # --- a turn's answer, spoken ----------------------------------------------------------
+
+    def wrapped(self, message: IncomingMessage, level: Any, sink: Sink) -> Sink:
+        return _SpeakingSink(self, message, str(level), sink)
+
+    async def answered(self, message: IncomingMessage, level: str, text: str, sink: Sink) -> None:
+        """Called once the answer's text is out: speak it if the person wants it."""
+        mode = await self.mode_of(message.sender)
+        if mode == "off" or (mode == "auto" and not spoke_by_voice(message)):
+            return
+        task = asyncio.create_task(self._speak(message, level, text, sink))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if message.channel == "cli":
+            # The terminal is one conversation on one screen: the prompt comes back once the
+            # voice file's path is shown (the text is already there).
+            await asyncio.wait({task})
+
+    async def settled(self) -> None:
+        """Wait for every voice reply in flight (shutdown, tests, benches)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def stop(self, grace: float) -> None:
+        """Let voice replies in flight finish within `grace` seconds, then cancel the rest."""
+        if self._tasks:
+            _, late = await asyncio.wait(list(self._tasks), timeout=grace)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
+
+    async def _speak(self, message: IncomingMessage, level: str, text: str, sink: Sink) -> None:
+        sender = message.sender
+        language = self.language_of(sender, text)
+        said = spoken_text(text, language, int(self.section["max_chars"]))
+        if not said:
+            return
+        speaker = self.speaker()
+        model = speaker.engine.priced_model
+        try:
+            if model and not await self._admitted(sender, level):
+                await self._once_notice(sink, "voice-paused", sender, (
+                    "🔇 Voice replies are paused: the spend limit is reached. The text above "
+                    "is the whole answer."))
+                return
+            async with self._speaking:
+                voice = await speaker.speak(said, language)
+            if model:
+                await self.services.spend.record(
+                    session_id=await self._session_of(message), sender=sender, model=model,
+                    usage={"characters": len(said)})
+            await sink.emit(SpeechOut(voice.data, voice.duration))
+        except SpeechError as exc:
+            log.warning("voice reply for %s not spoken: %s", sender, exc.message)
+            await self._once_notice(sink, "voice-down", sender, (
+                f"🔇 I could not say this answer aloud ({exc.message}); the text above is the "
+                "whole answer. I will try again with the next one."))
+        except Exception:   # a task of its own: nobody else would see it fail
+            log.exception("voice reply for %s failed", sender)
+
+    async def _admitted(self, sender: str, level: str) -> bool:
+        """The budget gate for speech, the one place it is asked."""
+        budgets = self.services.budgets
+        return budgets is None or (await budgets.check(sender, level)).allowed
+
+    async def _once_notice(self, sink: Sink, kind: str, sender: str, text: str) -> None:
+        day = self.services.spend.period().day
+        if await self._once.first(f"{kind}\x1f{sender}\x1f{day}"):
+            await sink.emit(Notice(text))
+
+    def speaker(self) -> Speaker:
+        if self._speaker is None:
+            self._speaker = Speaker(build_engine(self.services.config))
+        return self._speaker
+
+    # --- /voice and /usage ----------------------------------------------------------------
+
+    async def command(self, message: IncomingMessage, sink: Sink, arg: str) -> None:
+        choice = arg.strip().lower()
+        if not choice:
+            mode = await self.mode_of(message.sender)
+            await sink.emit(Notice(f"Voice replies: {mode} ({EXPLAIN[mode]}); spoken by "
+                                   f"{engine_name(self.section)}. Change it with /voice on, "
+                                   "/voice off or /voice auto."))
+            return
+        if choice not in MODES:
+            await sink.emit(Notice("Usage: /voice on | off | auto"))
+            return
+        await self.set_mode(message.sender, choice)
+        note = ""
+        if choice != "off" and not self.speaker().engine.available:
+            note = " (but no speech engine is available here: the operator can install espeak-ng)"
+        await sink.emit(Notice(f"Voice replies: {choice} — {EXPLAIN[choice]}{note}."))
+
+    async def usage_line(self, sender: str) -> str:
+        """What speaking cost this sender today ('' when nothing priced was spoken)."""
+        characters, cost = await self.services.spend.spoken_today(sender)
+        if not characters:
+            return ""
+        money = self.services.budgets.money(cost)
+        return f"• voice today: {characters:,} characters spoken, {money} (in the totals above)"
+
+
+class _SpeakingSink:
+    """A turn's sink that hands the final answer to the voice once the text is out."""
+
+    def __init__(self, voice: VoiceReplies, message: IncomingMessage, level: str, sink: Sink):
+        self._voice = voice
+        self._message = message
+        self._level = level
+        self.inner = sink
+
+    async def emit(self, event: Event) -> None:
+        await self.inner.emit(event)
+        if isinstance(event, Done) and event.text.strip() and not event.waiting_for_approval:
+            await self._voice.answered(self._message, self._level, event.text, self.inner)
+
+    def __getattr__(self, name: str) -> Any:   # the channel's own sink methods (close, …)
+        return getattr(self.inner, name)
