@@ -70,7 +70,7 @@ browser:
 run:
 	@[ -x $(BIN)/python ] || $(NEED_PYTHON)
 	@$(NEED_API_KEY)
-	@$(MAKE) --no-print-directory $(VENV)/.installed speech-tools SPEECH_OPTIONAL=1
+	@$(MAKE) -s --no-print-directory $(VENV)/.installed speech-tools SPEECH_OPTIONAL=1
 	$(BIN)/myclaw run $(ARGS)
 
 install: $(VENV)/.installed

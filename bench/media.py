@@ -225,25 +225,29 @@ async def _probe(config: object, data: bytes) -> None:
     import PIL.Image  # imported before the baseline: code, not processing
 
     from bot.core.events import CollectingSink, ImagePart, IncomingMessage
+    from bot.core.ports import Payer
     from bot.media.intake import MediaIntake
+    from bot.money.gate import PaidCalls
+    from bot.money.spend import SpendLedger
     from bot.store.sqlite import Store
     from bot.toolbox import offload
 
     async with Store(config.store_path) as store:
-        intake = MediaIntake(config, store)
+        intake = MediaIntake(config, store, PaidCalls(SpendLedger(store, None)))
+        payer = Payer("cli:local", "full", "bench")
         # A small photo first: the workers start and import Pillow (code, not processing).
         warm = io.BytesIO()
         PIL.Image.new("RGB", (2000, 1500)).save(warm, "JPEG")
         for _ in range(offload.WORKERS * 2):
             await intake.user_content(IncomingMessage(
                 "cli:local", "local", "", parts=(ImagePart(warm.getvalue(), "image/jpeg"),)),
-                CollectingSink())
+                CollectingSink(), payer)
         message = IncomingMessage("cli:local", "local", "", parts=(ImagePart(data, "image/jpeg"),))
         processes = ["self", *descendants()]
         for pid in processes:
             reset_peak(pid)
         before = [peak_rss_mib(pid) for pid in processes]
-        blocks = await intake.user_content(message, CollectingSink())
+        blocks = await intake.user_content(message, CollectingSink(), payer)
         prompt = await intake.expand([{"role": "user", "content": blocks}])
         rises = [peak_rss_mib(pid) - start for pid, start in zip(processes, before, strict=True)]
     offload.shutdown()

@@ -87,23 +87,27 @@ def build_services(config: Config, store: Any, registry: Registry,
     from bot.llm.client import LLMClient, audit_to
     from bot.llm.models import Models
     from bot.money.budgets import Budgets
+    from bot.money.gate import PaidCalls
     from bot.money.spend import SpendLedger
 
     approvals_cfg = config["approvals"]
     models = Models(config)   # the aliases' prices count like [prices]
     spend = SpendLedger(store, PriceTable.from_config(config, models.price_tables()), clock)
     budgets = Budgets(config, spend)
-    llm = LLMClient(config, client=llm_client, budgets=budgets, audit=audit_to(store),
-                    models=models)
+    paid = PaidCalls(spend, budgets)   # the one gate every paid call goes through
+    llm = LLMClient(config, client=llm_client, gate=paid, audit=audit_to(store), models=models)
     replica = replica_name(config["inbox"]["replica"], store.dialect, config.env)
     jobs = Jobs(store, JobLimits.from_config(config["jobs"]), clock, replica)
     preferences = Preferences(store)
     return Services(
         config=config, store=store, registry=registry, llm=llm, spend=spend, budgets=budgets,
+        paid=paid,
         rate_limits=rate_limiter(config, store),
         approvals=Approvals(store, timeout_seconds=approvals_cfg["timeout_seconds"],
                             approvers=approvers(config), clock=clock,
-                            grants=Grants(store, approvals_cfg["grant_ttl_seconds"], clock)),
+                            grants=Grants(store, approvals_cfg["grant_ttl_seconds"], clock),
+                            requester_only=[t.meta.name for t in registry.list_all()
+                                            if t.meta.discloses]),
         receipts=Receipts(store, receipt_key(config)),
         undo=UndoLog(store),
         senders=Senders(config, store),
@@ -111,12 +115,12 @@ def build_services(config: Config, store: Any, registry: Registry,
         jobs=jobs,
         delivery=Delivery(),
         inbox=Inbox(store, replica, InboxSettings.from_config(config["inbox"]), clock),
-        ports=tool_ports(config, store, registry, llm, spend, jobs, preferences),
+        ports=tool_ports(config, store, registry, llm, jobs, preferences),
     )
 
 
-def tool_ports(config: Config, store: Any, registry: Registry, llm: Any, spend: Any,
-               jobs: Any, preferences: Any) -> Ports:
+def tool_ports(config: Config, store: Any, registry: Registry, llm: Any, jobs: Any,
+               preferences: Any) -> Ports:
     """What tools reach besides their args: memory, the metered model, quotas and jobs."""
     from bot.conversation.memory import Memories
     from bot.jobs.planner import JobPlanner
@@ -126,7 +130,7 @@ def tool_ports(config: Config, store: Any, registry: Registry, llm: Any, spend: 
     def catalog(sender: Sender, level: Level) -> set[str]:
         return {tool.meta.name for tool in registry.list_for_sender(str(sender), level)}
 
-    return Ports(memory=Memories(store), model=MeteredModel(llm, spend), quota=ToolQuota(store),
+    return Ports(memory=Memories(store), model=MeteredModel(llm), quota=ToolQuota(store),
                  jobs=JobPlanner(jobs, preferences, catalog, config["agent"]["timezone"]))
 
 

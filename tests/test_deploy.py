@@ -245,6 +245,16 @@ def test_compose_restarts_the_bot_and_reads_secrets_from_an_env_file(compose):
     assert (DEPLOY / ".." / service["build"]["dockerfile"]).resolve() == DEPLOY / "Dockerfile"
 
 
+def test_every_secrets_file_compose_reads_is_git_ignored_and_its_example_is_not(compose):
+    names = {name for service in compose["services"].values() for name in service.get("env_file", [])}
+    assert {"myclaw.env", "postgres.env", "proxy.env"} <= names
+    for name in names:
+        ignored = subprocess.run(["git", "check-ignore", "-q", f"deploy/{name}"], cwd=ROOT)
+        assert ignored.returncode == 0, f"deploy/{name} holds secrets but git would offer it"
+        example = subprocess.run(["git", "check-ignore", "-q", f"deploy/{name}.example"], cwd=ROOT)
+        assert example.returncode == 1 and (DEPLOY / f"{name}.example").exists()
+
+
 def test_compose_keeps_state_on_a_named_volume_at_data(compose):
     service = default_service(compose)
     volume, _, mount = service["volumes"][0].partition(":")

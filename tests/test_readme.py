@@ -253,6 +253,7 @@ def test_make_run_with_a_key_opens_the_terminal_chat(bindir, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "myclaw> ok: hello" in proc.stdout and "bye" in proc.stdout
     assert model == "model-from-other-toml"
+    assert "is up to date" not in proc.stdout + proc.stderr   # nothing to do says nothing
 
 
 def _guide_blocks(name: str, language: str) -> list[str]:

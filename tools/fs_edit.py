@@ -72,6 +72,7 @@ class FsEdit(BaseTool):
             idempotent=False,
             supports_dry_run=True,
             capability_required=f"fs:write:{workspace}/*",
+            egress=False,   # local: files of the workspace only
         )
 
     def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:

@@ -61,6 +61,7 @@ class FsRead(BaseTool):
             idempotent=True,
             supports_dry_run=True,
             capability_required=f"fs:read:{workspace}/*",
+            egress=False,   # local: files of the workspace only
         )
 
     def risk_for(self, args: dict[str, Any]) -> Risk:

@@ -76,6 +76,7 @@ class FsWrite(BaseTool):
             idempotent=True,
             supports_dry_run=True,
             capability_required=f"fs:write:{workspace}/*",
+            egress=False,   # local: files of the workspace only
         )
 
     def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
@@ -174,6 +175,13 @@ async def revert_write(ctx: CallContext, result: dict[str, Any]) -> dict[str, An
     if not isinstance(undo, dict) or not isinstance(shown, str):
         raise UnrevertibleError("This result carries no undo information.")
     real = resolve_in_workspace(ctx, shown, must_exist=False, for_write=True)
+    if not real.exists() and not real.is_symlink():
+        # Removed since (a shell `rm`, by hand): nothing of this write is left to take back.
+        raise UnrevertibleError(
+            f"{shown} was deleted after it was written; there is nothing left to revert.",
+            "Tell the user the file no longer exists; offer to write it again if they want it.",
+            {"path": shown},
+        )
     if not _still_as_written(ctx, real, undo):
         raise UnrevertibleError(
             f"{shown} changed after it was written; reverting would lose those changes.",

@@ -169,6 +169,7 @@ class GlobList(BaseTool):
         idempotent=True,
         supports_dry_run=True,
         capability_required="fs:list",
+        egress=False,   # local: names of the workspace only
     )
     examples: ClassVar[list[dict[str, Any]]] = [{"pattern": "**/*.md"}]
 

@@ -48,11 +48,12 @@ class MemoryFetch(BaseTool):
         idempotent=True,
         supports_dry_run=True,
         capability_required="memory:read",
+        egress=False,   # local: the caller's own memory
     )
 
     async def execute(self, ctx: CallContext, query: str, limit: int = DEFAULT_LIMIT,
                       **_: Any) -> dict[str, Any]:
-        found = await ctx.ports.memory.search(ctx.sender, search_words(query), limit)
+        found = await ctx.ports.memory.search(ctx.memory_scope, search_words(query), limit)
         memories = [
             {"id": m.id, "text": m.text,
              "stored_at": datetime.fromtimestamp(m.created_at, UTC).isoformat(timespec="seconds")}

@@ -43,6 +43,7 @@ class MemoryStore(BaseTool):
         idempotent=False,
         supports_dry_run=True,
         capability_required="memory:write",
+        egress=False,   # local: the caller's own memory
     )
 
     async def dry_run(self, ctx: CallContext, text: str, **_: Any) -> dict[str, Any]:
@@ -50,13 +51,13 @@ class MemoryStore(BaseTool):
 
     async def execute(self, ctx: CallContext, text: str, **_: Any) -> dict[str, Any]:
         cleaned = _clean(text)
-        return {"id": await ctx.ports.memory.remember(ctx.sender, cleaned), "stored": cleaned}
+        return {"id": await ctx.ports.memory.remember(ctx.memory_scope, cleaned), "stored": cleaned}
 
     async def revert(self, ctx: CallContext, args: dict[str, Any], result: dict[str, Any]) -> dict:
         memory_id = result.get("id")
         if not isinstance(memory_id, int):
             raise UnrevertibleError("This result carries no memory id to delete.")
-        if not await ctx.ports.memory.forget(ctx.sender, memory_id):
+        if not await ctx.ports.memory.forget(ctx.memory_scope, memory_id):
             raise UnrevertibleError(f"Memory {memory_id} is already gone.",
                                     "Nothing to undo; tell the user it was already forgotten.")
         return {"id": memory_id, "deleted": True}

@@ -48,7 +48,13 @@ class ScheduleTool(BaseTool):
         idempotent=False,
         supports_dry_run=True,
         capability_required="jobs:write",
+        egress=False,   # by its arguments: see egress_for
     )
+
+    def egress_for(self, args: dict[str, Any]) -> bool:
+        """Creating a reminder or a job puts text in the chat later, in the bot's own voice
+        (and a job's turn can use its tools then): a way out, like sending it now."""
+        return args.get("action") == "create"
 
     def risk_for(self, args: dict[str, Any]) -> Risk:
         if args.get("action") != "create":

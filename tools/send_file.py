@@ -56,6 +56,7 @@ class SendFile(BaseTool):
             idempotent=False,
             supports_dry_run=True,
             capability_required=f"fs:read:{workspace}/*",
+            egress=True,   # the file is put in front of everyone in the chat
         )
 
     def risk_for(self, args: dict[str, Any]) -> Risk:

@@ -17,17 +17,16 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from bot.config.settings import SECRET_ENV_VARS
-from bot.core.secret_files import DEFAULT, SecretFiles
+from bot.core.secret_files import DEFAULT, SECRET_ENV_VARS, SecretFiles
 from bot.core.tool import (
     BaseTool,
     CallContext,
+    Finding,
     Risk,
     ToolInvalidArgsError,
     ToolMeta,
     ToolPermissionError,
 )
-from bot.ops.security_audit import Finding
 from tools._bwrap import OPTIONAL_FLAGS, Limits, SandboxFinder, SandboxUnavailable, probe_sync
 from tools._shell_risk import classify as classify  # re-exported: the classification of a command
 from tools._shell_risk import judge, programs_of, visible
@@ -116,6 +115,7 @@ class ShellRun(BaseTool):
             idempotent=False,
             supports_dry_run=True,
             capability_required=f"proc:exec:{workspace}",
+            egress=False,   # by its arguments: with network it is a way out (egress_for)
         )
 
     def assess(self, command: str, network: bool = False) -> tuple[Risk, str]:

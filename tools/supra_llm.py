@@ -52,6 +52,8 @@ class SupraLLM(BaseTool):
         idempotent=False,
         supports_dry_run=True,
         capability_required="llm:supra",
+        # local: the operator's own model provider, which reads the conversation anyway
+        egress=False,
     )
 
     async def execute(self, ctx: CallContext, question: str, context: str = "",

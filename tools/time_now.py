@@ -26,6 +26,7 @@ class TimeNow(BaseTool):
         idempotent=False,
         supports_dry_run=True,
         capability_required="clock:read",
+        egress=False,   # local: the clock
     )
 
     async def execute(self, ctx: CallContext, timezone: str = "UTC", **_: Any) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """Messages per minute per sender: a token bucket, with one polite notice per burst.
 
-A sender starts with a full bucket (`[rate_limits] messages_per_minute` messages) that refills
-continuously at that rate. A message that finds the bucket empty is not processed; the first
-one of a burst gets a notice saying when to write again, and the rest of the burst get nothing:
-the burst ends once the bucket has filled up again (the sender kept within the rate for a
-while), so a sender hovering at the limit is not told again with every other message.
-Terminal senders (`cli:*`) are the operator and are not limited; unknown senders never get here
+A sender starts with a full bucket (their level's rate: `[rate_limits] levels`, else
+`messages_per_minute`) that refills continuously at that rate. A message that finds the bucket
+empty is not processed; the first one of a burst gets a notice saying when to write again, and
+the rest of the burst get nothing: the burst ends once the bucket has filled up again (the
+sender kept within the rate for a while), so a sender hovering at the limit is not told again
+with every other message. A rate of 0 is no limit: by default `full` senders are not limited,
+`supervised` and `read_only` ones (strangers let in at a level, too) are. Terminal senders
+(`cli:*`) are the operator and are never limited; strangers waiting for pairing never get here
 (pairing has its own limits). The clock is injectable so tests drive time by hand.
 
 Where the buckets live follows the store: an SQLite store serves one process, which keeps them
@@ -18,8 +20,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.core.identity import is_operator
@@ -64,31 +66,46 @@ def take(bucket: Bucket | None, now: float, per_minute: int) -> tuple[Bucket, Ra
         "Until you slow down, further messages are skipped without another notice."))
 
 
-def _exempt(per_minute: int, sender: str) -> bool:
-    return per_minute <= 0 or is_operator(sender)
+@dataclass(frozen=True)
+class Rates:
+    """Messages a minute by autonomy level (0: not limited); `default` for a level not named."""
+
+    default: int
+    levels: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any]) -> Rates:
+        return cls(int(table["messages_per_minute"]),
+                   {str(level): int(rate) for level, rate in table["levels"].items()})
+
+    def per_minute(self, sender: str, level: str) -> int:
+        """The sender's rate; 0 for the terminal operator, who is never limited."""
+        return 0 if is_operator(sender) else int(self.levels.get(level, self.default))
 
 
 class MessageRateLimiter:
     """The buckets of one process, in memory."""
 
-    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic):
-        self.per_minute = per_minute
+    def __init__(self, rates: Rates | int, clock: Callable[[], float] = time.monotonic):
+        self.rates = rates if isinstance(rates, Rates) else Rates(rates)
         self.clock = clock
         self._buckets: dict[str, Bucket] = {}
 
-    async def admit(self, sender: str) -> RateDecision:
-        if _exempt(self.per_minute, sender):
+    async def admit(self, sender: str, level: str = "") -> RateDecision:
+        per_minute = self.rates.per_minute(sender, level)
+        if per_minute <= 0:
             return RateDecision(True)
         now = self.clock()
         if sender not in self._buckets and len(self._buckets) >= MAX_TRACKED:
             self._drop_full(now)
-        self._buckets[sender], decision = take(self._buckets.get(sender), now, self.per_minute)
+        self._buckets[sender], decision = take(self._buckets.get(sender), now, per_minute)
         return decision
 
     def _drop_full(self, now: float) -> None:
-        rate = self.per_minute / 60
-        full = [s for s, b in self._buckets.items()
-                if b.tokens + (now - b.updated) * rate >= self.per_minute]
+        """Forget the buckets a fresh one would equal (full at the highest rate any level has),
+        or else the older half."""
+        top = max([self.rates.default, *self.rates.levels.values()])
+        full = [s for s, b in self._buckets.items() if b.tokens + (now - b.updated) * top / 60 >= top]
         for sender in full or list(self._buckets)[: len(self._buckets) // 2]:
             del self._buckets[sender]
 
@@ -97,27 +114,28 @@ class StoredRateLimiter:
     """The buckets in the store, one row per sender, shared by every process serving from it.
     The clock is wall time (the processes share it; a monotonic clock is per machine)."""
 
-    def __init__(self, store: Any, per_minute: int, clock: Callable[[], float] = time.time):
+    def __init__(self, store: Any, rates: Rates | int, clock: Callable[[], float] = time.time):
         self.store = store
-        self.per_minute = per_minute
+        self.rates = rates if isinstance(rates, Rates) else Rates(rates)
         self.clock = clock
 
-    async def admit(self, sender: str) -> RateDecision:
-        if _exempt(self.per_minute, sender):
+    async def admit(self, sender: str, level: str = "") -> RateDecision:
+        per_minute = self.rates.per_minute(sender, level)
+        if per_minute <= 0:
             return RateDecision(True)
         # The sender's key lock orders two processes taking from the same bucket at once.
         async with self.store.transaction(serial=False, lock=[f"{TOPIC}\x1f{sender}"]) as tx:
             row = await tx.fetchone(_READ_SQL, (sender,))
             stored = None if row is None else Bucket(
                 float(row["tokens"]), float(row["updated"]), bool(row["noticed"]))
-            bucket, decision = take(stored, self.clock(), self.per_minute)
+            bucket, decision = take(stored, self.clock(), per_minute)
             await tx.execute(_WRITE_SQL, (sender, bucket.tokens, bucket.updated, int(bucket.noticed)))
         return decision
 
 
 def rate_limiter(config: Any, store: Any) -> MessageRateLimiter | StoredRateLimiter:
     """The limiter `[rate_limits]` asks for, kept where the store's other processes see it."""
-    per_minute = int(config["rate_limits"]["messages_per_minute"])
+    rates = Rates.from_config(config["rate_limits"])
     if store.dialect == "sqlite":
-        return MessageRateLimiter(per_minute)
-    return StoredRateLimiter(store, per_minute)
+        return MessageRateLimiter(rates)
+    return StoredRateLimiter(store, rates)

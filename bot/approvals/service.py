@@ -39,6 +39,7 @@ from bot.approvals.records import (
     from_row,
     looks_like_id,
 )
+from bot.core.identity import in_terminal
 from bot.core.tool import args_hash
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
@@ -46,17 +47,40 @@ from bot.store.protocol import Store, Transaction
 log = logging.getLogger(__name__)
 
 
+_THEIRS = ("This shares {sender}'s own private data with the conversation: only {sender} "
+           "can approve it (you can deny it).")
+
 class Approvals:
     """The approval service. Keeps no per-request state: everything lives in the store."""
 
     def __init__(self, store: Store, *, timeout_seconds: float = 300,
                  approvers: Collection[str] = (), clock: Callable[[], float] = time.time,
-                 grants: Grants | None = None):
+                 grants: Grants | None = None, requester_only: Collection[str] = ()):
+        """`requester_only`: tools whose calls show the requester's own private data to
+        others (`ToolMeta.discloses`): only the requester may approve them (anyone who may
+        answer can deny)."""
         self.store = store
+        self.requester_only = frozenset(requester_only)
         self.grants = grants or Grants(store, clock=clock)
         self.timeout_seconds = float(timeout_seconds)
         self.approvers = frozenset(approvers)
         self.clock = clock
+
+    # --- who may answer: decided here, and only here -------------------------------------
+
+    def is_approver(self, who: str) -> bool:
+        """May `who` answer (and act on) anyone's requests: a configured approver (the web
+        console is one only while it is enabled), or the person at the bot's own terminal."""
+        return who in self.approvers or in_terminal(who)
+
+    def may_answer(self, request: ApprovalRequest, who: str) -> bool:
+        """The person who asked answers their own request; an approver answers anyone's."""
+        return who == request.sender or self.is_approver(who)
+
+    def _not_theirs(self, resolver: str, choice: str, requests: list[Any]) -> bool:
+        """Would `resolver` approve a call showing someone else's private data?"""
+        return choice != "deny" and any(r.tool in self.requester_only and resolver != r.sender
+                                        for r in requests)
 
     # --- creation and lookup -------------------------------------------------------------
 
@@ -134,9 +158,12 @@ class Approvals:
         if row is None:
             return Resolution(False, UNKNOWN_REQUEST)
         request = from_row(row)
-        if resolver != request.sender and resolver not in self.approvers:
+        if not self.may_answer(request, resolver):
             return Resolution(False, f"Only {request.sender} or an approver can answer this request.",
                               request.status, request)
+        if self._not_theirs(resolver, choice, [request]):
+            return Resolution(False, _THEIRS.format(sender=request.sender), request.status,
+                              request)
         if request.status != "pending":
             return Resolution(False, closed_reason(request, now), request.status, request)
         if request.expires_at <= now:
@@ -208,10 +235,12 @@ class Approvals:
         if not members:
             return Resolution(False, UNKNOWN_REQUEST)
         first = members[0]
-        if resolver != first.sender and resolver not in self.approvers:
+        if not self.may_answer(first, resolver):
             return Resolution(False, f"Only {first.sender} or an approver can answer this request.",
                               first.status, first)
         pending = [m for m in members if m.status == "pending"]
+        if self._not_theirs(resolver, choice, pending):
+            return Resolution(False, _THEIRS.format(sender=first.sender), first.status, first)
         if not pending:
             return Resolution(False, "Every call of this request was already answered.",
                               first.status, first)
@@ -243,7 +272,7 @@ class Approvals:
             session_id=request.session_id if request else None,
             tool=request.tool if request else None,
             args_hash=request.args_hash if request else None,
-            detail=f"{approval_id[:40]!r}: {resolution.reason}",
+            detail=f"{approval_id[:40]!r}{_what(request)}: {resolution.reason}",
         ))
 
     async def _audit_refusal(self, approval_id: Any, resolver: str, choice: Any,
@@ -379,3 +408,17 @@ async def _close_batches(tx: Transaction, batches: list[str], now: float) -> lis
             " AND status IN ('pending', 'approved') RETURNING *", (now, batch))
         closed.extend(sorted((from_row(row) for row in rows), key=lambda r: r.position))
     return closed
+
+
+AUDIT_SUMMARY_CHARS = 160
+
+
+def _what(request: Any) -> str:
+    """What was asked, for the audit row: the tool and the first line of its preview (the
+    approval id alone says nothing to someone reading the log later)."""
+    if request is None:
+        return ""
+    first = (str(request.summary).strip().splitlines() or [""])[0]
+    if len(first) > AUDIT_SUMMARY_CHARS:
+        first = first[:AUDIT_SUMMARY_CHARS - 1] + "…"
+    return f" ({request.tool}: {first})" if first else f" ({request.tool})"

@@ -53,6 +53,7 @@ _MCP_SERVER = _obj({
     "headers": {"type": "object", "additionalProperties": {"type": "string"}},
     "risk": _RISK,
     "has_side_effects": {"type": "boolean"},
+    "local": {"type": "boolean"},
     "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
     "startup_timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
     "enabled": {"type": "boolean"},
@@ -60,6 +61,7 @@ _MCP_SERVER = _obj({
         "risk": _RISK,
         "has_side_effects": {"type": "boolean"},
         "returns_untrusted": {"type": "boolean"},
+        "local": {"type": "boolean"},
     })},
 })
 
@@ -237,6 +239,7 @@ SCHEMA: dict[str, Any] = _obj({
             "base_url": {"type": "string"},
             "model": {"type": "string"},
             "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+            "price_per_minute": {"type": "number", "minimum": 0},
         }),
         "speech": _obj({
             "engine": {"enum": ["", "http", "espeak-ng"]},
@@ -278,6 +281,7 @@ SCHEMA: dict[str, Any] = _obj({
     }),
     "rate_limits": _obj({
         "messages_per_minute": {"type": "integer", "minimum": 0},
+        "levels": _obj({level: {"type": "integer", "minimum": 0} for level in LEVELS}),
         "max_share_of_model_slots": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
     }),
 })

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,26 +26,7 @@ from bot.config.file import read_toml
 from bot.config.schema import first_problem
 from bot.core.errors import ConfigError
 from bot.core.identity import OPERATOR
-from bot.core.secret_files import DEFAULT_SECRET_FILES
-
-SECRET_ENV_VARS = (
-    "ANTHROPIC_API_KEY",
-    "TELEGRAM_BOT_TOKEN",
-    "DISCORD_BOT_TOKEN",
-    "SLACK_BOT_TOKEN",
-    "SLACK_APP_TOKEN",
-    "SLACK_SIGNING_SECRET",
-    "BRAVE_API_KEY",
-    "TELEGRAM_WEBHOOK_SECRET",
-    "MYCLAW_RECEIPT_KEY",
-    "MYCLAW_DATABASE_URL",  # a PostgreSQL URL may carry the password
-    "MYCLAW_STT_API_KEY",
-    "MYCLAW_TTS_API_KEY",
-    "WHATSAPP_ACCESS_TOKEN",
-    "WHATSAPP_APP_SECRET",
-    "WHATSAPP_VERIFY_TOKEN",
-    "OPENAI_API_KEY",   # the default key of [models.*] provider = "openai"
-)
+from bot.core.secret_files import DEFAULT_SECRET_FILES, SECRET_ENV_VARS
 
 DEFAULTS: dict[str, Any] = {
     "agent": {
@@ -123,7 +105,8 @@ DEFAULTS: dict[str, Any] = {
                        ".java", ".c", ".h", ".cpp", ".go", ".rs", ".rb", ".sh", ".sql", ".css"],
         "keep_images_turns": 3,              # later turns see a one-line placeholder instead
         "inbox_quota_bytes": 500_000_000,    # per sender, in <workspace>/inbox/
-        "transcription": {"base_url": "", "model": "whisper-1", "timeout_seconds": 60},
+        "transcription": {"base_url": "", "model": "whisper-1", "timeout_seconds": 60,
+                          "price_per_minute": 0.006},
         # Voice replies: espeak-ng (local) unless base_url names an OpenAI-compatible service.
         "speech": {"engine": "", "base_url": "", "model": "tts-1", "voice": "alloy", "voices": {},
                    "max_chars": 1000, "timeout_seconds": 30},
@@ -147,11 +130,21 @@ DEFAULTS: dict[str, Any] = {
     # 0 = no limit. Terminal senders (cli:*) are the operator: only global_daily applies to them.
     "budgets": {"currency": "USD", "sender_daily": 2.0, "sender_monthly": 30.0,
                 "global_daily": 20.0, "levels": {"read_only": 0.25}},
-    "rate_limits": {"messages_per_minute": 20, "max_share_of_model_slots": 0.25},
+    # levels: messages a minute for a level in place of messages_per_minute (0 = not limited).
+    "rate_limits": {"messages_per_minute": 20, "levels": {"full": 0},
+                    "max_share_of_model_slots": 0.25},
     # secret_files: globs of file or folder names whose content no tool call reads unless a
     # person approved that call naming the file (bot/core/secret_files.py).
     "security": {"secret_files": list(DEFAULT_SECRET_FILES)},
 }
+
+
+class SessionScope(StrEnum):
+    """Whose conversation a message joins (`[agent] session_scope`): each sender their own in
+    every chat, or one per chat shared by everyone in it."""
+
+    SENDER = "sender"
+    CHAT = "chat"
 
 
 @dataclass
@@ -174,6 +167,10 @@ class Config:
         if path == "~" or path.startswith("~/"):
             path = str(self.home) + path[1:]
         return Path(path).expanduser().resolve()
+
+    @property
+    def session_scope(self) -> SessionScope:
+        return SessionScope(self.data["agent"]["session_scope"])
 
     @property
     def workspace(self) -> Path:

@@ -11,15 +11,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from bot.core.errors import ShuttingDown
+
 T = TypeVar("T")
 
 
 class Stopped(Exception):
     """The running work was cancelled by /stop (not by shutdown)."""
-
-
-class ShuttingDown(Exception):
-    """The process is shutting down; the work was not started."""
 
 
 @dataclass

@@ -54,6 +54,7 @@ class TurnRow:
     owner: str
     incarnation: str
     created_at: float
+    audience: str = ""   # who else reads the conversation ("" = the sender alone)
 
 
 def _from_row(row: Row) -> TurnRow:
@@ -61,12 +62,12 @@ def _from_row(row: Row) -> TurnRow:
     return TurnRow(row["id"], row["session_id"], row["sender"], row["chat"], row["channel"],
                    row["level"], None if allowlist is None else frozenset(json.loads(allowlist)),
                    row["inbox_id"], row["state"], row["owner"], row["incarnation"],
-                   row["created_at"])
+                   row["created_at"], row["audience"] or "")
 
 
 async def begin(tx: Transaction, *, turn_id: str, session_id: str, sender: str, chat: str, channel: str,
                 level: str, allowlist: frozenset[str] | None, inbox_id: int | None,
-                owner: str, incarnation: str) -> None:
+                owner: str, incarnation: str, audience: str = "") -> None:
     """A new turn, running, written with its user message. An earlier turn of the session still
     open ends here: the new message supersedes it (its message was answered or reported)."""
     now = time.time()
@@ -74,11 +75,11 @@ async def begin(tx: Transaction, *, turn_id: str, session_id: str, sender: str, 
                      " AND state IN (?, ?, ?)", (SUPERSEDED, now, session_id, *UNFINISHED_STATES))
     await tx.execute(
         "INSERT INTO turns(id, session_id, sender, chat, channel, level, allowlist, inbox_id,"
-        " state, owner, incarnation, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " state, owner, incarnation, created_at, updated_at, audience)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (turn_id, session_id, sender, chat, channel, str(level),
          None if allowlist is None else json.dumps(sorted(allowlist)), inbox_id, RUNNING, owner,
-         incarnation, now, now))
+         incarnation, now, now, audience))
 
 
 async def set_state(tx: Transaction, turn_id: str, state: str, *, only_from: tuple[str, ...] = ()) -> bool:

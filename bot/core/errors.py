@@ -5,6 +5,8 @@
     ├── StoreError       the SQLite store cannot be opened or migrated
     ├── LLMError         the model API failed after retries (message is user-facing)
     └── ChannelError     a channel could not start (bad token, unreachable API)
+    ShuttingDown         the process is shutting down; the work was not started (not an error:
+                         a channel leaves the message's inbox row for the restart)
 
 Foreign exceptions are translated at the boundary with `raise ... from exc`.
 """
@@ -35,3 +37,7 @@ class LLMError(MyclawError):
 
 class ChannelError(MyclawError):
     pass
+
+
+class ShuttingDown(Exception):
+    """The process is shutting down; the work was not started."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
 ChannelName = Literal["cli", "telegram", "discord", "slack", "whatsapp"]
@@ -77,6 +78,36 @@ def _repair_fields(item: Any, *names: str) -> bool:
     return repaired
 
 
+# --- provenance: where a block the model sees came from --------------------------------------
+
+
+class Origin(StrEnum):
+    """Where a content block came from. Only what the requester typed in this message (or said
+    in a voice note they recorded) is theirs; everything else is data that may be steering the
+    model, and taints the turn whatever its type (text, photo, document, voice, caption): every
+    call that can carry data out is then at least medium risk (bot.core.policy).
+
+    How each is recorded in the stored history, so a turn resumed later is judged the same:
+    the requester's words are plain text; other people's words (a member, a forward, a quote, a
+    recording's transcript) are wrapped as untrusted data naming the origin (bot.core.wrap);
+    a photo or document is a reference block with `untrusted: true` and its `origin`
+    (bot.media.attachments); a tool's result is wrapped when the tool says it may carry outside
+    content (`returns_untrusted`)."""
+
+    REQUESTER = "requester"      # typed (or recorded as a voice note) by the requester, now
+    MEMBER = "member"            # another person of a shared conversation
+    FORWARD = "forward"          # forwarded: someone else's message (or the requester's old one)
+    QUOTE = "quote"              # the message a reply quotes
+    ATTACHMENT = "attachment"    # a photo or file: its pixels and words are anyone's
+    RECORDING = "recording"      # the transcript of a recording someone else made
+    DOCUMENT = "document"        # the text of a document
+    TOOL = "tool"                # a tool's result
+
+    @property
+    def taints(self) -> bool:
+        return self is not Origin.REQUESTER
+
+
 # --- attachments a channel hands over (downloaded bytes: never a platform URL) --------------
 # The channel's declared type and name are hints only; the core checks the content itself
 # (bot/media). `data` stays out of repr() so a logged message never dumps megabytes.
@@ -130,10 +161,24 @@ class UnavailablePart:
 
 
 Part = ImagePart | DocumentPart | AudioPart | UnavailablePart
+
+
+def part_origin(part: Part, forwarded: bool = False) -> Origin:
+    """Where an attachment's content came from (`forwarded`: the message carrying it was)."""
+    if forwarded:
+        return Origin.FORWARD
+    if isinstance(part, AudioPart):
+        return Origin.REQUESTER if part.spoken_by_sender else Origin.RECORDING
+    return Origin.DOCUMENT if isinstance(part, DocumentPart) else Origin.ATTACHMENT
 # Fetches a message's attachments through the channel's library. The agent calls it only for a
 # sender it admits (paired, not ignored, within the rate limit): a stranger's file is never
 # downloaded, let alone opened or transcribed.
 Download = Callable[[], Awaitable[tuple[Part, ...]]]
+
+
+# The longest message the agent takes (refused whole, never cut); channels that can tell the
+# person before sending (the terminal) use the same figure.
+MAX_MESSAGE_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -149,15 +194,21 @@ class IncomingMessage:
     parts: tuple[Part, ...] = ()       # photos, documents, voice notes sent with the text
     download: Download | None = field(default=None, repr=False, compare=False)  # more, not yet fetched
     inbox_id: int | None = None        # the stored update this message came from (bot/conversation/inbox.py)
-    # Set when the text was forwarded: who wrote it (as the platform names them). Someone
-    # else's words, shown to the model as data from them, never as the sender's request.
+    # Set when the message was forwarded: who wrote it (as the platform names them; the
+    # sender's own id for an old message of theirs). Its text and every attachment are someone
+    # else's, shown to the model as data from them, never as the sender's request.
     forwarded_from: str = ""
+    # The text of the message this one replies to or quotes, when the channel passes it on
+    # (`quoted_from` names its author): data for context, never the sender's request.
+    quoted: str = ""
+    quoted_from: str = ""
     # Set at construction: the text held bytes that are not text, replaced with U+FFFD (the
     # agent tells the sender so). Every channel's text and captions pass here.
     repaired: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
-        if _repair_fields(self, "text", "display_name", "forwarded_from", "sender", "chat"):
+        if _repair_fields(self, "text", "display_name", "forwarded_from", "quoted", "quoted_from",
+                          "sender", "chat"):
             object.__setattr__(self, "repaired", True)
 
     @property
@@ -360,7 +411,7 @@ class AgentAPI(Protocol):
     continues and hands it to `resume_approval`.
 
     A message stored in the inbox (`inbox_id` set) that the agent does not start because it is
-    shutting down raises `bot.conversation.sessions.ShuttingDown`: the channel leaves its row for the restart.
+    shutting down raises `bot.core.errors.ShuttingDown`: the channel leaves its row for the restart.
     """
 
     async def handle(self, message: IncomingMessage, sink: Sink) -> None: ...

@@ -69,6 +69,14 @@ def is_operator(sender: Sender | str) -> bool:
         return False
 
 
+def in_terminal(sender: Sender | str) -> bool:
+    """`Sender.in_terminal` for a sender in either form (a malformed one is not)."""
+    try:
+        return Sender.of_text(sender).in_terminal
+    except ValueError:
+        return False
+
+
 def channel_prefix(text: str) -> str:
     """What comes before the colon of something meant as a sender, even when it is not a valid
     one (for messages about a malformed config key)."""

@@ -16,6 +16,10 @@ is never auto-approved.
 Taint: once a turn has read untrusted content, a call that can carry data out (`meta.egress`)
 is at least medium risk and is never auto-approved (not by the profile, not by an "Always"
 grant): read_only is refused, supervised is asked, full runs it (full means full).
+
+Disclosure: a call that shows the requester's private files or memory to the other people of a
+shared conversation (`meta.discloses`) is asked every time, at every level that may run it
+(full too), and never auto-approved: the data is the requester's, so the requester decides.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from bot.core.tool import RISKS, Risk, ToolMeta
 
 Verdict = Literal["allow", "ask", "deny"]
 TAINT_REASON = "this turn has read untrusted content"
+DISCLOSURE_REASON = "it shows your private data to everyone in this conversation"
 
 MATRIX: dict[tuple[Risk, str], Verdict] = {
     ("low", "read_only"): "allow",
@@ -123,8 +128,8 @@ def decide(meta: ToolMeta, risk: Risk, caller: Caller, profile: Profile,
     if denied is not None:
         return denied
     risk = max_risk(risk if risk in RISKS else "high", meta.risk)
-    taint = tainted and meta.egress
-    if taint:
+    taint = tainted and meta.egress is True
+    if taint or meta.discloses:
         risk = max_risk(risk, "medium")
     base = MATRIX[(risk, caller.autonomy)]
     where = f"{risk} risk at {caller.autonomy} autonomy" + (f" ({TAINT_REASON})" if taint else "")
@@ -133,6 +138,8 @@ def decide(meta: ToolMeta, risk: Risk, caller: Caller, profile: Profile,
     previewable = not meta.has_side_effects or meta.supports_dry_run
     if meta.name in profile.always_ask:
         return Decision("ask", f"{meta.name} is in the profile's always_ask")
+    if meta.discloses:
+        return Decision("ask", f"{where} needs approval: {DISCLOSURE_REASON}")
     if base == "ask":
         auto = meta.name in profile.auto_approve or meta.name in caller.session_auto_approve
         if auto and previewable and not taint:

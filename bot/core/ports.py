@@ -9,7 +9,8 @@ gets, and what stands in for a port a process has not wired, are in `bot.core.to
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -59,6 +60,31 @@ class ModelPort(Protocol):
 
     async def ask(self, *, sender: Sender, level: Level, session_id: str, model: str,
                   prompt: str, system: str, max_tokens: int) -> ModelAnswer: ...
+
+
+@dataclass(frozen=True)
+class Payer:
+    """Whose limits a paid call counts against (the sender, at the turn's level: a job's turn
+    runs as its owner at the job's capped level), and the session its cost is booked under."""
+
+    sender: str
+    level: str | None = None
+    session_id: str = ""
+
+
+class BillPort(Protocol):
+    """What one paid call cost, said by its caller (see bot.money.gate)."""
+
+    def charge(self, model: str, *, usage: Mapping[str, int] | None = None,
+               cost: float | None = None) -> None: ...
+
+
+class PaidCallsPort(Protocol):
+    """The one gate for paid calls (bot.money.gate.PaidCalls): `call` refuses before the call
+    when the payer is over a limit (raises bot.money.budgets.BudgetExceeded, an LLMError with a
+    `user_message`) and records what the call charged when the block exits."""
+
+    def call(self, payer: Payer, kind: str) -> AbstractAsyncContextManager[BillPort]: ...
 
 
 class QuotaPort(Protocol):

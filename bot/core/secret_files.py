@@ -1,4 +1,5 @@
-"""What a secret file is, and which secret files a workspace holds: the one place that decides.
+"""What a secret file is, and which secret files a workspace holds: the one place that decides
+(and, beside it, which environment variables hold the bot's own secrets: `SECRET_ENV_VARS`).
 
 A path is a secret file when any of its components (the file's name or a folder on the way)
 matches one of the configured globs (`[security] secret_files`), case-insensitively: case-
@@ -24,6 +25,26 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+# The bot's own secrets: never logged, never passed to a tool's process, redacted everywhere.
+SECRET_ENV_VARS = (
+    "ANTHROPIC_API_KEY",
+    "TELEGRAM_BOT_TOKEN",
+    "DISCORD_BOT_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "BRAVE_API_KEY",
+    "TELEGRAM_WEBHOOK_SECRET",
+    "MYCLAW_RECEIPT_KEY",
+    "MYCLAW_DATABASE_URL",  # a PostgreSQL URL may carry the password
+    "MYCLAW_STT_API_KEY",
+    "MYCLAW_TTS_API_KEY",
+    "WHATSAPP_ACCESS_TOKEN",
+    "WHATSAPP_APP_SECRET",
+    "WHATSAPP_VERIFY_TOKEN",
+    "OPENAI_API_KEY",   # the default key of [models.*] provider = "openai"
+)
 
 DEFAULT_SECRET_FILES = (".env*", "*.pem", "*.key", "id_*", ".netrc", ".git-credentials",
                         "credentials*", "secrets.*")

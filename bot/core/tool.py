@@ -4,6 +4,8 @@ A tool is a small typed record (`ToolMeta`) plus async methods. The runtime pass
 `CallContext` (who is calling at which level, where, and the typed ports of `bot.core.ports`);
 tools keep no per-call state on themselves. Tools raise the typed exceptions below; the runtime
 turns them into `ToolError`s through `to_tool_error`, so the model never sees a stack trace.
+A tool whose safety depends on the machine (a sandbox, say) may also define
+`environment_report() -> (summary, [Finding])`, which `myclaw doctor --security` shows.
 """
 
 from __future__ import annotations
@@ -24,6 +26,18 @@ from bot.core.identity import OPERATOR, Level, Sender
 from bot.core.ports import JobsPort, MemoryPort, ModelPort, Network, QuotaPort
 
 log = logging.getLogger(__name__)
+
+Severity = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One security finding about the configuration or the machine."""
+
+    severity: Severity
+    key: str          # the setting, as it is spelled in the config file ("senders.unknown")
+    problem: str
+    fix: str
 
 
 class Risk(StrEnum):
@@ -88,9 +102,17 @@ class ToolMeta:
     supports_dry_run: bool = False
     capability_required: str = ""
     cli_only: bool = False
-    # The call can carry data out of this machine (network, a remote side effect): after the
-    # turn has read untrusted content, the policy never lets such a call run unasked.
-    egress: bool = False
+    # The call can put data in front of anyone other than the requester, now or later (the
+    # network, a file sent to the chat, a reminder posted later, an MCP server): after the
+    # turn has read untrusted content the policy never lets such a call run unasked. None:
+    # not declared — every built-in declares it (the conformance suite holds it), a custom tool
+    # that does not say is taken as a way out, and a tool whose answer depends on its arguments
+    # declares False and says when in `egress_for(args)`.
+    egress: bool | None = None
+    # The call puts the requester's private files or memory in front of the other people of a
+    # shared conversation: asked every time (of the requester, whose data it is), never covered
+    # by auto_approve or an "Always", refused at read_only.
+    discloses: bool = False
 
     def __post_init__(self) -> None:
         unpreviewable = self.has_side_effects and not self.supports_dry_run
@@ -153,10 +175,22 @@ class CallContext:
     # grant or the profile's auto_approve). What only an approval naming it may reach (a
     # secret file) is refused, or masked, without one.
     approved_by: str | None = None
+    # Who else reads this conversation ("" = the sender alone; e.g. "everyone in the telegram
+    # group chat -100…"): what the call shows may end up in front of all of them. There, with
+    # per_sender workspaces, `workspace` and the memory are the conversation's own and
+    # `private_workspace` is the sender's folder (bot.access.audience).
+    audience: str = ""
+    memory_owner: Sender | None = None
+    private_workspace: Path | None = None
 
     @property
     def channel(self) -> str:
         return self.sender.channel
+
+    @property
+    def memory_scope(self) -> Sender:
+        """Whose memory this call reads and writes: the sender's, or the conversation's."""
+        return self.memory_owner or self.sender
 
     async def emit(self, event: Any) -> bool:
         """Give the channel an event; False when there is no conversation to show it in."""

@@ -38,6 +38,15 @@ class JobError(MyclawError):
     """A job could not be created, found or changed; the text says why and what to do."""
 
 
+class JobNotFound(JobError):
+    """No such job (of that owner). The text points at the chat's /jobs; the command line
+    points at its own listing instead."""
+
+    def __init__(self, job_id: str):
+        self.job_id = str(job_id)[:40]
+        super().__init__(f"no job {self.job_id!r} of yours; see /jobs")
+
+
 @dataclass(frozen=True)
 class JobLimits:
     max_per_sender: int = 20
@@ -200,7 +209,7 @@ class Jobs:
                           any_owner: bool) -> Job:
         job = await self.get(job_id)
         if job is None or (job.owner != by and not any_owner):
-            raise JobError(f"no job {str(job_id)[:40]!r} of yours; see /jobs")
+            raise JobNotFound(job_id)
         if job.status not in allowed:
             raise JobError(f"job {job.id} is {job.status}")
         now = self.clock()

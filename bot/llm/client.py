@@ -1,8 +1,10 @@
 """The one place every model call goes through, whichever provider answers it.
 
-Every call names the sender it is made for: their budget is checked before it starts
-(bot.money.budgets; refused calls raise BudgetExceeded) and it waits for a model slot shared
-fairly between senders (bot.money.fairshare; excess calls queue instead of failing). Its usage
+Every call names the sender it is made for: it passes the one gate for paid calls
+(bot.money.gate), which checks their budget before it starts (refused calls raise
+BudgetExceeded) and, for a single question (`ask`), records its cost right after. It waits
+for a model slot shared fairly between senders (bot.money.fairshare; excess calls queue
+instead of failing). Its usage
 comes back on the response under one set of names, priced by bot.config.prices when the step is
 stored (bot.conversation.journal), under the model that actually answered.
 
@@ -26,6 +28,7 @@ from bot.llm.degrade import Degrader
 from bot.llm.models import ANTHROPIC_KEY, Models, ModelSpec
 from bot.llm.provider import Answer, LLMResponse, Provider, TextCallback
 from bot.money.fairshare import FairSlots
+from bot.money.gate import PaidCalls, Payer
 
 __all__ = ["Answer", "LLMClient", "LLMResponse", "TextCallback"]
 
@@ -36,13 +39,14 @@ FailoverAudit = Callable[[str, str], Awaitable[None]]   # (sender, detail)
 
 
 class LLMClient:
-    def __init__(self, config: Config, client: Any = None, budgets: Any = None,
+    def __init__(self, config: Config, client: Any = None, gate: PaidCalls | None = None,
                  audit: FailoverAudit | None = None, models: Models | None = None):
         """`client`: an `anthropic.AsyncAnthropic` for bare Anthropic ids (tests inject one);
+        `gate`: the paid-call gate (None only for the operator's own probes, `myclaw models`);
         `audit`: how a failover is written to the audit log (bot.app wires it)."""
         agent = config["agent"]
         self._config = config
-        self._budgets = budgets  # bot.money.budgets.Budgets, or None: no spend limits
+        self._gate = gate
         self._audit = audit
         self.models = models or Models(config)
         self._providers: dict[tuple[str, str, str], Provider] = {}
@@ -91,9 +95,14 @@ class LLMClient:
                      on_text: TextCallback | None = None, **params: Any) -> LLMResponse:
         """One model call made for `sender` (at autonomy `level`, which picks a per-level
         budget). Streams when enabled and `on_text` is given."""
+        if self._gate is not None:
+            await self._gate.admit(Payer(sender, level))
+        return await self._complete(sender, on_text, params)
+
+    async def _complete(self, sender: str, on_text: TextCallback | None,
+                        params: dict[str, Any]) -> LLMResponse:
+        """The call itself, once admitted."""
         chain = self.models.chain(params.get("model", "?"))
-        if self._budgets is not None:
-            await self._budgets.admit(sender, level)
         streaming = on_text if self.stream_enabled else None
         async with self.slots.hold(sender):
             if len(chain) == 1:
@@ -144,13 +153,21 @@ class LLMClient:
         return response
 
     async def ask(self, *, sender: str, model: str, prompt: str, system: str = "",
-                  max_tokens: int = 1024, level: str | None = None) -> Answer:
-        """A single question, no tools: for supra_llm, summaries and other side calls."""
+                  max_tokens: int = 1024, level: str | None = None,
+                  session_id: str = "") -> Answer:
+        """A single question, no tools: for supra_llm, summaries and other side calls. Its
+        cost is recorded under `session_id` before this returns."""
         params: dict[str, Any] = {"model": model, "max_tokens": max_tokens,
                                   "messages": [{"role": "user", "content": prompt}]}
         if system:
             params["system"] = system
-        response = await self.create(sender=sender, level=level, **params)
+        if self._gate is None:
+            response = await self._complete(sender, None, params)
+            return Answer(response.text, response.usage, response.model or model)
+        async with self._gate.call(Payer(sender, level, session_id), "model") as bill:
+            response = await self._complete(sender, None, params)
+            if response.usage:   # an alias: the id that answered is the one priced
+                bill.charge(response.model or model, usage=response.usage)
         return Answer(response.text, response.usage, response.model or model)
 
     def tools_enabled(self, model: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from bot.config.settings import Config
+from bot.config.settings import Config, SessionScope
 from bot.toolbox.registry import Registry
 
 
@@ -54,7 +54,7 @@ class PromptBuilder:
         if agent["workspace_mode"] == "per_sender":
             workspace = f"of the person you talk to (their own folder under {workspace})"
         text = DEFAULT_SYSTEM.format(workspace=workspace)
-        if agent["session_scope"] == "chat":
+        if config.session_scope is SessionScope.CHAT:
             text += "\n\n" + SHARED
         if agent["system_prompt"].strip():  # the operator's instructions come after ours
             text += "\n\n" + agent["system_prompt"].strip()

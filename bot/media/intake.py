@@ -17,12 +17,25 @@ import dataclasses
 import logging
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bot.access.workspaces import workspace_for
 from bot.config.settings import Config
-from bot.core.events import AudioPart, DocumentPart, ImagePart, IncomingMessage, Notice, Part, Sink
+from bot.core.errors import LLMError
+from bot.core.events import (
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    IncomingMessage,
+    Notice,
+    Origin,
+    Part,
+    Sink,
+    part_origin,
+)
+from bot.core.ports import PaidCallsPort, Payer
 from bot.core.wrap import wrap_untrusted
 from bot.media.attachments import (
     PDF_PAGE_TOKENS,
@@ -53,9 +66,19 @@ IMAGE_BUDGET_SECONDS = 15.0
 DOCUMENT_BUDGET_SECONDS = 15.0
 
 
+@dataclass(frozen=True)
+class Uploader:
+    """Whose inbox quota an upload counts against, and the folder it lands in."""
+
+    sender: str
+    workspace: Path
+
+
 class MediaIntake:
-    def __init__(self, config: Config, store: Store):
+    def __init__(self, config: Config, store: Store, paid: PaidCallsPort):
+        """`paid`: the gate transcriptions go through (bot.money.gate)."""
         self.config = config
+        self.paid = paid
         self.limits = MediaLimits.from_config(self.config["media"])
         self.attachments = AttachmentStore(store, self.config.data_dir / "attachments")
         self.inbox = Inbox(store, self.limits.inbox_quota_bytes)
@@ -70,16 +93,22 @@ class MediaIntake:
 
     # --- in: a message's parts ------------------------------------------------------------
 
-    async def user_content(self, message: IncomingMessage, sink: Sink) -> list[Block]:
-        """The user message's blocks; [] when nothing usable is left (the sender was told)."""
+    async def user_content(self, message: IncomingMessage, sink: Sink, payer: Payer,
+                           workspace: Path | None = None) -> list[Block]:
+        """The user message's blocks; [] when nothing usable is left (the sender was told).
+        `payer`: whose budget a transcription counts against; `workspace`: where uploads land
+        (the folder the turn's file tools see: a group's own under per_sender workspaces),
+        by default the sender's."""
+        uploader = Uploader(payer.sender, workspace or self.workspace(payer.sender))
         attached: list[Block] = []
         spoken: list[Block] = []
         notes: list[str] = []
         for part in message.parts:
             # The name is the sender's (or whoever made the file): from here on only its shown form.
             part = dataclasses.replace(part, name=shown_name(part.name))
+            origin = part_origin(part, forwarded=bool(message.forwarded_from))
             try:
-                blocks = await self._part(message.sender, part, sink)
+                blocks = await self._part(payer, uploader, part, origin, sink)
             except MediaRefused as exc:
                 await sink.emit(Notice(f"⚠️ {exc.message}"))
                 notes.append(f"[The user also sent {_name(part)}, which could not be used: "
@@ -91,40 +120,47 @@ class MediaIntake:
         text = "\n".join([*notes, message.text] if message.text.strip() else notes)
         return [*attached, *spoken, *([{"type": "text", "text": text}] if text else [])]
 
-    async def _part(self, sender: str, part: Part, sink: Sink) -> list[Block]:
+    async def _part(self, payer: Payer, uploader: Uploader, part: Part, origin: Origin,
+                    sink: Sink) -> list[Block]:
+        """The blocks of one part, marked with where its content came from (`origin`)."""
         if isinstance(part, ImagePart | DocumentPart):
             # By content, whatever the platform declared: a photo sent "as a file" is a photo, a
             # PDF declared as an image is a document (anything else declared as an image is
             # refused as one).
             if sniff_image(part.data) is not None or (
                     isinstance(part, ImagePart) and not part.data.startswith(PDF_MAGIC)):
-                return [await self._image(sender, part.data, part.name, sink)]
-            return [await self._document(sender, DocumentPart(part.data, part.name,
-                                                              part.media_type), sink)]
+                return [await self._image(uploader, part.data, part.name, origin, sink)]
+            document = DocumentPart(part.data, part.name, part.media_type)
+            return [await self._document(uploader, document, origin, sink)]
         if isinstance(part, AudioPart):
-            return await self._audio(sender, part, sink)
+            return await self._audio(payer, uploader, part, origin, sink)
         raise MediaRefused(f"I could not fetch {part.name or 'an attachment'}: {part.reason}")
 
-    async def _image(self, sender: str, data: bytes, name: str, sink: Sink) -> Block:
+    async def _image(self, uploader: Uploader, data: bytes, name: str, origin: Origin,
+                     sink: Sink) -> Block:
         prepared = await _in_worker(prepare_image_file, data, self.limits,
                                     budget=IMAGE_BUDGET_SECONDS)
         kind = sniff_image(data) or "jpeg"
-        saved = await self._save(sender, name, IMAGE_KIND_SUFFIX[kind], "photo", data, sink)
+        saved = await self._save(uploader, name, IMAGE_KIND_SUFFIX[kind], "photo", data, sink)
         digest = await self.attachments.put("image", prepared.media_type, prepared.data)
+        # What a picture shows (a screenshot of instructions, a QR code) is not the sender's
+        # typing: data, like a document's text.
         return reference("image", digest, prepared.media_type, name=name, saved_as=saved,
+                         untrusted=origin.taints, origin=origin,
                          width=prepared.original_width, height=prepared.original_height)
 
-    async def _document(self, sender: str, part: DocumentPart, sink: Sink) -> Block:
+    async def _document(self, uploader: Uploader, part: DocumentPart, origin: Origin,
+                        sink: Sink) -> Block:
         prepared = await _in_worker(prepare_document_file, part.data, part.name, self.limits,
                                     budget=DOCUMENT_BUDGET_SECONDS)
         sizes = {"pages": prepared.pages} if prepared.kind == "pdf" else {"chars": prepared.chars}
         if tokens_of({"kind": prepared.kind, **sizes}) > self.max_attachment_tokens:
             raise self._too_long(part.name or "This document", prepared.pages, prepared.chars)
         suffix = ".pdf" if prepared.kind == "pdf" else PurePosixPath(part.name.lower()).suffix
-        saved = await self._save(sender, part.name, suffix, "document", part.data, sink)
+        saved = await self._save(uploader, part.name, suffix, "document", part.data, sink)
         digest = await self.attachments.put(prepared.kind, prepared.media_type, prepared.data)
         return reference(prepared.kind, digest, prepared.media_type, name=part.name,
-                         saved_as=saved, untrusted=True, **sizes)
+                         saved_as=saved, untrusted=True, origin=origin, **sizes)
 
     def _too_long(self, name: str, pages: int, chars: int) -> MediaRefused:
         """More than the model's context can hold next to the conversation (see expand)."""
@@ -136,44 +172,57 @@ class MediaIntake:
         return MediaRefused(f"{name} is too long for a conversation here ({chars:,} characters; "
                             f"about {fit:,} fit). Send a shorter part of it.")
 
-    async def _audio(self, sender: str, part: AudioPart, sink: Sink) -> list[Block]:
+    async def _audio(self, payer: Payer, uploader: Uploader, part: AudioPart, origin: Origin,
+                     sink: Sink) -> list[Block]:
         if not part.data:
             raise MediaRefused("This voice note is empty (0 bytes).")
         if len(part.data) > self.limits.max_audio_bytes:
             raise MediaRefused(f"This voice note is too large ({megabytes(len(part.data))}; the "
                                f"limit is {megabytes(self.limits.max_audio_bytes)}).")
         suffix = PurePosixPath(part.name.lower()).suffix
-        saved = await self._save(sender, part.name, suffix if suffix in AUDIO_SUFFIXES else ".audio",
+        saved = await self._save(uploader, part.name, suffix if suffix in AUDIO_SUFFIXES else ".audio",
                                  "voice", part.data, sink)
         if not self.transcriber.configured:
             raise MediaRefused(HOW_TO_ENABLE)
         try:
-            text = await self.transcriber.transcribe(part.data, part.name, part.media_type)
+            text = await self._transcribed(payer, part)
+        except LLMError as exc:   # over budget: refused before the service was called
+            raise MediaRefused(f"I couldn't transcribe your voice note: {exc.user_message}") from exc
         except TranscriptionError as exc:
             kept = f" It is saved as {saved}." if saved else ""
             raise MediaRefused(f"I couldn't transcribe your voice note: {exc.message}.{kept} "
                                "Please try again later, or type your message.") from exc
         if not text:
             raise MediaRefused("I couldn't make out any words in that voice note.")
-        if part.spoken_by_sender:
+        if not origin.taints:   # a voice note the sender recorded: their own words
             await sink.emit(Notice(f"🎙 {text}"))
             return [{"type": "text", "text": text}]
         await sink.emit(Notice(f"🎙 (someone else's recording) {text}"))
         # Someone else's words: data to consider, never the user's instructions.
         return [{"type": "text", "text": "The user sent a recording of someone else (a forwarded "
                  "voice note or an audio file). Its transcript:\n"
-                 + wrap_untrusted({"transcript": text}, "someone else's recording")}]
+                 + wrap_untrusted({"transcript": text}, f"someone else's recording ({origin})")}]
 
-    async def _save(self, sender: str, name: str, suffix: str, fallback: str, data: bytes,
+    async def _transcribed(self, payer: Payer, part: AudioPart) -> str:
+        """The transcript, through the paid-call gate: refused before the call when the payer
+        is over a limit, its cost recorded once the service answered."""
+        async with self.paid.call(payer, "transcription") as bill:
+            text = await self.transcriber.transcribe(part.data, part.name, part.media_type)
+            bill.charge(self.transcriber.model, cost=self.transcriber.cost_of(part.data))
+        return text
+
+    async def _save(self, uploader: Uploader, name: str, suffix: str, fallback: str, data: bytes,
                     sink: Sink) -> str:
         """The workspace path of the saved upload, or "" when it could not be saved (the
         attachment still reaches the model)."""
         try:
-            return await self.inbox.save(self.workspace(sender), sender, name, suffix, fallback, data)
+            return await self.inbox.save(uploader.workspace, uploader.sender, name, suffix,
+                                         fallback, data)
         except MediaRefused as exc:
             await sink.emit(Notice(f"⚠️ {exc.message}"))
         except OSError as exc:
-            log.warning("upload not saved for %s: %s", sender, exc.strerror or type(exc).__name__)
+            log.warning("upload not saved for %s: %s", uploader.sender,
+                        exc.strerror or type(exc).__name__)
         return ""
 
     # --- out: the history as the model reads it -------------------------------------------

@@ -3,7 +3,10 @@
 `POST {base_url}/v1/audio/transcriptions`, multipart with `file` and `model`, answered with
 `{"text": "..."}` — the protocol of hosted services and of self-hosted whisper servers alike.
 Configured by `[media.transcription] base_url` and `model`; the key (optional for a local
-server) comes from MYCLAW_STT_API_KEY. Every failure is a `TranscriptionError` with one line
+server) comes from MYCLAW_STT_API_KEY. A transcription is a paid call: the caller goes through
+the gate (bot.money.gate) and charges `cost_of(data)`, `price_per_minute` times the length,
+read from the service's answer when it says (`duration`), else estimated from the size at the
+bitrate of a voice note (never less than one second). Every failure is a `TranscriptionError` with one line
 for the sender; the key never appears in it.
 """
 
@@ -24,6 +27,9 @@ HOW_TO_ENABLE = (
     "model = \"whisper-1\"\nand the key in the environment variable MYCLAW_STT_API_KEY. "
     "Meanwhile, please type your message.")
 MAX_TRANSCRIPT_CHARS = 20_000
+# Voice notes are Opus at about 16 kbit/s (Telegram, WhatsApp): bytes per second of speech. A
+# file at a higher bitrate is charged for longer than it lasts: a budget errs on the safe side.
+VOICE_BYTES_PER_SECOND = 2_000
 
 
 class TranscriptionError(Exception):
@@ -39,11 +45,17 @@ class Transcriber:
         self.base_url = base[:-3] if base.endswith("/v1") else base
         self.model = section["model"].strip()
         self.timeout = float(section["timeout_seconds"])
+        self.price_per_minute = float(section["price_per_minute"])
         self._key = config.secret("MYCLAW_STT_API_KEY")
 
     @property
     def configured(self) -> bool:
         return bool(self.base_url and self.model)
+
+    def cost_of(self, data: bytes) -> float:
+        """What transcribing `data` costs (see the module docstring)."""
+        seconds = max(1.0, len(data) / VOICE_BYTES_PER_SECOND)
+        return self.price_per_minute * seconds / 60
 
     async def transcribe(self, data: bytes, name: str, media_type: str) -> str:
         form = aiohttp.FormData()

@@ -101,11 +101,13 @@ class SpendLedger:
     # --- recording -----------------------------------------------------------------------
 
     async def add(self, tx: Transaction, *, session_id: str, sender: str, model: str,
-                  usage: Mapping[str, int]) -> float | None:
+                  usage: Mapping[str, int], cost: float | None = None) -> float | None:
         """Insert one call's row inside the caller's transaction; the totals follow when it
-        commits. Returns the call's cost."""
+        commits. Returns the call's cost: `cost` when the caller knows it (a service priced
+        per minute or character), else `usage` priced from the table."""
         ts = self.clock()
-        cost = self.prices.cost(model, usage) if self.prices is not None else None
+        if cost is None and self.prices is not None:
+            cost = self.prices.cost(model, usage)
         if cost is not None and cost > 0:   # a row without a cost adds nothing to a total
             await tx.lock(_sender_key(sender))   # see the module docstring
         row = await tx.fetchone(USAGE_SQL + " RETURNING id", (
@@ -147,11 +149,11 @@ class SpendLedger:
             totals.month += float(cost)
 
     async def record(self, *, session_id: str, sender: str, model: str,
-                     usage: Mapping[str, int]) -> float | None:
+                     usage: Mapping[str, int], cost: float | None = None) -> float | None:
         """Record a call made outside a turn's step (summaries, side calls); returns its cost."""
         async with self.store.transaction() as tx:
             return await self.add(tx, session_id=session_id, sender=sender, model=model,
-                                  usage=usage)
+                                  usage=usage, cost=cost)
 
     # --- reading -------------------------------------------------------------------------
 

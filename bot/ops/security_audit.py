@@ -13,16 +13,14 @@ import ipaddress
 import re
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 from urllib.parse import urlsplit
 
-from bot.config.settings import Config
+from bot.config.settings import Config, SessionScope
 from bot.core.identity import OPERATOR, is_operator
 from bot.core.secret_files import DEFAULT_SECRET_FILES
+from bot.core.tool import Finding, Severity
 
-Severity = Literal["high", "medium", "low"]
 SEVERITY_ORDER: tuple[Severity, ...] = ("high", "medium", "low")
 
 SHELL_TOOL = "shell_run"
@@ -44,14 +42,6 @@ SYSTEM_DIRS = frozenset(Path(p) for p in (
 # Sender ids the channels produce: numeric Telegram/Discord user ids, a word for the terminal.
 APPROVER_RE = re.compile(r"^(telegram:\d{1,20}|discord:\d{15,21}|cli:[A-Za-z0-9_.\-]+)$")
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: Severity
-    key: str          # the setting, as it is spelled in the config file ("senders.unknown")
-    problem: str
-    fix: str
 
 
 def audit(config: Config) -> list[Finding]:
@@ -88,7 +78,7 @@ def _full_non_cli_sources(config: Config) -> list[str]:
 
 
 def _check_groups_with_full(config: Config) -> Iterator[Finding]:
-    shared = config["agent"]["session_scope"] == "chat"
+    shared = config.session_scope is SessionScope.CHAT
     if config["discord"]["guilds"]:
         for role, level in config["discord"]["roles"].items():
             if level == "full":

@@ -15,9 +15,11 @@ from bot.conversation import turns
 from bot.core.events import (
     ApprovalSurface,
     ApprovalView,
+    IncomingMessage,
     Notice,
     Sink,
 )
+from bot.core.identity import LEVELS, Level
 from bot.core.tool import ToolError, args_hash
 from bot.runtime.dispatch import Planned, Turn, error_block
 from bot.store.audit import write_audit
@@ -59,6 +61,10 @@ class ApprovalFlow:
             return False
         resolver = request.resolved_by or ""
         key = self.session_key(request.sender, request.chat)
+        # The answer the conversation goes on to is spoken too, if the requester has voice on.
+        sink = self.voice.wrapped(IncomingMessage(sender=request.sender, chat=request.chat,
+                                                  text="", channel=request.channel),
+                                  request.autonomy or "read_only", sink)
         work = self._resume_batch(request.batch, sink) if request.batch is not None \
             else self._resume(request, resolver, sink)
         self.queue.spawn(key, lambda: self._guarded(sink, work), request.sender)
@@ -157,6 +163,14 @@ class ApprovalFlow:
     async def pending_approvals(self, channel: str) -> list[ApprovalView]:
         return [r.view() for r in await self.services.approvals.pending(channel)]
 
+    async def capped_level(self, sender: str, recorded: str | None) -> Any:
+        """The level a turn goes on at after a wait (an approval, a restart): the sender's
+        level now (revoked means refused), never above the level the turn ran at — a job's
+        turn ran at the job's cap, and its approved call and the rest of its turn stay there."""
+        now = await self.services.senders.level_of(sender, recorded=recorded)
+        started = Level(recorded) if recorded in LEVELS else None
+        return min(now, started) if isinstance(now, Level) and started is not None else now
+
 
     # --- approvals resumed ---------------------------------------------------------------
 
@@ -180,11 +194,12 @@ class ApprovalFlow:
         """Run (or refuse) the resolved call, then re-enter the loop from the stored history.
         `on_ran(ok)` is told how the call ended (None: not run) before the loop goes on."""
         await self.services.store.catch_up()
-        autonomy = await self.services.senders.level_of(request.sender, recorded=request.autonomy)
+        autonomy = await self.capped_level(request.sender, request.autonomy)
         turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
                                 request.allowlist)
         row = await turns.open_in_session(self.services.store, request.session_id)
         turn.turn_id = row.id if row is not None else None
+        turn.audience = row.audience if row is not None else ""
         result, ok = await self._resolved_result(turn, request, resolver)
         going_on = await self._store_results(turn, [result], [(request.id, ok)])
         if on_ran is not None:
@@ -198,11 +213,12 @@ class ApprovalFlow:
         await self.services.store.catch_up()
         members = await self.services.approvals.batch_members(batch)
         first = members[0]
-        autonomy = await self.services.senders.level_of(first.sender, recorded=first.autonomy)
+        autonomy = await self.capped_level(first.sender, first.autonomy)
         turn = await self._turn(first.session_id, first.sender, first.chat, autonomy, sink,
                                 first.allowlist)
         row = await turns.open_in_session(self.services.store, first.session_id)
         turn.turn_id = row.id if row is not None else None
+        turn.audience = row.audience if row is not None else ""
         results, ends = [], []
         for member in members:
             if member.status in ("approved", "denied"):

@@ -189,7 +189,8 @@ async def _undo(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
     async def work() -> None:
         session_id = await agent.session_id(message)
         ctx = agent.services.call_context(sender=message.sender, level=autonomy,
-                                          session_id=session_id, chat=message.chat)
+                                          session_id=session_id, chat=message.chat,
+                                          audience=agent.audience(message))
         text = await agent.services.undo.undo_last(session_id, agent.services.registry, ctx)
         await sink.emit(Notice(text))
     await agent._queued(message, sink, work)

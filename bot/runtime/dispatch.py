@@ -85,6 +85,9 @@ class Turn:
     # (False only when known: a cached history without one and a message without media).
     attachments: bool = True
     told: set[str] = field(default_factory=set)   # notices about the model said this turn
+    # Who else reads this conversation ("" = the sender alone; bot.access.audience): the reply
+    # and anything a call shows reach all of them.
+    audience: str = ""
 
     def take_records(self) -> list[Record]:
         """The rows left by the calls so far; the turn keeps none of them."""
@@ -207,7 +210,8 @@ class Dispatcher:
         name, args, call_id = block.get("name", ""), block.get("input"), block.get("id", "")
         tool = registry.get(name)
         if tool is None:
-            visible = [t.meta.name for t in registry.list_for_sender(turn.sender, turn.autonomy)]
+            visible = [t.meta.name for t in
+                       registry.list_for_sender(turn.sender, turn.autonomy, turn.run_allowlist)]
             close = difflib.get_close_matches(name, visible, n=3, cutoff=0.5)
             hint = (f"Did you mean {', '.join(close)}? " if close else "") + \
                 f"Available tools: {', '.join(visible) or '(none)'}."
@@ -275,7 +279,8 @@ class Dispatcher:
         return self.services.call_context(
             sender=turn.sender, level=turn.autonomy, session_id=turn.session_id, chat=turn.chat,
             progress_sink=progress, cancelled=turn.cancelled,
-            event_sink=turn.sink.emit if turn.sink is not None else None, approved_by=approver)
+            event_sink=turn.sink.emit if turn.sink is not None else None, approved_by=approver,
+            audience=turn.audience)
 
     async def preview(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str) -> str:
         """The approval text, whole: the dry_run summary (and diff), or — for a tool without a

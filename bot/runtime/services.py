@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.access.workspaces import workspace_for
+from bot.access.audience import reach_for
 from bot.core.identity import Level, Sender
 from bot.core.ports import Network
 from bot.core.tool import CallContext, Ports
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from bot.jobs.jobs import Jobs
     from bot.llm.client import LLMClient
     from bot.money.budgets import Budgets
+    from bot.money.gate import PaidCalls
     from bot.money.spend import SpendLedger
     from bot.store.protocol import Store
     from bot.toolbox.registry import Registry
@@ -53,6 +54,7 @@ class Services:
     delivery: Delivery                 # sinks for chats nobody is typing in
     spend: SpendLedger                 # every model call's cost, running totals
     budgets: Budgets                   # spend limits checked before a model call
+    paid: PaidCalls                    # the one gate every paid call goes through
     # messages per minute per sender (in the store when other processes share it)
     rate_limits: MessageRateLimiter | StoredRateLimiter
     inbox: Inbox                       # incoming updates, stored before they are acknowledged
@@ -64,13 +66,17 @@ class Services:
                      progress_sink: Callable[[str], Awaitable[None] | None] | None = None,
                      cancelled: asyncio.Event | None = None,
                      event_sink: Callable[[Any], Awaitable[None]] | None = None,
-                     approved_by: str | None = None) -> CallContext:
+                     approved_by: str | None = None, audience: str = "") -> CallContext:
         """The context of one tool call (or session hook) for `sender` at `level`; `approved_by`
-        the person who approved this very call, if one did."""
+        the person who approved this very call, if one did; `audience` who else reads the
+        conversation (its folder and memory are then the conversation's, see
+        bot.access.audience)."""
         who = Sender.of_text(sender)
         extra: dict[str, Any] = {} if cancelled is None else {"cancelled": cancelled}
+        reach = reach_for(self.config, str(who), who.channel, chat, audience)
         return CallContext(
             sender=who, level=Level(level), session_id=session_id, chat=chat,
-            workspace=workspace or workspace_for(self.config, str(who)), settings=self.config,
+            workspace=workspace or reach.workspace, settings=self.config,
             network=self.network, ports=self.ports, progress_sink=progress_sink,
-            event_sink=event_sink, approved_by=approved_by, **extra)
+            event_sink=event_sink, approved_by=approved_by, audience=audience,
+            memory_owner=reach.memory_owner, private_workspace=reach.private_workspace, **extra)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from bot.access.audience import audience_of
+from bot.config.settings import SessionScope
 from bot.conversation.journal import active_key
-from bot.conversation.sessions import ShuttingDown, Stopped
-from bot.core.errors import LLMError
+from bot.conversation.sessions import Stopped
+from bot.core.errors import LLMError, ShuttingDown
 from bot.core.events import (
     Button,
     ErrorEvent,
@@ -17,7 +19,7 @@ from bot.core.events import (
     Notice,
     Sink,
 )
-from bot.core.identity import OPERATOR, Sender, is_operator
+from bot.core.identity import OPERATOR, Level, Sender
 from bot.money.budgets import BudgetExceeded
 from bot.runtime import commands
 from bot.toolbox.hooks import run_session_hooks
@@ -33,23 +35,27 @@ class SessionControl:
     @property
     def shared_sessions(self) -> bool:
         """Everyone in a chat shares one conversation (`session_scope = "chat"`)."""
-        return self.config["agent"]["session_scope"] == "chat"
+        return self.config.session_scope is SessionScope.CHAT
 
     def shared_with_others(self, message: IncomingMessage) -> bool:
         """Is this message's conversation shared with other people (a group, chat scope)?"""
         return self.shared_sessions and message.is_group
 
+    def audience(self, message: IncomingMessage) -> str:
+        """Who else reads this message's conversation ("" = the sender alone)."""
+        return audience_of(message.channel, message.chat, message.is_group)
+
     def is_approver(self, sender: str) -> bool:
         """May `sender` act on other people's requests and turns (answer, stop, reset)?"""
-        return sender in self.services.approvals.approvers or is_operator(sender)
+        return self.services.approvals.is_approver(sender)
 
     def session_key(self, sender: str, chat: str) -> str:
-        if self.config["agent"]["session_scope"] == "chat":
+        if self.shared_sessions:
             return f"chat:{Sender.parse(sender).channel}:{chat}"
         return f"{sender}|{chat}"
 
     def _owner(self, message: IncomingMessage) -> str:
-        if self.config["agent"]["session_scope"] == "chat":
+        if self.shared_sessions:
             return f"{message.channel}:chat:{message.chat}"
         return message.sender
 
@@ -81,7 +87,7 @@ class SessionControl:
         new = await self.journal.new_session(self._owner(message), message.chat, message.channel)
         self._sessions[active_key(self._owner(message), message.chat)] = new
         ctx = self.services.call_context(sender=message.sender, level=level, session_id=new,
-                                         chat=message.chat)
+                                         chat=message.chat, audience=self.audience(message))
         await run_session_hooks(self.services.registry, "new_session", ctx)
         return new
 
@@ -123,11 +129,11 @@ class SessionControl:
             if isinstance(exc, BudgetExceeded) and exc.approver_note:
                 await self._to_approvers(exc.sender, [Notice(exc.approver_note)])
 
-    async def _within_rate(self, message: IncomingMessage, sink: Sink) -> bool:
+    async def _within_rate(self, message: IncomingMessage, level: Level, sink: Sink) -> bool:
         limiter = self.services.rate_limits
         if limiter is None:
             return True
-        decision = await limiter.admit(message.sender)
+        decision = await limiter.admit(message.sender, str(level))
         if decision.notice:
             await sink.emit(Notice(decision.notice))
         return decision.allowed

@@ -6,8 +6,9 @@ default: answer by voice when the person spoke by voice). The agent wraps a turn
 spoken part of it (bot.media.speech.spoken) is synthesised by the configured engine, encoded in
 the worker pool and emitted as a `SpeechOut`. Nothing here delays the text or the next message.
 
-Money: an engine with a priced model passes the budget gate before it speaks and records its
-characters in `usage` after (espeak-ng is free and skips both). Over budget, the text is the
+Money: an engine with a priced model goes through the one gate for paid calls
+(bot.money.gate): admitted before it speaks, its characters recorded in `usage` after
+(espeak-ng is free and skips both). Over budget, the text is the
 answer and the person is told once a day that voice is paused; an engine that fails is said
 once a day too. Either way the text has already been sent.
 """
@@ -20,8 +21,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bot.core.events import AudioPart, Done, Event, IncomingMessage, Notice, Sink, SpeechOut
+from bot.core.ports import Payer
 from bot.media.speech.engine import Speaker, SpeechError, build_engine, engine_name
 from bot.media.speech.spoken import guess_language, spoken_text
+from bot.money.budgets import BudgetExceeded
 from bot.store.notices import OnceNotices
 
 if TYPE_CHECKING:
@@ -123,18 +126,20 @@ class VoiceReplies:
         speaker = self.speaker()
         model = speaker.engine.priced_model
         try:
-            if model and not await self._admitted(sender, level):
-                await self._once_notice(sink, "voice-paused", sender, (
-                    "🔇 Voice replies are paused: the spend limit is reached. The text above "
-                    "is the whole answer."))
-                return
-            async with self._speaking:
-                voice = await speaker.speak(said, language)
             if model:
-                await self.services.spend.record(
-                    session_id=await self._session_of(message), sender=sender, model=model,
-                    usage={"characters": len(said)})
+                payer = Payer(sender, level, await self._session_of(message))
+                async with self.services.paid.call(payer, "speech") as bill:
+                    async with self._speaking:
+                        voice = await speaker.speak(said, language)
+                    bill.charge(model, usage={"characters": len(said)})
+            else:
+                async with self._speaking:
+                    voice = await speaker.speak(said, language)
             await sink.emit(SpeechOut(voice.data, voice.duration))
+        except BudgetExceeded:
+            await self._once_notice(sink, "voice-paused", sender, (
+                "🔇 Voice replies are paused: the spend limit is reached. The text above "
+                "is the whole answer."))
         except SpeechError as exc:
             log.warning("voice reply for %s not spoken: %s", sender, exc.message)
             await self._once_notice(sink, "voice-down", sender, (
@@ -142,11 +147,6 @@ class VoiceReplies:
                 "whole answer. I will try again with the next one."))
         except Exception:   # a task of its own: nobody else would see it fail
             log.exception("voice reply for %s failed", sender)
-
-    async def _admitted(self, sender: str, level: str) -> bool:
-        """The budget gate for speech, the one place it is asked."""
-        budgets = self.services.budgets
-        return budgets is None or (await budgets.check(sender, level)).allowed
 
     async def _once_notice(self, sink: Sink, kind: str, sender: str, text: str) -> None:
         day = self.services.spend.period().day

@@ -51,10 +51,18 @@ class AuditQuery:
     verdict: str = ""
     since: float | None = None
     until: float | None = None
+    before_id: int | None = None      # rows older than this one (the next page)
+    without_prefix: str = ""          # leave out decisions starting so ("console:": logins)
 
     def where(self) -> tuple[str, tuple[Any, ...]]:
         conditions: list[str] = []
         params: list[Any] = []
+        if self.before_id is not None:
+            conditions.append("id < ?")
+            params.append(self.before_id)
+        if self.without_prefix:
+            conditions.append("substr(decision, 1, ?) <> ?")
+            params += [len(self.without_prefix), self.without_prefix]
         for column, value in (("sender", self.sender), ("tool", self.tool)):
             if value:
                 conditions.append(f"{column} = ?")
@@ -76,6 +84,12 @@ async def recent_audit(store: Store, query: AuditQuery, limit: int) -> list[dict
         "SELECT id, ts, session_id, sender, tool, args_hash, decision, outcome, detail FROM audit"
         f"{where} ORDER BY id DESC LIMIT ?", (*params, limit))
     return [dict(row) for row in rows]
+
+
+async def count_audit(store: Store, query: AuditQuery) -> int:
+    where, params = query.where()
+    row = await store.fetchone(f"SELECT COUNT(*) AS n FROM audit{where}", params)
+    return int(row["n"]) if row else 0
 
 
 async def audit_decisions(store: Store, limit: int = 100) -> list[str]:

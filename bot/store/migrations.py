@@ -356,6 +356,21 @@ ALTER TABLE job_runs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sender_settings ADD COLUMN voice TEXT;
 ALTER TABLE usage ADD COLUMN characters INTEGER NOT NULL DEFAULT 0;
 """),
+    (18, "messages sent on WhatsApp, so a failure reported later is retried or told after a restart", """
+CREATE TABLE whatsapp_sent (
+    message_id TEXT PRIMARY KEY,
+    recipient TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    retried INTEGER NOT NULL DEFAULT 0,
+    sent_at REAL NOT NULL
+);
+CREATE INDEX whatsapp_sent_by_time ON whatsapp_sent(sent_at);
+"""),
+    (19, "a turn names who else reads its conversation (a group works in its own folder)", """
+ALTER TABLE turns ADD COLUMN audience TEXT NOT NULL DEFAULT '';
+"""),
 ]
 
 

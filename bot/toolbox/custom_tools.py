@@ -293,6 +293,10 @@ def _safe_meta(fields: dict[str, Any], source: str) -> ToolMeta:
     wrong = [key for key in _BOOL_FIELDS if key in fields and not isinstance(fields[key], bool)]
     if wrong:
         raise CustomToolError(f"tool {name!r}: {', '.join(wrong)} must be true or false")
+    if fields.get("egress") is None:   # not declared: it may send data anywhere
+        fields["egress"] = True
+    elif not isinstance(fields["egress"], bool):
+        raise CustomToolError(f"tool {name!r}: egress must be true or false")
     meta = ToolMeta(**fields)  # a side effect without dry_run makes its risk high
     if not meta.capability_required:
         meta = dataclasses.replace(meta, capability_required=f"custom:{name}")

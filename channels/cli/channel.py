@@ -22,9 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from bot.core.events import AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage, Part
+from bot.core.events import MAX_MESSAGE_CHARS, AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage, Part
 from bot.core.identity import Sender
-from bot.runtime.agent import MAX_MESSAGE_CHARS
 from channels.cli import answers, texts
 from channels.cli.attach import attachment
 from channels.cli.lines import WOKEN, Lines, PipeLines

@@ -57,6 +57,7 @@ SLASH_COMMANDS = {   # name -> description when the agent offers none
     "undo": "Revert the last revertible action",
     "usage": "Your model spend today and this month",
 }
+FORWARDED_BY = "someone else (forwarded on Discord)"
 STICKER_ONLY = "[the user sent a sticker without text; this channel cannot show stickers]"
 NOT_HERE = "I don't answer in this server."
 
@@ -264,7 +265,9 @@ class DiscordChannel:
             if str(message.guild.id) not in self.guilds or not _addressed_to(message, me):
                 return None
         text = _strip_mentions(message.content, me.id, message)
-        if not text and not message.attachments:
+        if not text and message.message_snapshots:   # a forward: its words, as someone else's
+            text = message.message_snapshots[0].content
+        if not text and not _attachments(message):
             # A bare mention asks what the bot can do; a sticker alone is described, so the
             # agent still decides (pairing, silence for ignored senders) and the model can answer.
             text = STICKER_ONLY if message.stickers else "/help"
@@ -278,16 +281,38 @@ class DiscordChannel:
                                approvals_in_dm=self.approvals_in_dm,
                                reply_to=message.to_reference(fail_if_not_exists=False) if in_guild else None)
         media = self.config["media"]
+        attachments = _attachments(message)
+        quoted, quoted_from = _quoted(message, self.client.user.id if self.client and
+                                      self.client.user else 0)
         async with outlet.typing():
             incoming = IncomingMessage(
                 sender=Sender.of("discord", message.author.id), chat=str(message.channel.id),
                 text=text, channel="discord", message_id=str(message.id),
                 roles=_role_names(message.author), is_group=in_guild,
                 display_name=message.author.display_name, inbox_id=inbox_id,
+                forwarded_from=FORWARDED_BY if message.message_snapshots else "",
+                quoted=quoted, quoted_from=quoted_from,
                 # Fetched by the agent once it admits the sender: a stranger's file is never read.
-                download=(lambda: attachment_parts(message.attachments, media))
-                if message.attachments else None)
+                download=(lambda: attachment_parts(attachments, media))
+                if attachments else None)
             await self.agent.handle(incoming, TurnSink(outlet, self.desk, self.stream))
+
+
+def _attachments(message: discord.Message) -> list[discord.Attachment]:
+    """The files of a message, or of the message it forwards."""
+    if message.attachments or not message.message_snapshots:
+        return list(message.attachments)
+    return list(message.message_snapshots[0].attachments)
+
+
+def _quoted(message: discord.Message, bot_id: int) -> tuple[str, str]:
+    """The words of the message this one replies to, and their author: data for context
+    (nothing for a reply to the bot, whose words are in the history already)."""
+    reference = message.reference
+    replied = reference.resolved if reference is not None else None
+    if not isinstance(replied, discord.Message) or replied.author.id == bot_id:
+        return "", ""
+    return replied.content, str(Sender.of("discord", replied.author.id))
 
 
 def _addressed_to(message: discord.Message, me: discord.ClientUser) -> bool:

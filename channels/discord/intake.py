@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import discord
 
 from bot.conversation.inbox import Entry, Inbox, InboxRow
-from bot.conversation.sessions import ShuttingDown
+from bot.core.errors import ShuttingDown
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.config.settings import Config
-from bot.conversation.sessions import ShuttingDown
-from bot.core.errors import ChannelError
+from bot.core.errors import ChannelError, ShuttingDown
 from bot.core.events import AgentAPI, ApprovalResolved
 from bot.core.listeners import Listeners
 from channels.slack import texts

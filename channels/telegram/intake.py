@@ -24,8 +24,8 @@ from telegram import Update
 from telegram.ext import Application
 
 from bot.conversation.inbox import Entry, Inbox, InboxRow
-from bot.conversation.sessions import ShuttingDown
 from bot.conversation.sweep import sweep_left_rows
+from bot.core.errors import ShuttingDown
 from bot.core.events import AgentAPI, IncomingMessage, Sink
 
 log = logging.getLogger(__name__)

@@ -63,10 +63,23 @@ class MessageReader:
                 return None
             text = addressed.text
         text = self._strip_command_suffix(text)
+        quoted, quoted_from = self._quoted(message)
         return IncomingMessage(sender=Sender.of("telegram", user.id), chat=str(message.chat_id), text=text,
                                channel="telegram", message_id=str(message.message_id),
                                is_group=is_group, display_name=user.full_name,
-                               forwarded_from=_forwarded_from(message, user.id))
+                               forwarded_from=_forwarded_from(message, user.id),
+                               quoted=quoted, quoted_from=quoted_from)
+
+    def _quoted(self, message: Message) -> tuple[str, str]:
+        """The words a reply quotes (the part selected, else the whole message replied to) and
+        their author; nothing for a reply to the bot, whose words are in the history already."""
+        replied = message.reply_to_message
+        if replied is None or (replied.from_user and replied.from_user.id == self.bot_id):
+            return "", ""
+        selected = message.quote.text if message.quote is not None else ""
+        words = selected or replied.text or replied.caption or ""
+        author = replied.from_user
+        return words, str(Sender.of("telegram", author.id)) if author else "someone"
 
     def _addressed(self, message: Message, text: str) -> _Addressed:
         entities = message.parse_entities() if message.text else message.parse_caption_entities()
@@ -97,13 +110,15 @@ class MessageReader:
 
 
 def _forwarded_from(message: Message, user_id: int) -> str:
-    """Who wrote a forwarded message ("" when it is not one, or the sender forwarded their own)."""
+    """Who wrote a forwarded message ("" when it is not one). The sender's own old message is
+    forwarded too: not typed in this message, so data like any other forward."""
     origin = message.forward_origin
     if origin is None:
         return ""
     author = getattr(origin, "sender_user", None)
     if author is not None:
-        return "" if author.id == user_id else Sender.of("telegram", author.id)
+        who = str(Sender.of("telegram", author.id))
+        return f"{who} (an earlier message of the sender)" if author.id == user_id else who
     hidden = getattr(origin, "sender_user_name", None)
     if hidden:
         return f"a Telegram user who hides their account ({hidden})"

@@ -27,8 +27,7 @@ from typing import Any
 from bot.config.settings import Config
 from bot.conversation.held import HeldMessages
 from bot.conversation.inbox import InboxRow
-from bot.conversation.sessions import ShuttingDown
-from bot.core.errors import ChannelError
+from bot.core.errors import ChannelError, ShuttingDown
 from bot.core.events import AgentAPI, ApprovalResolved
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
@@ -37,6 +36,7 @@ from channels.whatsapp.followups import Followups
 from channels.whatsapp.graph import Graph, GraphError
 from channels.whatsapp.intake import WhatsAppIntake
 from channels.whatsapp.media import Attachments, has_attachments
+from channels.whatsapp.outbox import SentMessages
 from channels.whatsapp.reading import incoming, tap_of, timestamp_of
 from channels.whatsapp.rendering import Part
 from channels.whatsapp.sending import DeliveryError, Messenger, OutsideWindow
@@ -145,8 +145,9 @@ class WhatsAppChannel:
             raise ChannelError(f"WhatsApp start-up failed: the Graph API at {section['base_url']} "
                                f"refused the token or phone number id: {exc}") from exc
         self._graph = graph
-        self._messenger = Messenger(graph, dict(section["templates"]),
-                                    section["template_language"], self._clock)
+        self._messenger = Messenger(graph, SentMessages(self.agent.inbox.store, self._clock),
+                                    dict(section["templates"]), section["template_language"],
+                                    self._clock)
         self._attachments = Attachments(graph, self.config["media"])
         self._taps = TapHandler(self._messenger, self.agent, self._sink)
         self._followups = Followups(self._messenger, self._held, self.agent,
@@ -231,7 +232,7 @@ class WhatsAppChannel:
                 return None
             found = command
         else:
-            found = incoming(message, name, self._messenger)
+            found = await incoming(message, name, self._messenger)
             if has_attachments(message) and self._attachments is not None:
                 attachments = self._attachments   # fetched once the agent admits the sender
                 found = dataclasses.replace(found, download=lambda: attachments.parts(message))

@@ -5,8 +5,9 @@ lost or handled twice) and never read as messages. A `failed` status for one of 
 is logged with its error and then: retried once after a rate limit (130429, 131056); held for
 the person's next message when the window had closed (131047), so they are told then; any
 other failure is held as "my last message did not reach you", so it is reported to them as
-soon as WhatsApp lets us write again. A failed message this process does not remember (sent
-by another replica, or before a restart) is logged as an error: reported, never silent.
+soon as WhatsApp lets us write again. What was sent is in the store (outbox.py), so this
+works for a message sent before a restart or by another replica; a failed message the store
+does not hold (older than a week) is logged as an error: reported, never silent.
 
 When the person writes again, `deliver_held` first says what was held for them: texts under
 a short introduction, approval requests as their cards again (while still pending).
@@ -59,11 +60,12 @@ class Followups:
             log.debug("whatsapp: message %s %s", wamid, state)
             return
         code, reason = _error_of(status)
-        sent = self._messenger.sent.get(wamid)
+        sent = await self._messenger.outbox.recall(wamid)
         recipient = str(status.get("recipient_id") or (sent.to if sent else ""))
         if sent is None:
-            log.error("whatsapp: a message to %s failed (%s, code %s) and is not known to this "
-                      "process; it cannot be retried here", recipient or "someone", reason, code)
+            log.error("whatsapp: a message to %s failed (%s, code %s) and is not one this bot "
+                      "sent in the last week; it cannot be retried", recipient or "someone",
+                      reason, code)
             return
         log.warning("whatsapp: a %s message to %s failed: %s (code %s)", sent.kind, sent.to,
                     reason, code)

@@ -27,11 +27,11 @@ def text_of(message: dict[str, Any]) -> str:
     return str(body.get("caption") or "")
 
 
-def incoming(message: dict[str, Any], name: str, messenger: Messenger) -> IncomingMessage:
+async def incoming(message: dict[str, Any], name: str, messenger: Messenger) -> IncomingMessage:
     wa_id = str(message["from"])
     text = text_of(message)
     context = message.get("context") or {}
-    quoted = messenger.sent.get(str(context.get("id") or ""))
+    quoted = await messenger.outbox.recall(str(context.get("id") or ""))
     if quoted is not None and quoted.text.strip() and text.strip():
         opening = " ".join(quoted.text.split())[:QUOTED_CHARS]
         text = f"{texts.REPLYING_TO.format(quoted=opening)}\n{text}"

@@ -7,27 +7,26 @@ interactive messages, and the 24-hour window.
   (`seen` records each one). Outside it (known here, or answered by the API with 131047)
   `OutsideWindow` is raised, and the caller falls back to a template (`template`) or holds the
   message (bot/conversation/held.py) for when the person writes again.
-- Each sent message is remembered for a while (`sent`), so a `failed` status callback arriving
-  later can be retried (rate limits) or reported, and a reply quoting it can be read.
+- Each sent message is written down (`outbox`, in the store), so a `failed` status callback
+  arriving later, even after a restart or at another replica, can be retried (rate limits) or
+  reported, and a reply quoting it can be read.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from channels.whatsapp import texts
 from channels.whatsapp.graph import Graph, GraphError
+from channels.whatsapp.outbox import Sent, SentMessages
 from channels.whatsapp.rendering import Part, split_message
 
 log = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 24 * 3600.0
-REMEMBERED = 2000               # sent messages kept for status callbacks and quoted replies
 TEMPLATE_TEXT_LIMIT = 1000      # a template body parameter's share of the template's 1,024
 MAX_IMAGE_BYTES = 5_000_000     # WhatsApp's image limit; larger or other types go as documents
 IMAGE_TYPES = ("image/jpeg", "image/png")
@@ -42,24 +41,15 @@ class OutsideWindow(Exception):
     """More than 24 hours since the person's last message: only a template may be sent."""
 
 
-@dataclass
-class Sent:
-    to: str
-    kind: str                    # reply | reminder | job | approval | notice
-    text: str
-    payload: dict[str, Any]
-    retried: bool = False
-
-
 class Messenger:
-    def __init__(self, graph: Graph, templates: dict[str, str], language: str,
-                 clock: Callable[[], float] = time.time):
+    def __init__(self, graph: Graph, outbox: SentMessages, templates: dict[str, str],
+                 language: str, clock: Callable[[], float] = time.time):
         self.graph = graph
+        self.outbox = outbox
         self.templates = templates
         self.language = language
         self.clock = clock
         self._last_seen: dict[str, float] = {}
-        self.sent: OrderedDict[str, Sent] = OrderedDict()
 
     # --- the window --------------------------------------------------------------------------
 
@@ -85,13 +75,8 @@ class Messenger:
             if exc.outside_window:
                 raise OutsideWindow() from exc
             raise
-        self.remember(wamid, Sent(to, kind, text, payload))
+        await self.outbox.remember(wamid, Sent(to, kind, text, payload))
         return wamid
-
-    def remember(self, wamid: str, sent: Sent) -> None:
-        self.sent[wamid] = sent
-        while len(self.sent) > REMEMBERED:
-            self.sent.popitem(last=False)
 
     async def send_part(self, to: str, part: Part, *, reply_to: str | None = None,
                         kind: str = "reply") -> str:
@@ -172,13 +157,14 @@ class Messenger:
             wamid = await self.graph.send(payload)
         except GraphError as exc:
             raise DeliveryError(f"whatsapp template {name!r} failed: {exc}") from exc
-        self.remember(wamid, Sent(to, kind, text, payload))
+        await self.outbox.remember(wamid, Sent(to, kind, text, payload))
         return True
 
     async def resend(self, sent: Sent) -> str:
         """Send a remembered message again (after a rate-limited `failed` status)."""
         wamid = await self.graph.send(sent.payload)
-        self.remember(wamid, Sent(sent.to, sent.kind, sent.text, sent.payload, retried=True))
+        await self.outbox.remember(wamid, Sent(sent.to, sent.kind, sent.text, sent.payload,
+                                               retried=True))
         return wamid
 
     async def mark_read(self, message_id: str, *, typing: bool) -> None:

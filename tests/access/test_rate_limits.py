@@ -1,8 +1,10 @@
-"""Messages per minute per sender, through the real runtime with an injected clock."""
+"""Messages per minute per sender and level, through the real runtime with an injected clock:
+`full` senders and the terminal are not limited by default, `supervised` and `read_only` ones
+(strangers let in at a level too) are, and `[rate_limits] levels` sets a level's own rate."""
 
 from __future__ import annotations
 
-from bot.access.ratelimit import MessageRateLimiter
+from bot.access.ratelimit import MessageRateLimiter, Rates
 from bot.core.events import Done, Notice
 from tests.runtime.test_runtime import say
 
@@ -15,12 +17,28 @@ class Clock:
         return self.now
 
 
-async def limited_app(app_factory, per_minute: int = 20):
-    app = await app_factory({"senders": {"telegram:1": "full", "telegram:2": "full"},
-                             "rate_limits": {"messages_per_minute": per_minute}})
+LEVELS = {"telegram:1": "supervised", "telegram:2": "supervised", "telegram:3": "full",
+          "telegram:4": "read_only"}
+
+
+async def limited_app(app_factory, per_minute: int = 20, **rate_limits):
+    app = await app_factory({"senders": {**LEVELS, "unknown": "read_only"},
+                             "rate_limits": {"messages_per_minute": per_minute, **rate_limits}})
     clock = Clock()
-    app.services.rate_limits = MessageRateLimiter(per_minute, clock)  # the clock is ours
+    # The configured rates, with our clock.
+    app.services.rate_limits = MessageRateLimiter(Rates.from_config(app.config["rate_limits"]),
+                                                  clock)
     return app, clock
+
+
+async def burst(app, clock, sender: str, count: int) -> int:
+    """`count` messages from `sender` within one second; how many were answered."""
+    answered = 0
+    for i in range(count):
+        clock.now += 1 / count
+        sink = await say(app, f"message {i}", sender=sender, chat=sender.split(":")[1])
+        answered += bool(sink.of(Done))
+    return answered
 
 
 async def test_thirty_messages_in_ten_seconds_are_held_to_the_rate_with_exactly_one_notice(
@@ -70,3 +88,29 @@ async def test_commands_still_work_while_a_sender_is_rate_limited(app_factory, f
 async def test_the_terminal_operator_is_not_rate_limited():
     limiter = MessageRateLimiter(1, clock=lambda: 0.0)
     assert all([(await limiter.admit("cli:local")).allowed for _ in range(50)])
+
+
+async def test_full_senders_are_not_rate_limited_by_default(app_factory, fake_anthropic):
+    app, clock = await limited_app(app_factory, per_minute=3)
+    assert await burst(app, clock, "telegram:3", 10) == 10
+
+
+async def test_read_only_senders_and_strangers_let_in_at_a_level_are_limited_by_default(
+        app_factory, fake_anthropic):
+    app, clock = await limited_app(app_factory, per_minute=3)
+    assert await burst(app, clock, "telegram:4", 6) == 3
+    assert await burst(app, clock, "telegram:99", 6) == 3    # unknown = "read_only"
+
+
+async def test_a_level_can_have_its_own_rate_or_none(app_factory, fake_anthropic):
+    app, clock = await limited_app(app_factory, per_minute=3,
+                                   levels={"read_only": 1, "supervised": 0, "full": 2})
+    assert await burst(app, clock, "telegram:4", 4) == 1
+    assert await burst(app, clock, "telegram:1", 8) == 8
+    assert await burst(app, clock, "telegram:3", 4) == 2
+
+
+def test_the_terminal_is_never_limited_whatever_the_levels_say():
+    rates = Rates(1, {"full": 5})
+    assert rates.per_minute("cli:local", "full") == 0 and rates.per_minute("telegram:1", "full") == 5
+    assert rates.per_minute("telegram:1", "supervised") == 1

@@ -17,7 +17,7 @@ def backend_name() -> str:
 
 async def test_a_sender_writing_to_two_replicas_is_held_to_one_rate_with_one_notice(
         app_factory, fake_anthropic):
-    settings = {"senders": {"telegram:1": "full"}, "rate_limits": {"messages_per_minute": 3}}
+    settings = {"senders": {"telegram:1": "supervised"}, "rate_limits": {"messages_per_minute": 3}}
     replicas = [await app_factory(settings), await app_factory(settings)]
     assert all(isinstance(r.services.rate_limits, StoredRateLimiter) for r in replicas)
     answered, told = 0, []

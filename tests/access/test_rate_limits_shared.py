@@ -73,4 +73,5 @@ async def test_buckets_are_kept_in_the_store_only_when_other_processes_share_it(
     limiter = rate_limiter(config, store)
     expected = MessageRateLimiter if store.dialect == "sqlite" else StoredRateLimiter
     assert type(limiter) is expected
-    assert limiter.per_minute == config["rate_limits"]["messages_per_minute"]
+    assert limiter.rates.default == config["rate_limits"]["messages_per_minute"]
+    assert limiter.rates.per_minute("telegram:1", "full") == 0     # the default levels

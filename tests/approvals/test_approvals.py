@@ -188,6 +188,22 @@ async def test_an_approver_may_answer_someone_elses_request(approvals):
     assert result.ok and result.request.resolved_by == APPROVER
 
 
+@pytest.mark.parametrize(("who", "approvers", "may"), [
+    (OWNER, (), True),                                  # the requester answers their own
+    (APPROVER, (APPROVER,), True),                      # a configured approver answers anyone's
+    (STRANGER, (APPROVER,), False),
+    ("cli:local", (), True),                            # the person at the bot's own terminal
+    ("console:operator", (), False),                    # the console only while it is enabled
+    ("console:operator", ("console:operator",), True),
+    ("not a sender", (), False),
+])
+async def test_who_may_answer_a_request_is_decided_in_one_place(store, clock, who, approvers, may):
+    service = Approvals(store, approvers=approvers, clock=clock)
+    request = await ask(service)
+    assert service.may_answer(request, who) is may
+    assert (await service.resolve(request.id, who, "deny")).ok is may
+
+
 async def test_an_expired_request_is_refused_and_marked_expired(approvals, store, clock):
     request = await ask(approvals)
     clock.now += 301
@@ -335,3 +351,12 @@ async def test_a_request_pending_across_a_restart_is_resolved_once_by_new_proces
     async with store_backend.open() as after:
         stored = await Approvals(after).get(request.id)
     assert stored.status == "approved" and stored.resolved_by == OWNER
+
+
+async def test_the_audit_row_of_an_answer_says_what_was_asked_not_only_the_id(approvals, store):
+    request = await ask(approvals)
+    assert (await approvals.resolve(request.id, OWNER, "deny")).ok
+    (row,) = await store.fetchall("SELECT decision, outcome, tool, detail FROM audit "
+                                  "WHERE decision = 'approval:deny'")
+    assert row["outcome"] == "denied" and row["tool"] == "fs_write"
+    assert row["detail"].startswith(f"{request.id!r} (fs_write: Write notes/a.md (3 bytes)): ")

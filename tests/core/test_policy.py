@@ -256,3 +256,69 @@ def test_a_session_always_choice_auto_approves_only_that_tool():
     assert verdict(other, who) == "ask"
     profile = Profile(always_ask=frozenset({"fs_write"}))
     assert verdict(write, who, profile) == "ask"
+
+
+# --- taint, egress and disclosure ------------------------------------------------------------
+
+
+class Outbound(FakeTool):
+    """A way out (egress), by meta or only for some arguments."""
+
+    def __init__(self, name: str, risk: str = "low", *, egress: bool | None = True,
+                 discloses: bool = False, by_args: bool = False):
+        super().__init__(name, risk)
+        self.meta = ToolMeta(**{**self.meta.__dict__, "egress": egress, "discloses": discloses})
+        self.by_args = by_args
+
+    def egress_for(self, args: dict[str, Any]) -> bool:
+        return self.by_args and args.get("cmd") == "create"
+
+
+def judged(tool: FakeTool, autonomy: str, tainted: bool, args: dict | None = None,
+           profile: Profile = Profile(), **kwargs: Any) -> str:
+    from dataclasses import replace
+
+    from bot.core.tool import egress_of
+    args = args or {}
+    meta = replace(tool.meta, egress=True) if egress_of(tool, args) else tool.meta
+    return decide(meta, risk_of(tool, args), caller(autonomy=autonomy, **kwargs), profile,
+                  tainted=tainted).verdict
+
+
+SEND = Outbound("send_like")
+LOCAL = Outbound("local_like", egress=False)
+UNDECLARED = Outbound("undeclared_like", egress=None)
+REMIND = Outbound("remind_like", egress=False, by_args=True)
+SHARE = Outbound("share_like", "medium", discloses=True)
+
+EGRESS_TABLE = [
+    # tool, args, tainted, read_only, supervised, full
+    (SEND, {}, False, "allow", "allow", "allow"),
+    (SEND, {}, True, "deny", "ask", "allow"),
+    (LOCAL, {}, True, "allow", "allow", "allow"),
+    (UNDECLARED, {}, True, "allow", "allow", "allow"),      # built-ins all declare (conformance)
+    (REMIND, {"cmd": "list"}, True, "allow", "allow", "allow"),
+    (REMIND, {"cmd": "create"}, False, "allow", "allow", "allow"),
+    (REMIND, {"cmd": "create"}, True, "deny", "ask", "allow"),   # a reminder posts later
+    (SHARE, {}, False, "deny", "ask", "ask"),                 # asked every time, full too
+    (SHARE, {}, True, "deny", "ask", "ask"),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "tainted", "read_only", "supervised", "full"),
+                         EGRESS_TABLE, ids=[f"{t.meta.name}-{a}-{'tainted' if x else 'clean'}"
+                                            for t, a, x, *_ in EGRESS_TABLE])
+def test_after_taint_a_way_out_is_at_least_medium_and_a_disclosure_is_always_asked(
+        tool, args, tainted, read_only, supervised, full):
+    got = [judged(tool, level, tainted, args) for level in ("read_only", "supervised", "full")]
+    assert got == [read_only, supervised, full]
+
+
+def test_neither_auto_approve_nor_an_always_grant_lets_a_tainted_way_out_or_a_disclosure_run():
+    profile = Profile(auto_approve=frozenset({"send_like", "share_like", "remind_like"}))
+    grant = {"session_auto_approve": frozenset({"send_like", "share_like", "remind_like"})}
+    assert judged(SEND, "supervised", True, profile=profile, **grant) == "ask"
+    assert judged(REMIND, "supervised", True, {"cmd": "create"}, profile=profile, **grant) == "ask"
+    assert judged(SHARE, "supervised", False, profile=profile, **grant) == "ask"
+    assert judged(SHARE, "full", False, profile=profile, **grant) == "ask"
+    assert judged(SEND, "supervised", False, profile=profile, **grant) == "allow"  # clean: as before

@@ -141,6 +141,32 @@ async def test_a_supervised_owners_job_runs_low_risk_tools_asks_for_medium_and_r
     assert len(results) == 3 and len(refused) == 1 and "allowlist" in str(refused[0]["content"])
 
 
+async def test_an_approval_inside_a_capped_job_resumes_at_the_jobs_level_not_the_owners(
+        world, fake_anthropic):
+    app, clock, outlet, scheduler = world
+    writer = Writer()
+    app.services.registry.register(writer, "tests")
+    # The owner is full now; the job was made at supervised: every step stays supervised.
+    job = await app.services.jobs.create(Job(
+        id="", owner="telegram:1", channel="telegram", chat="1", name="capped",
+        schedule=parse_cron("0 8 * * *", timezone="UTC"), level="supervised",
+        prompt="write two notes", tools=("writer",)))
+    fake_anthropic.script(reply(tool_use("writer", {"note": "one"})))
+    clock.now = job.next_run + 1
+    assert await tick(scheduler, app) == 1
+    (first,) = outlet.events(ApprovalNeeded)
+    # After the tap, the model asks for another medium call: asked again, not run unasked.
+    fake_anthropic.script(reply(tool_use("writer", {"note": "two"})), text("done"))
+    resumed = CollectingSink()
+    await answer(app.agent, first.approval.id, "telegram:1", "approve", resumed)
+    await app.agent.queue.drain(5)
+    assert writer.executed == ["one"]
+    (second,) = resumed.of(ApprovalNeeded)
+    assert second.approval.args == {"note": "two"}
+    request = await app.services.approvals.get(second.approval.id)
+    assert request.autonomy == "supervised" and request.allowlist == frozenset({"writer"})
+
+
 @pytest.mark.parametrize("provider_name", PROVIDERS)
 async def test_a_job_allowed_no_tools_costs_one_call_of_the_small_model(world, fake_anthropic):
     app, clock, outlet, scheduler = world

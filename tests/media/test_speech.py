@@ -66,11 +66,11 @@ async def test_espeak_not_installed_is_a_clear_error():
         await engine.synthesize("hello", "en")
 
 
-async def test_espeak_audio_becomes_a_48_khz_ogg_opus_voice_message():
+async def test_espeak_audio_becomes_a_24_khz_ogg_opus_voice_message():
     voice = await Speaker(EspeakEngine(voices={"it": "it"}, timeout=20)).speak(
         "Questa è una prova della voce italiana.", "it")
     info = assert_voice_message(voice.data, voice.duration)
-    assert info.samplerate == 48000 and 1.0 < info.duration < 8
+    assert info.samplerate == 24000 and 1.0 < info.duration < 8
 
 
 def test_ogg_opus_passes_through_untouched_and_unreadable_bytes_are_refused():

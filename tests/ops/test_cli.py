@@ -47,6 +47,13 @@ def test_argument_errors_print_usage_not_a_traceback(tmp_path):
     assert proc.returncode == 2 and "usage: myclaw" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_usage_refuses_a_negative_or_zero_number_of_days(tmp_path):
+    for days in ("-1", "0", "x"):
+        proc = run_cli("usage", "--days", days, env=base_env(tmp_path))
+        assert proc.returncode == 2 and "--days" in proc.stderr and "Traceback" not in proc.stderr
+    assert "give at least 1" in run_cli("usage", "--days", "-1", env=base_env(tmp_path)).stderr
+
+
 def test_tools_for_an_unknown_telegram_sender_says_they_must_pair(tmp_path):
     proc = run_cli("tools", "--sender", "telegram:42", env=base_env(tmp_path))
     assert proc.returncode == 0, proc.stderr

@@ -5,6 +5,7 @@ width are saved under tests/artifacts/console/."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -236,3 +237,27 @@ async def test_every_page_fits_a_phone_and_is_photographed_at_both_widths(browse
     widths = await browser.run(photograph)
     assert widths == {name: PHONE for name in PAGES}, "a page scrolls sideways on a phone"
     assert phone.dialogs == desktop.dialogs == [] and phone.errors == desktop.errors == []
+
+
+async def test_chart_labels_are_readable_and_times_name_their_zone_at_both_widths(browser, console):
+    app, base = console
+    await seed(app)
+    phone = await logged_in_page(browser, app, base, PHONE)
+    desktop = await logged_in_page(browser, app, base, DESKTOP)
+
+    def look():
+        seen = {}
+        for watched, width in ((phone, PHONE), (desktop, DESKTOP)):
+            watched.page.goto(f"{base}/usage")
+            heights = watched.page.eval_on_selector_all(
+                ".chart text", "nodes => nodes.map(n => n.getBoundingClientRect().height)")
+            ticks = watched.page.eval_on_selector_all(
+                ".chart text.tick", "nodes => nodes.map(n => n.textContent)")
+            watched.page.goto(f"{base}/audit")
+            when = watched.page.locator("article.audit-row time").first.inner_text()
+            seen[width] = (min(heights), ticks, when)
+        return seen
+    for width, (smallest, ticks, when) in (await browser.run(look)).items():
+        assert smallest >= 11, f"chart text {smallest:.1f} px high at {width} px"
+        assert len(ticks) == len(set(ticks)) >= 3, ticks
+        assert re.search(r"\b(UTC|GMT([+-]\d+)?|[A-Z]{3,5})$", when), when

@@ -4,8 +4,10 @@ aiohttp client acting as the browser (cookie and CSRF token kept by hand)."""
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 import time
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import aiohttp
 import pytest
@@ -282,6 +284,36 @@ async def test_the_audit_filters_by_sender_tool_decision_and_date(app, http):
     assert "No audit entries match." in page.text
     page = await client.get("/audit", **{"from": "yesterday"})
     assert "is not a date" in page.text and "second" in page.text
+
+
+async def test_the_audit_log_is_paged_and_the_consoles_own_logins_are_folded_away(app, http):
+    client = await logged_in(app, http)
+    store = app.services.store
+    for n in range(60):
+        await store_support.audit(store, sender="telegram:1", decision="ask", outcome="approved",
+                                  tool="fs_write", detail=f"entry {n:02d}")
+    for _ in range(5):
+        await store_support.audit(store, sender="console:operator", decision="console:login",
+                                  outcome="ok")
+
+    def shown(page) -> list[str]:
+        return re.findall(r"entry (\d\d)", page.text)
+
+    def link(page, kind: str) -> dict[str, str]:
+        found = re.search(rf'class="{kind}" href="/audit\?([^"]*)"', page.text)
+        return dict(parse_qsl(html.unescape(found.group(1)))) if found else {}
+    first = await client.get("/audit", sender="telegram:1")
+    assert shown(first) == [f"{n:02d}" for n in range(59, 34, -1)]       # the newest 25
+    everyone = await client.get("/audit")
+    assert '<span class="decision">console:login' not in everyone.text
+    assert re.search(r"[67] console login entries hidden: show", everyone.text)
+    second = await client.get("/audit", **link(first, "older"))
+    assert link(first, "older")["sender"] == "telegram:1"                  # the filter carries on
+    assert shown(second) == [f"{n:02d}" for n in range(34, 9, -1)]
+    third = await client.get("/audit", **link(second, "older"))
+    assert shown(third) == [f"{n:02d}" for n in range(9, -1, -1)] and not link(third, "older")
+    unfolded = await client.get("/audit", **link(everyone, "folded"))
+    assert unfolded.text.count('<span class="decision">console:login') >= 5
 
 
 async def test_verify_reports_a_clean_log_and_then_a_tampered_receipt(app, http):

@@ -5,10 +5,18 @@ test_voice_store.py.)"""
 
 from __future__ import annotations
 
-from bot.core.events import CollectingSink, Done, IncomingMessage, Notice, SpeechOut
-from tests.fakes.anthropic_server import text
+from bot.core.events import (
+    ApprovalNeeded,
+    CollectingSink,
+    Done,
+    IncomingMessage,
+    Notice,
+    SpeechOut,
+)
+from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.stt_server import FakeSTT
 from tests.fakes.tts_server import FakeTTS
+from tests.support.runtime_tools import Writer
 from tests.support.voice_support import SENDERS, assert_voice_message, say, voice_of
 
 ADA = "telegram:5"
@@ -141,3 +149,20 @@ async def test_espeak_speaks_italian_with_its_italian_voice(app_factory):
         "it", "es", "en-us")
     voice = await app.agent.voice.speaker().speak("Buongiorno, come stai?", "it")
     assert_voice_message(voice.data, voice.duration)
+
+
+async def test_the_answer_after_an_approval_is_spoken_too_with_voice_on(app_factory, fake_anthropic):
+    app = await app_factory({"senders": SENDERS})
+    app.services.registry.register(Writer(), "tests")
+    await say(app, "/voice on")
+    fake_anthropic.script(reply(text("I'll write it."), tool_use("writer", {"note": "milk"})),
+                          text("Written down: milk."))
+    asked = await say(app, "note milk")
+    assert asked.of(SpeechOut) == []                 # waiting for the tap: nothing final to say
+    (view,) = [e.approval for e in asked.of(ApprovalNeeded)]
+    resumed = CollectingSink()
+    assert app.agent.resume_approval(await app.agent.resolve_approval(view.id, ADA, "approve"),
+                                     resumed)
+    await app.agent.queue.drain(5)
+    await app.agent.voice.settled()
+    assert resumed.text == "Written down: milk." and len(resumed.of(SpeechOut)) == 1

@@ -32,6 +32,7 @@ TABLE_OWNERS = {
     "inbox": "bot/conversation/inbox.py",
     "turns": "bot/conversation/turns.py",
     "held_messages": "bot/conversation/held.py",
+    "whatsapp_sent": "channels/whatsapp/outbox.py",
     "jobs": "bot/jobs/jobs.py",
     "job_runs": "bot/jobs/jobs.py",
     "usage": "bot/money/spend.py",

@@ -71,6 +71,14 @@ def _schemas_are_strict(schema: Any, where: str = "") -> None:
                     _schemas_are_strict(child, f"{where}/{key}/{i}")
 
 
+def check_egress_declared(tool: Tool) -> None:
+    """The tool says whether a call can put data in front of anyone but the requester:
+    `egress=True`, or `egress=False` (with `egress_for(args)` when it depends on the call)."""
+    assert tool.meta.egress is not None, (
+        f"{tool.meta.name} does not declare egress: set ToolMeta(egress=True) when a call can "
+        "reach anyone but the requester (network, the chat, later), else egress=False")
+
+
 def check_metadata(tool: Tool) -> None:
     meta = tool.meta
     assert NAME_RE.match(meta.name), f"{meta.name!r} is not lower_snake_case"

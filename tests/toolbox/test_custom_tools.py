@@ -30,7 +30,7 @@ def tool_module(name: str, extra: str = "") -> str:
             meta = ToolMeta(name="{name}", description="Says which tool it is.",
                             schema={{"type": "object", "properties": {{}}, "additionalProperties": False}},
                             has_side_effects=False, risk="low", returns_untrusted=False,
-                            capability_required="test:read")
+                            capability_required="test:read", egress=False)
 
             async def execute(self, ctx, **args):
                 return {{"tool": "{name}"}}

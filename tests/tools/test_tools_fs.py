@@ -159,6 +159,18 @@ async def test_fs_write_revert_restores_binary_previous_content_byte_for_byte(ct
     assert (ws / "blob").read_bytes() == b"\x00\xff\xfe"
 
 
+async def test_fs_write_revert_of_a_file_deleted_since_says_it_was_deleted(ctx, ws, config):
+    tool = fs_write.build(config)
+    for previous in (None, "original\n"):      # created by the write, or overwritten by it
+        if previous is not None:
+            (ws / "a.md").write_text(previous)
+        result = await tool.execute(ctx, path="a.md", content="mine\n")
+        (ws / "a.md").unlink()                  # a shell `rm` afterwards
+        with pytest.raises(UnrevertibleError, match=r"a\.md was deleted after it was written"):
+            await tool.revert(ctx, {}, result)
+        assert not (ws / "a.md").exists()
+
+
 async def test_fs_write_refuses_to_revert_a_file_changed_since(ctx, ws, config):
     tool = fs_write.build(config)
     result = await tool.execute(ctx, path="a.md", content="mine\n")

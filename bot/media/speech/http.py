@@ -53,7 +53,7 @@ class HttpSpeechEngine:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout)) as http, \
                     http.post(url, json=body, headers=headers) as response:
                 status = response.status
-                data = await response.content.read(MAX_AUDIO_BYTES + 1)
+                data = await _body(response)
         except TimeoutError as exc:
             raise SpeechError("the speech service did not answer in time") from exc
         except aiohttp.ClientError as exc:
@@ -67,3 +67,13 @@ class HttpSpeechEngine:
         if not data or len(data) > MAX_AUDIO_BYTES:
             raise SpeechError("the speech service sent no usable audio")
         return data
+
+
+async def _body(response: aiohttp.ClientResponse) -> bytes:
+    """The whole body, but no more than MAX_AUDIO_BYTES + 1 of it (then it is refused)."""
+    data = bytearray()
+    async for chunk in response.content.iter_chunked(65_536):
+        data += chunk
+        if len(data) > MAX_AUDIO_BYTES:
+            break
+    return bytes(data)

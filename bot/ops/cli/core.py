@@ -21,6 +21,21 @@ if TYPE_CHECKING:
     from bot.app import App
 
 
+MAX_USAGE_DAYS = 36_600
+
+
+def _positive_days(text: str) -> int:
+    """`--days`: a whole number of days, at least 1 (argparse turns the error into usage)."""
+    try:
+        days = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
+    if not 1 <= days <= MAX_USAGE_DAYS:
+        raise argparse.ArgumentTypeError(f"{days} days: give at least 1 (and at most "
+                                         f"{MAX_USAGE_DAYS:,})")
+    return days
+
+
 def add_commands(subparsers: Any) -> None:
     run = subparsers.add_parser("run", help="start every configured channel (terminal if none)")
     run.set_defaults(handler=cmd_run)
@@ -32,7 +47,8 @@ def add_commands(subparsers: Any) -> None:
     tools.add_argument("--role", action="append", default=[], help="Discord role name (repeat)")
     tools.set_defaults(handler=cmd_tools)
     usage = subparsers.add_parser("usage", help="tokens and cost per day, sender and model")
-    usage.add_argument("--days", type=int, default=30, help="how far back (default 30)")
+    usage.add_argument("--days", type=_positive_days, default=30,
+                       help="how far back, in days (default 30)")
     usage.add_argument("--json", action="store_true", help="machine-readable output")
     usage.set_defaults(handler=cmd_usage)
 

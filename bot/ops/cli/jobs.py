@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.config.settings import Config
 from bot.core.identity import OPERATOR as TERMINAL
-from bot.jobs.jobs import JobError, Jobs
+from bot.jobs.jobs import JobError, JobNotFound, Jobs
 from bot.jobs.schedule import utc_text
 from bot.ops.cli.safety import clean, table
 from bot.store.factory import make_store
@@ -52,6 +52,10 @@ async def jobs_cancel(args: argparse.Namespace, config: Config) -> int:
     async with make_store(config) as store:
         try:
             job = await Jobs(store).cancel(args.job_id, OPERATOR, any_owner=True)
+        except JobNotFound as exc:
+            print(f"myclaw: no job {exc.job_id!r}; `myclaw jobs list --all` shows every job",
+                  file=sys.stderr)
+            return 1
         except JobError as exc:
             print(f"myclaw: {exc}", file=sys.stderr)
             return 1

@@ -33,6 +33,9 @@ class ServerSpec:
     headers: dict[str, str] = field(default_factory=dict)
     risk: str | None = None
     has_side_effects: bool | None = None
+    # The server runs on this machine and keeps what it is given to itself: its calls are not a
+    # way out (egress). Unset, every call of an MCP tool can carry data out.
+    local: bool = False
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
@@ -57,6 +60,7 @@ def parse_spec(key: str, table: dict[str, Any], env: dict[str, str]) -> ServerSp
         env=_interpolate(key, "env", table.get("env", {}), env), url=table.get("url", ""),
         headers=_interpolate(key, "headers", table.get("headers", {}), env),
         risk=table.get("risk"), has_side_effects=table.get("has_side_effects"),
+        local=table.get("local") is True,
         tools=dict(table.get("tools", {})),
         call_timeout=float(table.get("timeout_seconds", DEFAULT_CALL_TIMEOUT)),
         startup_timeout=float(table.get("startup_timeout_seconds", DEFAULT_STARTUP_TIMEOUT)),

@@ -104,7 +104,9 @@ def tool_meta(spec: ServerSpec, remote: Any) -> ToolMeta:
         schema=_clean_texts(strict_schema(remote.input_schema)), has_side_effects=side_effects, risk=risk,
         returns_untrusted=override.get("returns_untrusted", True), idempotent=False,
         supports_dry_run=False, capability_required=f"mcp:{spec.name}",
-        egress=side_effects,  # a remote action can send whatever its arguments hold
+        # Its arguments reach the server, and through it anyone: a way out unless the operator
+        # marks the server (or this tool) local.
+        egress=not override.get("local", spec.local),
     )
 
 

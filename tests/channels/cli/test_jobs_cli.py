@@ -31,6 +31,7 @@ def test_jobs_cancel_ends_any_owners_job_and_unknown_ids_fail(config_file, capsy
     assert myclaw(config_file, "jobs", "list") == 0
     assert "No scheduled jobs." in capsys.readouterr().out
     assert myclaw(config_file, "jobs", "cancel", "nope") == 1
-    assert "no job" in capsys.readouterr().err
+    refusal = capsys.readouterr().err
+    assert "no job 'nope'" in refusal and "myclaw jobs list" in refusal and "/jobs" not in refusal
     assert myclaw(config_file, "jobs", "list", "--all") == 0
     assert "cancelled" in capsys.readouterr().out

@@ -11,8 +11,7 @@ import os
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.plain_text import PlainTextOutput
 
-from bot.core.events import ApprovalNeeded, ApprovalResolved, ApprovalView, Done
-from bot.runtime.agent import MAX_MESSAGE_CHARS
+from bot.core.events import MAX_MESSAGE_CHARS, ApprovalNeeded, ApprovalResolved, ApprovalView, Done
 from channels.cli import TerminalChannel
 from channels.cli.prompt import PromptLines
 from tests.support.waiting import eventually

@@ -1,21 +1,32 @@
-"""The audit log, newest first, filtered by sender, tool, decision or outcome, and date range."""
+"""The audit log, newest first, filtered by sender, tool, decision or outcome, and date range,
+PAGE_SIZE entries a page ("Older entries" follows on from the last one shown). The console's
+own login, link and logout rows are folded away unless asked for (`logins=1`) or filtered by
+name: a phone should not scroll past a third of the page of them."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 from bot.ops.console.web import ConsoleContext, Page, day_start
-from bot.store.audit import AuditQuery, audit_decisions, recent_audit
+from bot.store.audit import AuditQuery, audit_decisions, count_audit, recent_audit
 
-LIMIT = 200
+PAGE_SIZE = 25
+CONSOLE_ROWS = "console:"
 MAX_FILTER_CHARS = 200
 DAY = 86400
 
 
 def _filters(query: Mapping[str, str]) -> dict[str, str]:
     return {name: query.get(name, "").strip()[:MAX_FILTER_CHARS]
-            for name in ("sender", "tool", "decision", "from", "to")}
+            for name in ("sender", "tool", "decision", "from", "to", "logins")}
+
+
+def _before(query: Mapping[str, str]) -> int | None:
+    text = query.get("before", "").strip()
+    return int(text) if text.isdigit() and len(text) < 19 else None
 
 
 def _query(filters: dict[str, str]) -> tuple[AuditQuery, list[str]]:
@@ -30,18 +41,29 @@ def _query(filters: dict[str, str]) -> tuple[AuditQuery, list[str]]:
             problems.append(f"'{filters[name]}' is not a date (YYYY-MM-DD); ignored.")
             continue
         bounds[name] = start + shift
+    fold = filters["logins"] != "1" and not filters["decision"].startswith(CONSOLE_ROWS)
     query = AuditQuery(sender=filters["sender"], tool=filters["tool"], verdict=filters["decision"],
-                       since=bounds["from"], until=bounds["to"])
+                       since=bounds["from"], until=bounds["to"],
+                       without_prefix=CONSOLE_ROWS if fold else "")
     return query, problems
 
 
 async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
     filters = _filters(query)
     audit_query, problems = _query(filters)
-    rows = await recent_audit(ctx.services.store, audit_query, LIMIT)
-    decisions = await audit_decisions(ctx.services.store)
-    return {"rows": rows, "filters": filters, "problems": problems,
-            "limit": LIMIT, "decisions": decisions}
+    store = ctx.services.store
+    page = dataclasses.replace(audit_query, before_id=_before(query))
+    rows = await recent_audit(store, page, PAGE_SIZE + 1)
+    more, rows = len(rows) > PAGE_SIZE, rows[:PAGE_SIZE]
+    folded = 0
+    if audit_query.without_prefix:
+        folded = await count_audit(store, dataclasses.replace(audit_query, without_prefix="")) \
+            - await count_audit(store, audit_query)
+    kept = {k: v for k, v in filters.items() if v}
+    return {"rows": rows, "filters": filters, "problems": problems, "decisions":
+            await audit_decisions(store), "folded": folded, "first_page": page.before_id is None,
+            "older": urlencode({**kept, "before": rows[-1]["id"]}) if more else "",
+            "newest": urlencode(kept), "with_logins": urlencode({**kept, "logins": "1"})}
 
 
 PAGE = Page("/audit", "Audit", "audit.html", load)

@@ -1,14 +1,17 @@
 // The console works without this file. It only makes two things nicer:
-// - times are shown in the browser's own time zone (the page shows UTC);
+// - times are shown in the browser's own time zone, its name included (the page shows UTC);
 // - a form cannot be sent twice by a double tap while the first request is on its way.
 "use strict";
+
+const LOCAL_TIME = {year: "numeric", month: "short", day: "numeric", hour: "2-digit",
+                    minute: "2-digit", second: "2-digit", timeZoneName: "short"};
 
 function localTimes() {
   for (const node of document.querySelectorAll("time[datetime]")) {
     const seconds = Number(node.getAttribute("datetime"));
     if (!Number.isFinite(seconds)) continue;
     node.title = node.textContent;
-    node.textContent = new Date(seconds * 1000).toLocaleString();
+    node.textContent = new Date(seconds * 1000).toLocaleString(undefined, LOCAL_TIME);
   }
 }
 
