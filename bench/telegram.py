@@ -206,11 +206,17 @@ def _command(name: str, anthropic_url: str, home: Path, tg: FakeTelegram, sender
 
 @contextlib.asynccontextmanager
 async def running_bot(name: str, anthropic_url: str, home: Path, senders: list[int],
-                      profile: str | None, start_timeout: float) -> AsyncIterator[Bot]:
+                      profile: str | None, start_timeout: float,
+                      probe: dict[str, str] | None = None) -> AsyncIterator[Bot]:
     """Start one bot on its own fake Telegram; yield once it is long-polling; always stop it.
-    It runs in its own temporary home (its cwd too, so no project-local file is picked up)."""
+    It runs in its own temporary home (its cwd too, so no project-local file is picked up).
+    With `probe` (extra environment), the bot runs under bench/_memory_probe.py."""
     async with TimedTelegram() as tg:
         argv, env = _command(name, anthropic_url, home, tg, senders, profile)
+        if probe is not None:
+            floor_script = argv[1:] if name == "floor" else []
+            argv = [sys.executable, str(ROOT / "bench" / "_memory_probe.py"), name, *floor_script]
+            env.update(probe)
         log_path = home / f"{name}.log"
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:

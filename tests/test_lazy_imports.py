@@ -1,14 +1,43 @@
-"""Channel libraries, and model SDKs, are imported only when the configuration uses them
-(start-up and memory)."""
+"""Channel libraries, model SDKs and every optional part (MCP, the console, media decoders,
+PDF, PostgreSQL, cron, templates, webhooks, JSON Schema) are imported only when the
+configuration uses them (start-up and memory)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.telegram_server import FakeTelegram
+from tests.support.waiting import eventually
+
 ROOT = Path(__file__).resolve().parent.parent
+STARTUP_S = 90
+# What a Telegram bot polling for updates, with no MCP server, console, health endpoint, jobs,
+# PostgreSQL or other model provider configured, has no use for.
+UNUSED_BY_TELEGRAM_POLLING = {"discord", "mcp", "prompt_toolkit", "PIL", "pypdf", "asyncpg",
+                              "croniter", "dateutil", "jinja2", "jsonschema", "slack_bolt",
+                              "slack_sdk", "openai", "aiohttp.web", "channels.discord",
+                              "channels.slack", "channels.whatsapp", "channels.cli",
+                              "channels.telegram.webhook", "bot.ops.console.server",
+                              "bot.ops.health", "bot.toolbox.mcp", "bot.store.postgres"}
+# `myclaw run`, and on SIGUSR1 the loaded modules (top-level names and dotted ones) to argv[1].
+RUN_AND_REPORT = """
+import json, signal, sys
+out = sys.argv[1]
+def report(*_):
+    names = set(sys.modules) | {m.split(".")[0] for m in sys.modules}
+    with open(out + ".tmp", "w") as f:
+        json.dump(sorted(names), f)
+    import os; os.replace(out + ".tmp", out)
+signal.signal(signal.SIGUSR1, report)
+from bot.ops.cli import main
+sys.exit(main(["run"]))
+"""
 
 PROBE = """
 import asyncio, json, sys, tempfile
@@ -50,3 +79,38 @@ def test_a_config_of_only_local_models_imports_openai_and_not_anthropic():
                           text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1])["loaded"] == ["openai"]
+
+
+async def _loaded_by_a_running_telegram_bot(tmp_path: Path, tg: FakeTelegram,
+                                            fake: FakeAnthropic) -> set[str]:
+    config = tmp_path / "myclaw.toml"
+    config.write_text(f'[agent]\nworkspace = "{tmp_path / "ws"}"\n'
+                      f'[store]\npath = "{tmp_path / "myclaw.db"}"\n'
+                      f'[senders]\n"telegram:4242" = "full"\n'
+                      f'[telegram]\nbase_url = "{tg.base_url}"\n'
+                      f'base_file_url = "{tg.base_file_url}"\n')
+    config.chmod(0o600)
+    out = tmp_path / "modules.json"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT),
+           "MYCLAW_CONFIG": str(config), "ANTHROPIC_API_KEY": "test",
+           "ANTHROPIC_BASE_URL": fake.base_url, "TELEGRAM_BOT_TOKEN": tg.token}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", RUN_AND_REPORT, str(out), env=env, cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await tg.wait_for("getUpdates", timeout=STARTUP_S)
+        tg.private_message(4242, "hello")
+        await tg.wait_for("sendMessage", timeout=STARTUP_S)
+        proc.send_signal(signal.SIGUSR1)
+        await eventually(out.exists, "the module report")
+        return set(json.loads(out.read_text()))
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+async def test_a_telegram_bot_polling_after_a_turn_has_imported_nothing_it_does_not_use(tmp_path):
+    async with FakeTelegram() as tg, FakeAnthropic() as fake:
+        loaded = await _loaded_by_a_running_telegram_bot(tmp_path, tg, fake)
+    assert {"telegram", "anthropic", "channels.telegram"} <= loaded
+    assert sorted(loaded & UNUSED_BY_TELEGRAM_POLLING) == []

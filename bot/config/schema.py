@@ -12,8 +12,7 @@ import functools
 import re
 from typing import Any
 
-import jsonschema
-
+from bot.config.json_schema import Problem, SubsetValidator
 from bot.core.identity import CHANNELS, LEVELS, UNKNOWN_POLICIES, channel_prefix
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
@@ -107,6 +106,8 @@ SCHEMA: dict[str, Any] = _obj({
         "workspace_mode": {"enum": ["shared", "per_sender"]},
         "shutdown_grace_seconds": {"type": "number", "minimum": 0},
         "timezone": {"type": "string", "minLength": 1},
+        # what people hear when neither /language nor their platform says (bot/access/languages.py)
+        "language": {"enum": ["en", "it", "es"]},
         "allow_broad_workspace": {"type": "boolean"},
     }),
     "jobs": _obj({
@@ -288,8 +289,8 @@ SCHEMA: dict[str, Any] = _obj({
 
 
 @functools.cache
-def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(SCHEMA)   # built on the first check, not at import
+def _validator() -> SubsetValidator:
+    return SubsetValidator(SCHEMA)   # the schema keeps to bot.config.json_schema's keywords
 
 
 def first_problem(raw: dict[str, Any]) -> str | None:
@@ -298,7 +299,7 @@ def first_problem(raw: dict[str, Any]) -> str | None:
     return _describe(error) if error is not None else None
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
+def _describe(error: Problem) -> str:
     path = [str(p) for p in error.absolute_path]
     if error.validator == "additionalProperties":
         pattern = error.schema.get("patternProperties")

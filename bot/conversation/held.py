@@ -16,20 +16,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from bot.core.ports import HeldMessage
+
 MAX_HELD_PER_RECIPIENT = 50   # a person away for months gets the newest, not an endless backlog
-
-
-@dataclass(frozen=True)
-class HeldMessage:
-    recipient: str
-    kind: str             # reminder | job | approval | reply | notice
-    text: str
-    reason: str           # why it was not delivered, as the operator sees it
-    created_at: float
-    approval_id: str = ""
 
 
 class HeldMessages:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import secrets
@@ -41,33 +42,13 @@ from enum import Enum
 from typing import Any
 
 from bot.core.events import valid_text
+from bot.core.ports import Adopt, Entry, InboxRow
 
 log = logging.getLogger(__name__)
 
 PRUNE_EVERY = 500   # finished rows between two deletions of expired done rows
 
 _COLUMNS = "id, channel, update_key, conversation, payload, attempts"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """An update as received: its platform id, its conversation ("" = runs out of order) and
-    what is needed to run it again after a restart (text, usually the update's JSON)."""
-
-    update_key: str
-    conversation: str
-    payload: str
-
-
-@dataclass(frozen=True)
-class InboxRow:
-    id: int
-    channel: str
-    update_key: str
-    conversation: str
-    payload: str
-    attempts: int = 0    # claims so far: more than one means an earlier run was cut off
-    claimed: bool = False   # claimed by this process as it was stored (`put`)
 
 
 @dataclass(frozen=True)
@@ -356,6 +337,22 @@ class Inbox:
             "AND received_at < ?) OR (state = 'claimed' AND lease_until < ?)) ORDER BY id",
             (channel, now - self.settings.lease_seconds, now))
         return [_row(r) for r in rows if int(r["id"]) not in self._taken]
+
+    async def sweep(self, channel: str, adopt: Adopt) -> None:
+        """Forever, every half lease: hand `adopt` the rows of `channel` nobody else will run
+        (`adoptable`). A failed look is logged and tried again at the next interval."""
+        while True:
+            await asyncio.sleep(self.settings.lease_seconds / 2)
+            try:
+                adopted = adopt(await self.adoptable(channel))
+                if inspect.isawaitable(adopted):
+                    adopted = await adopted
+            except Exception:
+                log.warning("%s: could not look for updates left by another process", channel,
+                            exc_info=True)
+                continue
+            if adopted:
+                log.info("%s: %d update(s) left by a stopped process queued", channel, adopted)
 
 
 class _SlotHold:

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from bot.core.ports import HeldPort, InboxPort
 
 ChannelName = Literal["cli", "telegram", "discord", "slack", "whatsapp"]
 
@@ -202,6 +205,9 @@ class IncomingMessage:
     # (`quoted_from` names its author): data for context, never the sender's request.
     quoted: str = ""
     quoted_from: str = ""
+    # The language the person's app or platform says they use ("it", "es-419", "en_US.UTF-8"):
+    # a hint, used when they chose none with /language (bot/access/languages.py).
+    language_hint: str = ""
     # Set at construction: the text held bytes that are not text, replaced with U+FFFD (the
     # agent tells the sender so). Every channel's text and captions pass here.
     repaired: bool = field(default=False, compare=False)
@@ -429,8 +435,19 @@ class AgentAPI(Protocol):
 
     async def pending_approvals(self, channel: str) -> list[ApprovalView]: ...
 
-    def command_descriptions(self) -> list[tuple[str, str]]: ...
+    # The command menu in `language` ("" = the installation's default language).
+    def command_descriptions(self, language: str = "") -> list[tuple[str, str]]: ...
+
+    # -> bot.language.translator.Translator: how `reader` hears the bot (their language; `hint`
+    # is what their platform says about this very interaction)
+    def translator(self, reader: str, hint: str = "") -> Any: ...
 
     @property
-    # bot.conversation.inbox.Inbox: where updates are stored before they are acknowledged
-    def inbox(self) -> Any: ...
+    def inbox(self) -> InboxPort:
+        """Where updates are stored before they are acknowledged."""
+        ...
+
+    @property
+    def held(self) -> HeldPort:
+        """Messages a platform would not deliver yet, kept until the person can be reached."""
+        ...

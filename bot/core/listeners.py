@@ -10,7 +10,8 @@ has a single catch-all route that looks the request's method and path up in its 
 unknown path is 404, a known path with another method 405. Port 0 asks for any free port, and
 every later request for port 0 on the same address shares that server. A body larger than
 `MAX_BODY_BYTES` is refused by aiohttp before any handler runs; handlers keep their own,
-smaller limits.
+smaller limits. aiohttp's server side is imported when the first server opens, so a process
+that listens on nothing (Telegram polling without /healthz) never loads it.
 """
 
 from __future__ import annotations
@@ -18,15 +19,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from bot.core.errors import MyclawError
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 4 << 20
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Handler = Callable[["web.Request"], Awaitable["web.StreamResponse"]]
 
 
 class ListenerError(MyclawError):
@@ -42,6 +45,8 @@ class _Server:
     routes: dict[tuple[str, str], Handler] = field(default_factory=dict)
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        from aiohttp import web
+
         handler = self.routes.get((request.method, request.path))
         if handler is None and request.method == "HEAD":
             handler = self.routes.get(("GET", request.path))
@@ -52,6 +57,8 @@ class _Server:
         return web.Response(status=404, text="not found")
 
     async def open(self) -> None:
+        from aiohttp import web
+
         app = web.Application(client_max_size=MAX_BODY_BYTES)
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
         # No access log: health probes every few seconds would drown the useful lines.

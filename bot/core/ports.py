@@ -1,6 +1,7 @@
-"""The ports a tool may use besides its args: narrow typed interfaces, implemented further out
-(the store's table owners, the metered model client, the job planner) and handed to each call
-in `CallContext.ports`.
+"""The ports: narrow typed interfaces the outer rings use, implemented further out. A tool's
+(memory, the metered model, quotas, jobs) are handed to each call in `CallContext.ports`; a
+channel's (the durable inbox, held messages) are handed out by the agent (`AgentAPI.inbox`,
+`AgentAPI.held`).
 
 A tool never reaches the store, the budgets or the scheduler any other way. The bundle a call
 gets, and what stands in for a port a process has not wired, are in `bot.core.tool` (`Ports`,
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from bot.core.identity import Level, Sender
 
 if TYPE_CHECKING:
+    import asyncio
+
     import httpx
 
 Resolver = Callable[[str], Awaitable[list[str]]]   # host name -> its addresses
@@ -108,6 +111,7 @@ class JobRequest:
     message: str = ""
     prompt: str = ""
     tools: tuple[str, ...] = ()
+    audience: str = ""   # who else reads the chat it posts in (a group): its runs work there
 
 
 class JobsPort(Protocol):
@@ -122,3 +126,75 @@ class JobsPort(Protocol):
     async def describe(self, owner: Sender, job_id: str) -> str: ...
 
     async def cancel(self, owner: Sender, job_id: str) -> dict[str, Any]: ...
+
+
+# --- the ports channels use ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Entry:
+    """An update as received: its platform id, its conversation ("" = runs out of order) and
+    what is needed to run it again after a restart (text, usually the update's JSON)."""
+
+    update_key: str
+    conversation: str
+    payload: str
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """A stored update (`Entry`) with its row id, as the inbox hands it back to run."""
+
+    id: int
+    channel: str
+    update_key: str
+    conversation: str
+    payload: str
+    attempts: int = 0    # claims so far: more than one means an earlier run was cut off
+    claimed: bool = False   # claimed by this process as it was stored (`put`)
+
+
+Adopt = Callable[[list[InboxRow]], Awaitable[int] | int]   # queue rows; how many were new
+
+
+class InboxPort(Protocol):
+    """What a channel may ask of the durable inbox (`AgentAPI.inbox`; implemented by
+    `bot.conversation.inbox.Inbox`): store updates before acknowledging them, run each under
+    its claim, and find the rows a restart or another process left."""
+
+    async def put(self, channel: str, entries: list[Entry], *, claim: bool = False
+                  ) -> list[InboxRow]: ...
+
+    async def run(self, row: InboxRow, work: Callable[[], Awaitable[bool | None]],
+                  limit: asyncio.Semaphore | None = None) -> bool: ...
+
+    async def recover(self, channel: str) -> list[InboxRow]: ...
+
+    async def sweep(self, channel: str, adopt: Adopt) -> None:
+        """Forever: hand `adopt` the rows of `channel` nobody else will run."""
+        ...
+
+    def active_conversations(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class HeldMessage:
+    """A message a platform would not deliver yet, kept for its recipient."""
+
+    recipient: str
+    kind: str             # reminder | job | approval | reply | notice
+    text: str
+    reason: str           # why it was not delivered, as the operator sees it
+    created_at: float
+    approval_id: str = ""
+
+
+class HeldPort(Protocol):
+    """Messages held until their recipient can be reached (`AgentAPI.held`; implemented by
+    `bot.conversation.held.HeldMessages`). `take` hands each held message out once."""
+
+    async def hold(self, recipient: str, kind: str, text: str, reason: str,
+                   approval_id: str = "") -> None: ...
+
+    async def take(self, recipient: str) -> list[HeldMessage]: ...
+
+    async def count(self, recipient: str) -> int: ...

@@ -4,7 +4,8 @@ A `Schedule` is a value: its kind ("once" or "cron"), its spec (a UTC timestamp 
 cron expression for "cron") and the IANA time zone it is read in. croniter does the calendar
 arithmetic on zone-aware datetimes, so a weekly 08:00 job stays at 08:00 local time across a
 daylight-saving change, and a time that does not exist that night (02:30 when clocks jump to
-03:00) runs at the first valid moment after it.
+03:00) runs at the first valid moment after it. croniter (and the dateutil it brings) is imported
+by the first cron schedule, not by a process that has none.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from croniter import CroniterBadCronError, croniter
 
 from bot.core.errors import MyclawError
 
@@ -54,6 +53,8 @@ class Schedule:
         if self.kind == "once":
             at = float(self.spec)
             return at if at > moment else None
+        from croniter import croniter
+
         start = datetime.fromtimestamp(moment, zone(self.timezone))
         return croniter(self.spec, start).get_next(datetime).timestamp()
 
@@ -62,6 +63,8 @@ class Schedule:
         if self.kind == "once":
             at = float(self.spec)
             return at if at <= moment else None
+        from croniter import croniter
+
         end = datetime.fromtimestamp(moment, zone(self.timezone))
         previous = croniter(self.spec, end).get_prev(datetime).timestamp()
         return moment if self.next_after(previous) == moment else previous
@@ -128,6 +131,8 @@ def parse_cron(expression: str, *, timezone: str) -> Schedule:
     if len(expression.split()) != _CRON_FIELDS:
         raise ScheduleError(f"{expression!r} is not a 5-field cron expression "
                             "(minute hour day-of-month month day-of-week, e.g. '0 8 * * 1')")
+    from croniter import CroniterBadCronError, croniter
+
     try:
         if not croniter.is_valid(expression):
             raise ScheduleError(f"{expression!r} is not a valid cron expression")

@@ -35,6 +35,9 @@ __all__ = ["Answer", "LLMClient", "LLMResponse", "TextCallback"]
 log = logging.getLogger(__name__)
 
 ANSWERED_BY = "{failed} could not answer right now, so {model} answered instead."
+# The system prompt and the tool catalog, roughly, beside the history in a model's context.
+PROMPT_RESERVE_TOKENS = 6_000
+MIN_HISTORY_BUDGET = 1_000
 FailoverAudit = Callable[[str, str], Awaitable[None]]   # (sender, detail)
 
 
@@ -169,6 +172,15 @@ class LLMClient:
             if response.usage:   # an alias: the id that answered is the one priced
                 bill.charge(response.model or model, usage=response.usage)
         return Answer(response.text, response.usage, response.model or model)
+
+    def history_budget(self, model: str, configured: int, max_tokens: int) -> int:
+        """How many tokens the history may grow to before it is compacted, for a turn on
+        `model`: `[agent] context_budget_tokens`, or less when that model (or a fallback that
+        may take its call) has a smaller context window, leaving room for its answer
+        (`max_tokens`, at most what it can write) and for the system prompt and catalog."""
+        room = min(caps.context_tokens - min(caps.max_output_tokens, max_tokens)
+                   for caps in (spec.capabilities for spec in self.models.chain(model)))
+        return max(MIN_HISTORY_BUDGET, min(configured, room - PROMPT_RESERVE_TOKENS))
 
     def tools_enabled(self, model: str) -> bool:
         """Does the model take tools (and so a catalog)? /whoami and /tools say when not."""

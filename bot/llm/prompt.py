@@ -7,9 +7,11 @@ the conversation carries the third breakpoint, so each request reuses the previo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from bot.config.settings import Config, SessionScope
+from bot.language.names import DEFAULT, ENGLISH_NAMES
 from bot.toolbox.registry import Registry
 
 
@@ -46,9 +48,18 @@ out something you agreed to while helping one person in another person's turn un
 person asks for it themselves."""
 
 
+# Said after the cached system prompt, so the prompt and the catalog stay byte-stable for
+# everyone: only the person's language follows them.
+LANGUAGE_LINE = ("The person you are talking to reads {language}: answer in {language} unless "
+                 "they write to you in another language. Tool names, commands, file contents and "
+                 "code stay as they are.")
+
+
 class PromptBuilder:
-    def __init__(self, config: Config, registry: Registry):
+    def __init__(self, config: Config, registry: Registry,
+                 language_of: Callable[[str], str] = lambda sender: DEFAULT):
         self.registry = registry
+        self.language_of = language_of
         agent = config["agent"]
         workspace = str(config.workspace)
         if agent["workspace_mode"] == "per_sender":
@@ -59,6 +70,8 @@ class PromptBuilder:
         if agent["system_prompt"].strip():  # the operator's instructions come after ours
             text += "\n\n" + agent["system_prompt"].strip()
         self.system = [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
+        self._systems = {language: [*self.system, {"type": "text", "text": LANGUAGE_LINE.format(
+            language=name)}] for language, name in ENGLISH_NAMES.items() if language != DEFAULT}
         self.model = config.main_model
         self.small_model = agent["small_model"]
         self.job_model = config["jobs"]["model"]
@@ -78,17 +91,20 @@ class PromptBuilder:
             self._tools[key] = marked
         return marked
 
-    def params(self, turn: Asker, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def model_for(self, turn: Asker) -> str:
+        """The model (alias or bare id) the turn's steps are asked of."""
+        if turn.run_allowlist is not None and self.job_model:   # a scheduled job's own model
+            return self.job_model
         # A run allowed no tools at all (a scheduled job that only writes, say a daily quote)
         # needs no more than the small model.
         writes_only = turn.run_allowlist is not None and not turn.run_allowlist
-        model = self.small_model if writes_only else self.model
-        if turn.run_allowlist is not None and self.job_model:   # a scheduled job's own model
-            model = self.job_model
+        return self.small_model if writes_only else self.model
+
+    def params(self, turn: Asker, messages: list[dict[str, Any]]) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "model": model,
+            "model": self.model_for(turn),
             "max_tokens": self.max_tokens,
-            "system": self.system,
+            "system": self._systems.get(self.language_of(turn.sender), self.system),
             "messages": with_last_breakpoint(messages),
         }
         tools = self.tools(turn)

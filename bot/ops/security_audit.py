@@ -44,6 +44,27 @@ APPROVER_RE = re.compile(r"^(telegram:\d{1,20}|discord:\d{15,21}|cli:[A-Za-z0-9_
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
+def groups_explained(config: Config) -> str:
+    """What the workspace and session modes mean for a group, in words (doctor --security)."""
+    agent = config["agent"]
+    shared = agent["session_scope"] == "chat"
+    talk = ("members share one conversation (each one's words reach the others' turns as "
+            "data, and taint them)" if shared else
+            "each member has a conversation of their own, but every answer is posted in the group")
+    if agent["workspace_mode"] == "per_sender":
+        reach = ("a turn there works in the group's own folder and memory, never a member's "
+                 "private one; share_private shows a member's file or memory to the group only "
+                 "after that member approves")
+    else:
+        reach = ("workspace_mode is \"shared\": a turn there reads (and, approved, changes) the "
+                 "one workspace everybody shares and the member's own memory, and whatever it "
+                 "reads can end up in the group's chat — set workspace_mode = \"per_sender\" to "
+                 "give each group a folder and memory of its own")
+    return (f"in a group everyone reads the bot's answers: {talk}; {reach}. Sending a file, a "
+            "reminder or a job to the chat, the network and MCP servers count as leaving: after "
+            "the turn read anything the requester did not type, they are asked")
+
+
 def audit(config: Config) -> list[Finding]:
     """Every finding, most severe first (ties keep the order of the checks)."""
     findings = [f for check in _CHECKS for f in check(config)]

@@ -9,7 +9,6 @@ turn, which bot.conversation.journal writes with the step's history in one trans
 from __future__ import annotations
 
 import asyncio
-import difflib
 import json
 import logging
 import re
@@ -212,6 +211,8 @@ class Dispatcher:
         if tool is None:
             visible = [t.meta.name for t in
                        registry.list_for_sender(turn.sender, turn.autonomy, turn.run_allowlist)]
+            import difflib  # only for a name the model got wrong
+
             close = difflib.get_close_matches(name, visible, n=3, cutoff=0.5)
             hint = (f"Did you mean {', '.join(close)}? " if close else "") + \
                 f"Available tools: {', '.join(visible) or '(none)'}."

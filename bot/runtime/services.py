@@ -21,6 +21,7 @@ from bot.core.tool import CallContext, Ports
 if TYPE_CHECKING:
     import asyncio
 
+    from bot.access.languages import Languages
     from bot.access.preferences import Preferences
     from bot.access.ratelimit import MessageRateLimiter, StoredRateLimiter
     from bot.access.senders import Senders
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from bot.approvals.undo import UndoLog
     from bot.config.settings import Config
     from bot.conversation.delivery import Delivery
+    from bot.conversation.held import HeldMessages
     from bot.conversation.inbox import Inbox
     from bot.jobs.jobs import Jobs
     from bot.llm.client import LLMClient
@@ -58,7 +60,9 @@ class Services:
     # messages per minute per sender (in the store when other processes share it)
     rate_limits: MessageRateLimiter | StoredRateLimiter
     inbox: Inbox                       # incoming updates, stored before they are acknowledged
+    held: HeldMessages                 # messages a platform would not deliver yet
     ports: Ports                       # what tools reach besides their args
+    languages: Languages               # each person's language (the one resolver)
     network: Network = field(default_factory=Network)
 
     def call_context(self, *, sender: Sender | str, level: Level | str, session_id: str,

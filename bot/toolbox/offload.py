@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-import multiprocessing
 import signal
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -56,6 +55,8 @@ class CpuPool:
     def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._executor is None:
             # forkserver: a fork of this (threaded) process could inherit a held lock.
+            import multiprocessing  # with the first offloaded job, not at start-up
+
             context = multiprocessing.get_context("forkserver")
             self._executor = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context)
             atexit.register(self.close)  # before interpreter teardown, not during it

@@ -3,7 +3,8 @@
 Built-ins are the modules of the `tools` package exposing `build()`; custom tools and MCP tools
 register through the same `register` call. `build()` may take the `Config` as its one argument.
 A tool whose prerequisites are missing raises `ToolUnavailable` from `build()` and is listed in
-`unavailable` with the reason. JSON-Schema validators are compiled once, at registration.
+`unavailable` with the reason. JSON-Schema validators are made once, at registration
+(bot.config.json_schema: jsonschema itself only for a schema beyond the keywords it knows).
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
+from bot.config.json_schema import SchemaProblem, check_schema, validator
 from bot.core.identity import Sender
 from bot.core.policy import Caller, Decision, Profile, could_ever_run
 from bot.core.tool import NAME_RE, Tool, ToolError, ToolUnavailable
@@ -33,7 +33,7 @@ class RegistrationError(ValueError):
 class Entry:
     tool: Tool
     source: str
-    validator: jsonschema.Draft202012Validator
+    validator: Any   # iter_errors(args): bot.config.json_schema.validator
 
 
 @dataclass
@@ -59,14 +59,14 @@ class Registry:
                 f"tool {meta.name!r} from {source} clashes with the one already loaded from {other}"
             )
         try:
-            jsonschema.Draft202012Validator.check_schema(meta.schema)
-        except jsonschema.SchemaError as exc:
+            check_schema(meta.schema)
+        except SchemaProblem as exc:
             raise RegistrationError(
                 f"{source}: tool {meta.name} has an invalid JSON Schema: {exc.message}"
             ) from exc
         if meta.schema.get("type") != "object":
             raise RegistrationError(f"{source}: tool {meta.name} schema must be an object schema")
-        self.entries[meta.name] = Entry(tool, source, jsonschema.Draft202012Validator(meta.schema))
+        self.entries[meta.name] = Entry(tool, source, validator(meta.schema))
         self._changed()
 
     def unregister(self, name: str) -> None:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import discord
 
-from bot.conversation.inbox import Entry, Inbox, InboxRow
 from bot.core.errors import ShuttingDown
+from bot.core.ports import Entry, InboxPort, InboxRow
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class StoredMessage:
 
 
 class DiscordIntake:
-    def __init__(self, inbox: Inbox | None):
+    def __init__(self, inbox: InboxPort | None):
         self._inbox = inbox
 
     async def message(self, channel_id: int, message_id: int, work: Work) -> None:

@@ -24,8 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.conversation.inbox import Entry, Inbox, InboxRow
-from bot.conversation.sweep import sweep_left_rows
+from bot.core.ports import Entry, InboxPort, InboxRow
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ def _is_stop(text: str) -> bool:
 
 
 class SlackIntake:
-    def __init__(self, inbox: Inbox, dispatch: Dispatch, max_running: int = DEFAULT_MAX_RUNNING):
+    def __init__(self, inbox: InboxPort, dispatch: Dispatch, max_running: int = DEFAULT_MAX_RUNNING):
         self._inbox = inbox
         self._dispatch = dispatch
         self._running = asyncio.BoundedSemaphore(max_running)
@@ -139,7 +138,7 @@ class SlackIntake:
         return len(fresh)
 
     def start_sweeping(self) -> None:
-        self._sweeper = asyncio.create_task(sweep_left_rows(self._inbox, CHANNEL, self._adopt),
+        self._sweeper = asyncio.create_task(self._inbox.sweep(CHANNEL, self._adopt),
                                             name="slack-inbox-sweep")
 
 

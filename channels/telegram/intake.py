@@ -23,10 +23,9 @@ from typing import Any
 from telegram import Update
 from telegram.ext import Application
 
-from bot.conversation.inbox import Entry, Inbox, InboxRow
-from bot.conversation.sweep import sweep_left_rows
 from bot.core.errors import ShuttingDown
 from bot.core.events import AgentAPI, IncomingMessage, Sink
+from bot.core.ports import Entry, InboxPort, InboxRow
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ DEFAULT_MAX_RUNNING = 256
 
 
 class TelegramIntake:
-    def __init__(self, inbox: Inbox, app: Application,
+    def __init__(self, inbox: InboxPort, app: Application,
                  order_key: Callable[[object], Hashable | None],
                  max_running: int = DEFAULT_MAX_RUNNING):
         self._inbox = inbox
@@ -68,7 +67,7 @@ class TelegramIntake:
         return len(rows)
 
     def start_sweeping(self) -> None:
-        self._sweeper = asyncio.create_task(sweep_left_rows(self._inbox, CHANNEL, self._adopt),
+        self._sweeper = asyncio.create_task(self._inbox.sweep(CHANNEL, self._adopt),
                                             name="telegram-inbox-sweep")
 
     async def stop_sweeping(self) -> None:

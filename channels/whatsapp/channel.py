@@ -25,12 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.config.settings import Config
-from bot.conversation.held import HeldMessages
-from bot.conversation.inbox import InboxRow
 from bot.core.errors import ChannelError, ShuttingDown
 from bot.core.events import AgentAPI, ApprovalResolved
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
+from bot.core.ports import InboxRow
 from channels.whatsapp import approvals, texts
 from channels.whatsapp.followups import Followups
 from channels.whatsapp.graph import Graph, GraphError
@@ -105,7 +104,7 @@ class WhatsAppChannel:
         self._graph: Graph | None = None
         self._messenger: Messenger | None = None
         self._attachments: Attachments | None = None
-        self._held = HeldMessages(agent.inbox.store, clock)
+        self._held = agent.held
         self._taps: TapHandler | None = None
         self._followups: Followups | None = None
         self._intake: WhatsAppIntake | None = None

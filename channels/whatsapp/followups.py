@@ -20,8 +20,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.conversation.held import HeldMessages
 from bot.core.events import AgentAPI, ApprovalNeeded, ApprovalView
+from bot.core.ports import HeldPort
 from channels.whatsapp import texts
 from channels.whatsapp.graph import OUTSIDE_WINDOW, GraphError
 from channels.whatsapp.sending import DeliveryError, Messenger, OutsideWindow
@@ -44,7 +44,7 @@ def _error_of(status: dict[str, Any]) -> tuple[int, str]:
 
 
 class Followups:
-    def __init__(self, messenger: Messenger, held: HeldMessages, agent: AgentAPI,
+    def __init__(self, messenger: Messenger, held: HeldPort, agent: AgentAPI,
                  make_sink: Callable[[str], ChatSink]):
         self._messenger = messenger
         self._held = held

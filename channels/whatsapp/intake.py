@@ -18,8 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.conversation.inbox import Entry, Inbox, InboxRow
-from bot.conversation.sweep import sweep_left_rows
+from bot.core.ports import Entry, InboxPort, InboxRow
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +66,7 @@ def entries_of(delivery: dict[str, Any], phone_number_id: str) -> list[Entry]:
 
 
 class WhatsAppIntake:
-    def __init__(self, inbox: Inbox, phone_number_id: str, handle: Handle,
+    def __init__(self, inbox: InboxPort, phone_number_id: str, handle: Handle,
                  max_running: int = DEFAULT_MAX_RUNNING):
         self._inbox = inbox
         self._phone = phone_number_id
@@ -116,7 +115,7 @@ class WhatsAppIntake:
         return len(fresh)
 
     def start_sweeping(self) -> None:
-        self._sweeper = asyncio.create_task(sweep_left_rows(self._inbox, CHANNEL, self._adopt),
+        self._sweeper = asyncio.create_task(self._inbox.sweep(CHANNEL, self._adopt),
                                             name="whatsapp-inbox-sweep")
 
 

@@ -29,7 +29,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 
-from bot.conversation.held import HeldMessages
 from bot.core.events import (
     AgentAPI,
     ApprovalBatchNeeded,
@@ -45,6 +44,7 @@ from bot.core.events import (
     TextDelta,
     ToolStarted,
 )
+from bot.core.ports import HeldPort
 from channels.whatsapp import approvals, texts
 from channels.whatsapp.rendering import Part, plain_of
 from channels.whatsapp.sending import DeliveryError, Messenger, OutsideWindow
@@ -84,7 +84,7 @@ def notice_buttons(text: str, buttons: tuple[Button, ...]) -> dict | None:
 
 
 class ChatSink:
-    def __init__(self, messenger: Messenger, agent: AgentAPI, held: HeldMessages, wa_id: str,
+    def __init__(self, messenger: Messenger, agent: AgentAPI, held: HeldPort, wa_id: str,
                  settings: SinkSettings, *, inbound: str | None = None, attended: bool = True):
         self._messenger = messenger
         self._agent = agent

@@ -290,14 +290,25 @@ class FakeDiscord:
                            guild_id: int | None = None, roles: tuple[str, ...] = (),
                            mentions_bot: bool = False, reply_to: int | None = None,
                            author_is_bot: bool = False, name: str = "",
-                           attachments: tuple[tuple[str, bytes, str], ...] = ()) -> dict[str, Any]:
+                           attachments: tuple[tuple[str, bytes, str], ...] = (),
+                           forwarded: bool = False) -> dict[str, Any]:
         """A user posts `content`; `mentions_bot` also prefixes the bot's mention like a client.
-        `attachments`: (filename, bytes, content type), served from this fake's CDN."""
+        `attachments`: (filename, bytes, content type), served from this fake's CDN.
+        `forwarded`: the message forwards another (Discord's message snapshot): `content` and
+        `attachments` are the forwarded message's, the forward itself is empty."""
         author = self.user(author_id, name, bot=author_is_bot)
         if mentions_bot:
             content = f"<@{self.bot_id}> {content}"
         message = self._message(channel_id, author, {"content": content})
         message["attachments"] = [self._attachment(channel_id, *a) for a in attachments]
+        if forwarded:
+            inner = {key: message[key] for key in ("content", "attachments", "embeds",
+                                                   "timestamp", "edited_timestamp", "flags",
+                                                   "mentions", "mention_roles", "components")}
+            message.update(content="", attachments=[], message_snapshots=[
+                {"message": {**inner, "type": 0}}],
+                message_reference={"type": 1, "channel_id": str(channel_id),
+                                   "message_id": str(self.snowflake())})
         if mentions_bot:
             message["mentions"] = [self.bot_user]
         if guild_id is not None:

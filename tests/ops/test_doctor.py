@@ -162,6 +162,19 @@ async def test_a_clean_configuration_says_so(tmp_path):
     assert line(lines, "security") == "ok   security: no risky settings found"
 
 
+async def test_security_says_what_each_workspace_mode_means_for_a_group(tmp_path):
+    _, lines = await doctor(make_config(tmp_path), security=True)
+    shared = line(lines, "security groups")
+    assert 'workspace_mode is "shared"' in shared and "one workspace everybody shares" in shared
+    assert "count as leaving" in shared
+    per_sender = make_config(tmp_path, {"agent": {"workspace_mode": "per_sender",
+                                                  "session_scope": "chat"}})
+    _, lines = await doctor(per_sender, security=True)
+    text = line(lines, "security groups")
+    assert "the group's own folder and memory, never a member's private one" in text
+    assert "members share one conversation" in text and "share_private" in text
+
+
 async def test_telegram_check_reports_the_bot_when_the_token_works(tmp_path):
     async with FakeTelegram(token=TOKEN) as fake:
         config = make_config(tmp_path, channel_overrides(fake),

@@ -18,6 +18,7 @@ import json
 import secrets
 from typing import Any
 
+from bot.config.json_schema import validator
 from bot.llm.compat.request import UNPARSABLE
 from bot.llm.provider import TextCallback
 
@@ -166,7 +167,5 @@ def _unfenced(text: str) -> str:
 
 
 def _valid(args: dict[str, Any], tool: dict[str, Any]) -> bool:
-    import jsonschema
-
     schema = tool.get("input_schema") or {"type": "object"}
-    return jsonschema.Draft202012Validator(schema).is_valid(args)
+    return validator(schema).is_valid(args)

@@ -296,11 +296,12 @@ def environment_checks(config: Config) -> list[Check]:
 
 
 def security_checks(config: Config) -> list[Check]:
-    from bot.ops.security_audit import audit
+    from bot.ops.security_audit import audit, groups_explained
 
     findings = audit(config)
+    groups = Check("ok", "security groups", groups_explained(config))
     if not findings:
-        return [Check("ok", "security", "no risky settings found")]
+        return [Check("ok", "security", "no risky settings found"), groups]
     status: dict[str, Status] = {"high": "FAIL", "medium": "warn", "low": "warn"}
-    return [Check(status[f.severity], f"security [{f.severity}] {f.key}", f"{f.problem}. Fix: {f.fix}")
-            for f in findings]
+    return [*(Check(status[f.severity], f"security [{f.severity}] {f.key}",
+                    f"{f.problem}. Fix: {f.fix}") for f in findings), groups]
