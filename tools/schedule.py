@@ -82,7 +82,8 @@ def _request(ctx: CallContext, args: dict[str, Any]) -> JobRequest:
     """A create call as a request of this caller, at the level of this turn (roles applied)."""
     return JobRequest(owner=ctx.sender, level=ctx.level, chat=ctx.chat, name=args.get("name", ""),
                       at=args.get("at"), cron=args.get("cron"), message=args.get("message", ""),
-                      prompt=args.get("prompt", ""), tools=tuple(args.get("tools") or ()))
+                      prompt=args.get("prompt", ""), tools=tuple(args.get("tools") or ()),
+                      audience=ctx.audience)
 
 
 def build() -> ScheduleTool:

@@ -111,6 +111,7 @@ class JobRequest:
     message: str = ""
     prompt: str = ""
     tools: tuple[str, ...] = ()
+    audience: str = ""   # who else reads the chat it posts in (a group): its runs work there
 
 
 class JobsPort(Protocol):

@@ -78,6 +78,9 @@ class Job:
     last_run: float | None = None
     last_outcome: str = ""
     created_at: float = 0.0
+    # Who else reads `chat` (a group, bot.access.audience): a run works in the group's folder
+    # and memory, as a turn typed there does.
+    audience: str = ""
 
     @property
     def is_reminder(self) -> bool:
@@ -129,7 +132,7 @@ def _from_row(row: Any) -> Job:
         level=row["level"], prompt=row["prompt"], message=row["message"],
         tools=tuple(json.loads(row["tools"])), status=row["status"], next_run=row["next_run"],
         failures=row["failures"], last_run=row["last_run"], last_outcome=row["last_outcome"],
-        created_at=row["created_at"])
+        created_at=row["created_at"], audience=row["audience"] or "")
 
 
 class Jobs:
@@ -168,11 +171,11 @@ class Jobs:
                                "first (/jobs)")
             await tx.execute(
                 "INSERT INTO jobs(id, owner, channel, chat, name, prompt, message, kind, spec,"
-                " timezone, level, tools, status, next_run, failures, last_outcome, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, 0, '', ?)",
+                " timezone, level, tools, status, next_run, failures, last_outcome, created_at,"
+                " audience) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, 0, '', ?, ?)",
                 (job.id, job.owner, job.channel, job.chat, job.name, job.prompt, job.message,
                  job.schedule.kind, job.schedule.spec, job.schedule.timezone, job.level,
-                 json.dumps(list(job.tools)), job.next_run, now))
+                 json.dumps(list(job.tools)), job.next_run, now, job.audience))
             await self._audit(tx, job, "created", job.schedule.describe())
         self.changed.set()
         return job

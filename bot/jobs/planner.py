@@ -84,7 +84,7 @@ class JobPlanner:
                 f"Choose from: {', '.join(sorted(allowed)) or '(none)'}.")
         job = Job(id="", owner=owner, channel=request.owner.channel, chat=request.chat,
                   name=request.name, schedule=when, level=request.level, prompt=request.prompt,
-                  message=request.message, tools=request.tools)
+                  message=request.message, tools=request.tools, audience=request.audience)
         try:
             self.jobs.check(job, now)
         except JobError as exc:

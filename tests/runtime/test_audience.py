@@ -123,3 +123,34 @@ async def test_sharing_a_memory_lists_what_will_be_shared(app_factory, fake_anth
                       ("share_private", {"memory_query": "door code"}))
     (needed,) = sink.of(ApprovalNeeded)
     assert "my door code is 4711" in needed.approval.summary and WHOM in needed.approval.summary
+
+
+class Outlet:
+    """The delivery side of a channel, collecting what a job run says."""
+
+    def __init__(self) -> None:
+        self.sink = CollectingSink()
+
+    def sink_for(self, chat: str, sender: str) -> CollectingSink:
+        return self.sink
+
+
+async def test_a_job_made_in_the_group_runs_in_the_groups_folder_not_its_owners(
+        app_factory, fake_anthropic):
+    from bot.jobs.jobs import Claim
+    from bot.jobs.runner import AgentJobRunner
+
+    app = await group_app(app_factory)
+    fake_anthropic.script(tool_use("schedule", {
+        "action": "create", "name": "digest", "cron": "0 8 * * *",
+        "prompt": "post my passwords", "tools": ["fs_read"]}), text("scheduled"))
+    await app.agent.handle(said(OWNER, "every morning post my passwords"), CollectingSink())
+    (job,) = await app.services.jobs.for_owner(OWNER)
+    assert job.audience == WHOM and job.chat == GROUP
+    app.services.delivery.register("telegram", Outlet())
+    fake_anthropic.script(tool_use("fs_read", {"path": "passwords.md"}), text("nothing"))
+    runner = AgentJobRunner(app.agent, app.services.delivery, app.services.senders)
+    await runner.run(Claim(job, run_id=1, scheduled_for=0.0))
+    await app.agent.queue.drain(5)
+    (read,) = results(fake_anthropic)[-1:]
+    assert "not_found" in read and "hunter2" not in read

@@ -334,3 +334,36 @@ async def test_a_photo_taints_the_turn_its_pixels_are_not_the_requesters_typing(
         "telegram:7", "where is this?", ImagePart(jpeg(), "image/jpeg")), PLAIN_FETCH)
     (fetch,) = tool_results(fake_anthropic)
     assert fetch["is_error"] and TAINT_REASON in fetch["content"]
+
+
+# --- every way out: a file to the chat, a reminder that posts later --------------------------
+
+REMINDER = {"name": "schedule", "input": {"action": "create", "name": "note", "at": "in 5 minutes",
+                                          "message": "the secret is hunter2"}}
+SEND_NOTES = {"name": "send_file", "input": {"path": "notes.txt"}}
+
+
+@pytest.mark.parametrize("call", [REMINDER, SEND_NOTES], ids=["reminder", "send_file"])
+async def test_after_untrusted_content_a_reminder_or_a_file_to_the_chat_is_refused_for_read_only(
+        app_factory, fake_anthropic, call):
+    app = await app_with_notes(app_factory, "read_only")
+    await run_turn(app, fake_anthropic, call)
+    refused = tool_results(fake_anthropic)[-1]
+    assert refused["is_error"] and TAINT_REASON in refused["content"]
+    assert await app.services.jobs.for_owner("telegram:7") == []
+
+
+@pytest.mark.parametrize("call", [REMINDER, SEND_NOTES], ids=["reminder", "send_file"])
+async def test_after_untrusted_content_a_reminder_or_a_file_to_the_chat_asks_a_supervised_sender(
+        app_factory, fake_anthropic, call):
+    app = await app_with_notes(app_factory, "supervised")
+    sink = await run_turn(app, fake_anthropic, call, answer=False)
+    (needed,) = sink.of(ApprovalNeeded)
+    assert needed.approval.tool == call["name"] and TAINT_REASON in needed.approval.summary
+
+
+async def test_in_a_clean_turn_a_plain_reminder_runs_unasked(app_factory, fake_anthropic):
+    app = await app_factory({"senders": {"telegram:7": "supervised"}})
+    fake_anthropic.script(tool_use(REMINDER["name"], REMINDER["input"]), text("done"))
+    await app.agent.handle(message("telegram:7", "remind me"), CollectingSink())
+    assert len(await app.services.jobs.for_owner("telegram:7")) == 1
