@@ -26,7 +26,7 @@ define NEED_API_KEY
   echo "myclaw: ANTHROPIC_API_KEY is not set. Export your Anthropic API key (export ANTHROPIC_API_KEY=sk-ant-...) and run again. Optional: TELEGRAM_BOT_TOKEN and/or DISCORD_BOT_TOKEN to enable those channels; without them the terminal channel opens." >&2; exit 2; }
 endef
 
-.PHONY: run test lint bench clean browser sandbox-tools speech-tools install check-docs
+.PHONY: run test lint bench clean browser sandbox-tools speech-tools install check-docs catalogs catalogs-update
 
 # Without pip: creating the venv is then instant, and uv (or ensurepip) adds it.
 $(BIN)/python:
@@ -48,11 +48,30 @@ endef
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(call INSTALL,)
+	@$(MAKE) --no-print-directory catalogs
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(call INSTALL,[dev])
+	@$(MAKE) --no-print-directory catalogs
 	touch $(VENV)/.installed $@
+
+# The bot's words: each language's .po source (in the repository) compiled to the .mo the bot
+# loads (gitignored), again whenever a .po changes. `make catalogs-update` extracts every
+# message of the source into build/myclaw.pot and merges new ones into each .po (their
+# translations are then written by hand; tests/language/test_catalogs.py says what is missing).
+LOCALES := bot/language/locale
+CATALOGS := $(patsubst %.po,%.mo,$(wildcard $(LOCALES)/*/LC_MESSAGES/myclaw.po))
+catalogs: $(CATALOGS)
+$(LOCALES)/%/LC_MESSAGES/myclaw.mo: $(LOCALES)/%/LC_MESSAGES/myclaw.po
+	$(BIN)/pybabel -q compile --use-fuzzy -D myclaw -l $* -i $< -o $@
+BABEL_KEYWORDS := -k N_ -k Phrase -k plural_phrase:1,2
+catalogs-update: $(VENV)/.installed-dev
+	@mkdir -p build
+	$(BIN)/pybabel -q extract -F bot/language/babel.cfg $(BABEL_KEYWORDS) --no-location \
+	  --sort-output -o build/myclaw.pot bot channels
+	$(BIN)/pybabel -q update -D myclaw -d $(LOCALES) -i build/myclaw.pot --no-fuzzy-matching \
+	  --ignore-obsolete
 
 # apt-get only runs for a package that is missing, and updates its package lists once an hour at
 # most (browser and sandbox-tools both missing on a new machine: one update, not two).
@@ -70,10 +89,10 @@ browser:
 run:
 	@[ -x $(BIN)/python ] || $(NEED_PYTHON)
 	@$(NEED_API_KEY)
-	@$(MAKE) -s --no-print-directory $(VENV)/.installed speech-tools SPEECH_OPTIONAL=1
+	@$(MAKE) -s --no-print-directory $(VENV)/.installed catalogs speech-tools SPEECH_OPTIONAL=1
 	$(BIN)/myclaw run $(ARGS)
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed catalogs
 	@mkdir -p "$(BINDIR)"
 	ln -sfn "$(CURDIR)/$(BIN)/myclaw" "$(BINDIR)/myclaw"
 	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) \
@@ -109,7 +128,7 @@ speech-tools:
 # One pytest worker per core (TEST_WORKERS=0 runs in this process, e.g. to use a debugger).
 # Tests must not share ports, PostgreSQL schemas or files with a test in another worker.
 TEST_WORKERS ?= auto
-test: lint browser sandbox-tools speech-tools
+test: lint browser sandbox-tools speech-tools catalogs
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Every command shown in README.md, docs/ and deploy/README.md, run as shown (tests/test_readme.py).

@@ -73,6 +73,7 @@ def build_registry(config: Config, cwd: Path | str | None = None) -> Registry:
 def build_services(config: Config, store: Any, registry: Registry,
                    clock: Callable[[], float] = time.time, llm_client: Any = None) -> Services:
     """Every long-lived part of one process, on an open store."""
+    from bot.access.languages import Languages
     from bot.access.preferences import Preferences
     from bot.access.ratelimit import rate_limiter
     from bot.access.senders import Senders
@@ -118,6 +119,8 @@ def build_services(config: Config, store: Any, registry: Registry,
         inbox=Inbox(store, replica, InboxSettings.from_config(config["inbox"]), clock),
         held=HeldMessages(store, clock),
         ports=tool_ports(config, store, registry, llm, jobs, preferences),
+        languages=Languages(preferences, config["agent"]["language"],
+                            config["agent"]["timezone"]),
     )
 
 
@@ -181,8 +184,9 @@ class App:
         create_workspace(config)
         store = await make_store(config).open()
         try:
-            return cls(config, build_services(config, store, build_registry(config), clock),
-                       surfaces)
+            services = build_services(config, store, build_registry(config), clock)
+            await services.languages.load()
+            return cls(config, services, surfaces)
         except BaseException:   # e.g. an unreadable receipt key: nothing may keep the store open
             await store.close()
             raise

@@ -1,12 +1,12 @@
 """Each person's own settings (`sender_settings`, one row per sender): the time zone their
-schedules are read in, whether answers are spoken too (/voice), and whatever else a person
-chooses for themselves. This module is the
-table's one owner: everything else asks it.
+schedules are read in, whether answers are spoken too (/voice), the language they chose (and
+the one their app last said), and whatever else a person chooses for themselves. This module is
+the table's one owner: everything else asks it.
 """
 
 from __future__ import annotations
 
-from bot.store.protocol import Store
+from bot.store.protocol import Row, Store
 
 
 class Preferences:
@@ -40,3 +40,25 @@ class Preferences:
                 " ON CONFLICT (sender) DO UPDATE SET voice = excluded.voice", (sender, mode))
             if changed_topic:
                 tx.invalidate(changed_topic, sender)
+
+    async def everyone(self) -> list[Row]:
+        """Every row (sender, timezone, language, language_hint): read once at start by
+        `bot.access.languages`, which keeps them in memory."""
+        return await self.store.fetchall(
+            "SELECT sender, timezone, language, language_hint FROM sender_settings")
+
+    async def set_language(self, sender: str, language: str | None) -> None:
+        """The language `sender` chose with /language (None: follow their app again)."""
+        await self._set(sender, "language", language)
+
+    async def set_language_hint(self, sender: str, hint: str) -> None:
+        """The language `sender`'s app or platform last said they use."""
+        await self._set(sender, "language_hint", hint)
+
+    async def _set(self, sender: str, column: str, value: str | None) -> None:
+        assert column in ("language", "language_hint")
+        async with self.store.transaction() as tx:
+            await tx.execute(
+                f"INSERT INTO sender_settings(sender, {column}) VALUES (?, ?)"
+                f" ON CONFLICT (sender) DO UPDATE SET {column} = excluded.{column}",
+                (sender, value))

@@ -28,6 +28,7 @@ from bot.core.events import (
 
 if TYPE_CHECKING:
     from bot.approvals.service import Approvals
+    from bot.language.translator import Translator
 
 log = logging.getLogger(__name__)
 
@@ -98,15 +99,19 @@ def call_outcome(request: ApprovalRequest) -> CallOutcome:
                        request.resolved_at or 0.0)
 
 
-def batch_heading(first_number: int, calls: Sequence[CallOutcome],
-                  total: int) -> tuple[bool, str, str]:
-    """Whether a call of a batch page still waits, the page's title ("Approval needed" while one
-    does) and its span of calls (" (calls 3–5 of 9)", empty when the page shows them all), the
-    same on every channel."""
+def batch_heading(first_number: int, calls: Sequence[CallOutcome], total: int,
+                  tr: Translator) -> tuple[bool, str, str]:
+    """Whether a call of a batch page still waits, the page's title ("Approval needed: 9 calls"
+    while one does) and its span of calls (" (calls 3–5 of 9)", empty when the page shows them
+    all), the same on every channel, in the reader's language."""
     pending = any(not call.choice for call in calls)
     last = first_number + len(calls) - 1
-    span = f" (calls {first_number}–{last} of {total})" if len(calls) < total else ""
-    return pending, "Approval needed" if pending else "Approval request", span
+    span = (" " + tr._("(calls {first}–{last} of {total})", first=first_number, last=last,
+                       total=total)) if len(calls) < total else ""
+    title = (tr.ngettext("Approval needed: {n} call", "Approval needed: {n} calls", total)
+             if pending else
+             tr.ngettext("Approval request: {n} call", "Approval request: {n} calls", total))
+    return pending, title, span
 
 
 def previews_moved_out(calls: Sequence[ApprovalView], fits: Callable[[frozenset[str]], bool],

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from bot.approvals.grants import Scope
 from bot.core.events import ApprovalView
 from bot.core.tool import args_hash
+from bot.language.catalogs import N_
+from bot.language.phrase import Moment, Phrase
 from bot.store.protocol import Row
 
 Status = Literal["pending", "approved", "denied", "expired", "started", "executed", "failed",
@@ -26,11 +27,16 @@ SUPERSEDED = "superseded"
 # their button patterns from ID_PATTERN, so a forged id is refused the same way everywhere.
 ID_PATTERN = r"[A-Za-z0-9_-]{16}"
 ID_RE = re.compile(ID_PATTERN)
-# How an answer reads, everywhere it is shown (channels may add an icon).
-ANSWER_LABELS = {"approve": "Approved", "always": "Approved, and always from now on", "deny": "Denied"}
-EXPIRED_LABEL = "Expired"
-SUPERSEDED_LABEL = "Cancelled (a newer message arrived)"
-UNKNOWN_REQUEST = "Unknown approval request."
+# How an answer reads, everywhere it is shown (channels add an icon, and translate: these are
+# catalog message ids, English as they stand).
+ANSWER_LABELS = {"approve": N_("Approved"), "always": N_("Approved, and always from now on"),
+                 "deny": N_("Denied")}
+EXPIRED_LABEL = N_("Expired")
+SUPERSEDED_LABEL = N_("Cancelled (a newer message arrived)")
+UNKNOWN_REQUEST = Phrase("Unknown approval request.")
+RISK_NAMES = {"low": N_("low"), "medium": N_("medium"), "high": N_("high")}
+# bot.core.tool.NO_PREVIEW, the words channels show for a tool that cannot describe its call
+NO_PREVIEW_TEXT = N_("(preview not available for this tool)")
 
 
 @dataclass
@@ -97,23 +103,17 @@ def from_row(row: Row) -> ApprovalRequest:
     )
 
 
-def clock_text(ts: float, now: float) -> str:
-    """'21:40 UTC' for today, '2025-03-01 21:40 UTC' otherwise — short enough for a phone."""
-    moment = datetime.fromtimestamp(ts, UTC)
-    same_day = moment.date() == datetime.fromtimestamp(now, UTC).date()
-    return moment.strftime("%H:%M UTC" if same_day else "%Y-%m-%d %H:%M UTC")
-
-
 def closed_reason(request: ApprovalRequest, now: float) -> str:
-    """Why a request that is no longer pending cannot be answered."""
-    who = request.resolved_by or "someone"
+    """Why a request that is no longer pending cannot be answered (a Phrase: each reader gets
+    it in their language)."""
+    who = request.resolved_by or Phrase("someone")
     if request.status in ("approved", "started", "executed", "failed", "in_doubt"):
-        return f"This request was already approved by {who}."
+        return Phrase("This request was already approved by {who}.", who=who)
     if request.status == "denied":
-        return f"This request was already denied by {who}."
+        return Phrase("This request was already denied by {who}.", who=who)
     if request.resolved_by == SUPERSEDED:
-        return "This request was cancelled because a newer message arrived."
-    return f"This request expired at {clock_text(request.expires_at, now)}."
+        return Phrase("This request was cancelled because a newer message arrived.")
+    return Phrase("This request expired at {time}.", time=Moment(request.expires_at, now=now))
 
 
 _MESSAGE_REF = re.compile(r"(-?\d{1,20}):(\d{1,20})")

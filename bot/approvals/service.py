@@ -28,7 +28,6 @@ from typing import Any
 
 from bot.approvals.grants import Grants, Scope
 from bot.approvals.records import (
-    ANSWER_LABELS,
     CHOICES,
     SUPERSEDED,
     UNKNOWN_REQUEST,
@@ -41,14 +40,19 @@ from bot.approvals.records import (
 )
 from bot.core.identity import in_terminal
 from bot.core.tool import args_hash
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase, plural_phrase
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
 
 log = logging.getLogger(__name__)
 
+ALTERED = Phrase("This request was altered after it was shown; it cannot be approved. Ask again.")
+ANSWERED = Phrase("This request was already answered.")
 
-_THEIRS = ("This shares {sender}'s own private data with the conversation: only {sender} "
-           "can approve it (you can deny it).")
+
+_THEIRS = N_("This shares {sender}'s own private data with the conversation: only {sender} "
+             "can approve it (you can deny it).")
 
 class Approvals:
     """The approval service. Keeps no per-request state: everything lives in the store."""
@@ -139,7 +143,7 @@ class Approvals:
     async def resolve(self, approval_id: str, resolver: str, choice: str) -> Resolution:
         """One tap. Exactly one caller can ever get ok=True for a given request."""
         if choice not in CHOICES:
-            resolution = Resolution(False, "Unknown answer; use approve, deny or always.")
+            resolution = Resolution(False, Phrase("Unknown answer; use approve, deny or always."))
             await self._audit_refusal(approval_id, resolver, choice, resolution)
             return resolution
         if not looks_like_id(approval_id):
@@ -159,40 +163,40 @@ class Approvals:
             return Resolution(False, UNKNOWN_REQUEST)
         request = from_row(row)
         if not self.may_answer(request, resolver):
-            return Resolution(False, f"Only {request.sender} or an approver can answer this request.",
-                              request.status, request)
+            return Resolution(False, Phrase("Only {who} or an approver can answer this request.",
+                                            who=request.sender), request.status, request)
         if self._not_theirs(resolver, choice, [request]):
-            return Resolution(False, _THEIRS.format(sender=request.sender), request.status,
+            return Resolution(False, Phrase(_THEIRS, sender=request.sender), request.status,
                               request)
         if request.status != "pending":
             return Resolution(False, closed_reason(request, now), request.status, request)
         if request.expires_at <= now:
             return await self._lapse(tx, request, now)
         if choice == "always" and request.scope is None:
-            return Resolution(False, "\"Always\" is not offered for this request; approve it "
-                                     "once instead.", request.status, request)
+            return Resolution(False, Phrase("\"Always\" is not offered for this request; "
+                                            "approve it once instead."), request.status, request)
         if not request.args_intact:
-            return Resolution(False, "This request was altered after it was shown; it cannot be "
-                                     "approved. Ask again.", request.status, request)
+            return Resolution(False, ALTERED, request.status, request)
         status: Status = "denied" if choice == "deny" else "approved"
         changed = await tx.execute(
             "UPDATE approvals SET status = ?, resolved_by = ?, resolved_at = ?"
             " WHERE id = ? AND status = 'pending' AND expires_at > ?",
             (status, resolver, now, approval_id, now))
         if changed != 1:  # cannot happen under BEGIN IMMEDIATE; refuse rather than guess
-            return Resolution(False, "This request was already answered.", None, request)
-        verb = ANSWER_LABELS[choice]
+            return Resolution(False, ANSWERED, None, request)
+        said = (Phrase("Denied by {who}.", who=resolver) if choice == "deny"
+                else Phrase("Approved by {who}.", who=resolver))
         if choice == "always" and request.scope is not None:
             grant = await self.grants.add(
                 tx, session_id=request.session_id, sender=request.sender, tool=request.tool,
                 scope=request.scope, risk=request.risk, by=resolver, approval_id=request.id)
-            verb = f"Approved, and always {grant.scope_label} in this chat,"
+            said = Phrase("Approved, and always {scope} in this chat, by {who}.",
+                          scope=grant.scope_label, who=resolver)
         request.status, request.resolved_by, request.resolved_at = status, resolver, now
         done = request.batch is not None and not await tx.fetchone(
             "SELECT id FROM approvals WHERE batch = ? AND status = 'pending' LIMIT 1",
             (request.batch,))
-        return Resolution(True, f"{verb} by {resolver}.", status, request, batch_done=done,
-                          decided=(request,))
+        return Resolution(True, said, status, request, batch_done=done, decided=(request,))
 
     async def _lapse(self, tx: Transaction, request: ApprovalRequest, now: float) -> Resolution:
         """A tap found the request past its expiry: close it (its whole batch, if any)."""
@@ -213,7 +217,7 @@ class Approvals:
         compare-and-set (a request answered on its own meanwhile keeps its answer)."""
         if choice not in ("approve", "deny") or not looks_like_id(batch):
             resolution = Resolution(False, UNKNOWN_REQUEST if choice in ("approve", "deny")
-                                    else "Unknown answer; use approve or deny.")
+                                    else Phrase("Unknown answer; use approve or deny."))
             await self._audit_refusal(batch, resolver, f"{choice}-all", resolution)
             return resolution
         async with self.store.transaction() as tx:
@@ -236,20 +240,19 @@ class Approvals:
             return Resolution(False, UNKNOWN_REQUEST)
         first = members[0]
         if not self.may_answer(first, resolver):
-            return Resolution(False, f"Only {first.sender} or an approver can answer this request.",
-                              first.status, first)
+            return Resolution(False, Phrase("Only {who} or an approver can answer this request.",
+                                            who=first.sender), first.status, first)
         pending = [m for m in members if m.status == "pending"]
         if self._not_theirs(resolver, choice, pending):
-            return Resolution(False, _THEIRS.format(sender=first.sender), first.status, first)
+            return Resolution(False, Phrase(_THEIRS, sender=first.sender), first.status, first)
         if not pending:
-            return Resolution(False, "Every call of this request was already answered.",
+            return Resolution(False, Phrase("Every call of this request was already answered."),
                               first.status, first)
         lapsed = next((m for m in pending if m.expires_at <= now), None)
         if lapsed is not None:
             return await self._lapse(tx, lapsed, now)
         if not all(m.args_intact for m in pending):
-            return Resolution(False, "This request was altered after it was shown; it cannot be "
-                                     "approved. Ask again.", "pending", pending[0])
+            return Resolution(False, ALTERED, "pending", pending[0])
         status: Status = "denied" if choice == "deny" else "approved"
         rows = await tx.fetchall(
             "UPDATE approvals SET status = ?, resolved_by = ?, resolved_at = ?"
@@ -257,10 +260,12 @@ class Approvals:
             (status, resolver, now, batch, now))
         decided = tuple(sorted((from_row(row) for row in rows), key=lambda r: r.position))
         if not decided:
-            return Resolution(False, "This request was already answered.", None, first)
-        calls = "1 call" if len(decided) == 1 else f"{len(decided)} calls"
-        return Resolution(True, f"{ANSWER_LABELS[choice]} ({calls}) by {resolver}.", status,
-                          decided[0], batch_done=True, decided=decided)
+            return Resolution(False, ANSWERED, None, first)
+        said = (plural_phrase("Approved ({n} call) by {who}.", "Approved ({n} calls) by {who}.",
+                              len(decided), who=resolver) if choice == "approve" else
+                plural_phrase("Denied ({n} call) by {who}.", "Denied ({n} calls) by {who}.",
+                              len(decided), who=resolver))
+        return Resolution(True, said, status, decided[0], batch_done=True, decided=decided)
 
     @staticmethod
     async def _audit(tx: Transaction, approval_id: str, resolver: str, choice: str,

@@ -106,6 +106,8 @@ SCHEMA: dict[str, Any] = _obj({
         "workspace_mode": {"enum": ["shared", "per_sender"]},
         "shutdown_grace_seconds": {"type": "number", "minimum": 0},
         "timezone": {"type": "string", "minLength": 1},
+        # what people hear when neither /language nor their platform says (bot/access/languages.py)
+        "language": {"enum": ["en", "it", "es"]},
         "allow_broad_workspace": {"type": "boolean"},
     }),
     "jobs": _obj({

@@ -49,6 +49,7 @@ DEFAULTS: dict[str, Any] = {
         "workspace_mode": "shared",
         "shutdown_grace_seconds": 10,
         "timezone": "UTC",
+        "language": "en",
         "allow_broad_workspace": False,
     },
     "jobs": {"enabled": True, "model": "", "max_per_sender": 20, "min_interval_seconds": 300,

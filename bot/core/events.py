@@ -131,6 +131,9 @@ class IncomingMessage:
     # (`quoted_from` names its author): data for context, never the sender's request.
     quoted: str = ""
     quoted_from: str = ""
+    # The language the person's app or platform says they use ("it", "es-419", "en_US.UTF-8"):
+    # a hint, used when they chose none with /language (bot/access/languages.py).
+    language_hint: str = ""
 
     @property
     def has_attachments(self) -> bool:
@@ -350,7 +353,12 @@ class AgentAPI(Protocol):
 
     async def pending_approvals(self, channel: str) -> list[ApprovalView]: ...
 
-    def command_descriptions(self) -> list[tuple[str, str]]: ...
+    # The command menu in `language` ("" = the installation's default language).
+    def command_descriptions(self, language: str = "") -> list[tuple[str, str]]: ...
+
+    # -> bot.language.translator.Translator: how `reader` hears the bot (their language; `hint`
+    # is what their platform says about this very interaction)
+    def translator(self, reader: str, hint: str = "") -> Any: ...
 
     @property
     def inbox(self) -> InboxPort:

@@ -13,6 +13,7 @@ from bot.core.events import Button, Done, ErrorEvent, Event, Notice, Sink
 from bot.core.identity import LEVELS, Level
 from bot.jobs.jobs import Claim, Job
 from bot.jobs.scheduler import NotDelivered
+from bot.language.phrase import Phrase
 
 SCHEDULE_TOOL = "schedule"  # a job never creates jobs
 
@@ -62,14 +63,15 @@ class AgentJobRunner:
     async def _run_in(self, job: Job, sink: Sink) -> tuple[bool, str]:
         level = await self.level(job)
         if level is None:
-            await sink.emit(Notice(f"⏰ {job.name}: skipped — you no longer have access."))
+            await sink.emit(Notice(Phrase("⏰ {job}: skipped — you no longer have access.",
+                                          job=job.name)))
             return False, "owner has no access"
         if job.is_reminder:
             await sink.emit(Notice(f"⏰ {job.name}\n{job.message}"))
             return True, "reminder sent"
         refusal = await self._over_budget(job, level)
         if refusal:
-            await sink.emit(Notice(f"⏰ {job.name}: skipped — {refusal}"))
+            await sink.emit(Notice(Phrase("⏰ {job}: skipped — {why}", job=job.name, why=refusal)))
             return False, "over the owner's budget"
         await sink.emit(Notice(f"⏰ {job.name}"))
         watched = _Watched(sink)

@@ -23,6 +23,7 @@ from typing import Protocol
 from bot.core.events import Button
 from bot.jobs.jobs import Claim, Job, Jobs
 from bot.jobs.schedule import local_time
+from bot.language.phrase import Phrase
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +119,11 @@ class Scheduler:
             ok, detail = False, type(exc).__name__
         job = await self.jobs.finish(claim, ok, detail)
         if job.status == "paused":
-            await self._tell(job, f"⏰ {job.name} failed three times in a row and is paused. "
-                                  f"Resume it with /jobs resume {job.id}.",
-                             (Button(f"Resume: {job.name[:24]}", f"/jobs resume {job.id}"),))
+            await self._tell(job, Phrase("⏰ {job} failed three times in a row and is paused. "
+                                         "Resume it with /jobs resume {id}.", job=job.name,
+                                         id=job.id),
+                             (Button(Phrase("Resume: {name}", name=job.name[:24]),
+                                     f"/jobs resume {job.id}"),))
 
     async def _tell(self, job: Job, text: str, buttons: tuple[Button, ...] = ()) -> bool:
         """Tell the job's owner; False when the owner's chat cannot be reached now."""

@@ -7,9 +7,11 @@ the conversation carries the third breakpoint, so each request reuses the previo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from bot.config.settings import Config, SessionScope
+from bot.language.names import DEFAULT, ENGLISH_NAMES
 from bot.toolbox.registry import Registry
 
 
@@ -46,9 +48,18 @@ out something you agreed to while helping one person in another person's turn un
 person asks for it themselves."""
 
 
+# Said after the cached system prompt, so the prompt and the catalog stay byte-stable for
+# everyone: only the person's language follows them.
+LANGUAGE_LINE = ("The person you are talking to reads {language}: answer in {language} unless "
+                 "they write to you in another language. Tool names, commands, file contents and "
+                 "code stay as they are.")
+
+
 class PromptBuilder:
-    def __init__(self, config: Config, registry: Registry):
+    def __init__(self, config: Config, registry: Registry,
+                 language_of: Callable[[str], str] = lambda sender: DEFAULT):
         self.registry = registry
+        self.language_of = language_of
         agent = config["agent"]
         workspace = str(config.workspace)
         if agent["workspace_mode"] == "per_sender":
@@ -59,6 +70,8 @@ class PromptBuilder:
         if agent["system_prompt"].strip():  # the operator's instructions come after ours
             text += "\n\n" + agent["system_prompt"].strip()
         self.system = [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
+        self._systems = {language: [*self.system, {"type": "text", "text": LANGUAGE_LINE.format(
+            language=name)}] for language, name in ENGLISH_NAMES.items() if language != DEFAULT}
         self.model = config.main_model
         self.small_model = agent["small_model"]
         self.job_model = config["jobs"]["model"]
@@ -91,7 +104,7 @@ class PromptBuilder:
         params: dict[str, Any] = {
             "model": self.model_for(turn),
             "max_tokens": self.max_tokens,
-            "system": self.system,
+            "system": self._systems.get(self.language_of(turn.sender), self.system),
             "messages": with_last_breakpoint(messages),
         }
         tools = self.tools(turn)

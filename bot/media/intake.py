@@ -37,6 +37,7 @@ from bot.core.events import (
 )
 from bot.core.ports import PaidCallsPort, Payer
 from bot.core.wrap import wrap_untrusted
+from bot.language.phrase import Phrase
 from bot.media.attachments import (
     PDF_PAGE_TOKENS,
     TEXT_CHARS_PER_TOKEN,
@@ -189,15 +190,18 @@ class MediaIntake:
         except LLMError as exc:   # over budget: refused before the service was called
             raise MediaRefused(f"I couldn't transcribe your voice note: {exc.user_message}") from exc
         except TranscriptionError as exc:
-            kept = f" It is saved as {saved}." if saved else ""
-            raise MediaRefused(f"I couldn't transcribe your voice note: {exc.message}.{kept} "
-                               "Please try again later, or type your message.") from exc
+            raise MediaRefused(Phrase(
+                "I couldn't transcribe your voice note: {why}. It is saved as {path}. Please try "
+                "again later, or type your message.", why=exc.message, path=saved) if saved
+                else Phrase("I couldn't transcribe your voice note: {why}. Please try again "
+                            "later, or type your message.", why=exc.message)) from exc
         if not text:
-            raise MediaRefused("I couldn't make out any words in that voice note.")
+            raise MediaRefused(Phrase("I couldn't make out any words in that voice note."))
         if not origin.taints:   # a voice note the sender recorded: their own words
             await sink.emit(Notice(f"🎙 {text}"))
             return [{"type": "text", "text": text}]
-        await sink.emit(Notice(f"🎙 (someone else's recording) {text}"))
+        await sink.emit(Notice(Phrase("🎙 (someone else's recording) {transcript}",
+                                      transcript=text)))
         # Someone else's words: data to consider, never the user's instructions.
         return [{"type": "text", "text": "The user sent a recording of someone else (a forwarded "
                  "voice note or an audio file). Its transcript:\n"

@@ -40,6 +40,9 @@ from bot.core.events import (
 from bot.core.identity import Level, Stranger
 from bot.core.ports import Payer
 from bot.core.tool import to_tool_error
+from bot.language.catalogs import translator
+from bot.language.phrase import Number, Phrase, plural_phrase
+from bot.language.translator import Translator
 from bot.llm.prompt import PromptBuilder
 from bot.media.intake import MediaIntake
 from bot.runtime import commands
@@ -60,7 +63,8 @@ class Agent(SessionControl, ApprovalFlow):
         self.config = services.config
         self.queue = SessionQueue()
         self.dispatcher = Dispatcher(services)
-        self.prompt = PromptBuilder(services.config, services.registry)
+        self.prompt = PromptBuilder(services.config, services.registry,
+                                    services.languages.language_of)
         self._sessions: dict[str, str] = {}   # active_key(owner, chat) -> session id
         self._sessions_generation = 0          # bumped when another process changes one
         self.display = ApprovalDisplay(services.approvals)
@@ -89,6 +93,8 @@ class Agent(SessionControl, ApprovalFlow):
         return self.services.held
 
     async def handle(self, message: IncomingMessage, sink: Sink) -> None:
+        if message.language_hint:
+            await self.services.languages.heard(message.sender, message.language_hint)
         autonomy = await self.services.senders.level_of(message.sender, message.roles)
         if autonomy is Stranger.IGNORE:
             return
@@ -103,20 +109,26 @@ class Agent(SessionControl, ApprovalFlow):
         if not await self._within_rate(message, autonomy, sink):
             return
         if len(message.text) > MAX_MESSAGE_CHARS:
-            await sink.emit(Notice(f"Your message is too long ({len(message.text):,} characters; "
-                                   f"the limit is {MAX_MESSAGE_CHARS:,}). Please shorten or split it."))
+            await sink.emit(Notice(Phrase(
+                "Your message is too long ({size} characters; the limit is {limit}). Please "
+                "shorten or split it.", size=Number(len(message.text)),
+                limit=Number(MAX_MESSAGE_CHARS))))
             return
         if message.download is not None:   # only now: the sender is admitted
             fetched = await message.download()
             message = dataclasses.replace(message, parts=(*message.parts, *fetched), download=None)
         if not message.text.strip() and not message.parts:
-            await sink.emit(Notice("I can only read text messages."))
+            await sink.emit(Notice(Phrase("I can only read text messages.")))
             return
         sink = self.voice.wrapped(message, autonomy, sink)
         await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
 
-    def command_descriptions(self) -> list[tuple[str, str]]:
-        return commands.descriptions()
+    def command_descriptions(self, language: str = "") -> list[tuple[str, str]]:
+        return commands.descriptions(translator(language or self.services.languages.default))
+
+    def translator(self, reader: str, hint: str = "") -> Translator:
+        """How `reader` hears the bot: their language's catalog and formats."""
+        return self.services.languages.translator(reader, hint)
 
     # --- turns ---------------------------------------------------------------------------
 
@@ -221,10 +233,13 @@ class Agent(SessionControl, ApprovalFlow):
         if not held:
             return False
         minutes = max(1, math.ceil((max(r.expires_at for r in held) - approvals.clock()) / 60))
-        await turn.sink.emit(Notice(
-            f"{held[0].sender} has a request waiting for an answer in this conversation, so I "
-            f"cannot take your message yet. Send it again once they answer, or in {minutes} "
-            "min when the request expires."))
+        await turn.sink.emit(Notice(plural_phrase(
+            "{who} has a request waiting for an answer in this conversation, so I cannot take "
+            "your message yet. Send it again once they answer, or in {n} minute when the "
+            "request expires.",
+            "{who} has a request waiting for an answer in this conversation, so I cannot take "
+            "your message yet. Send it again once they answer, or in {n} minutes when the "
+            "request expires.", minutes, who=held[0].sender)))
         return True
 
     async def _turn(self, session_id: str, sender: str, chat: str, autonomy: Level | str,
@@ -272,8 +287,9 @@ class Agent(SessionControl, ApprovalFlow):
                     await turn.sink.emit(Done(response.text, usage, waiting_for_approval=True))
                     return
             limit = self.config["agent"]["max_steps"]
-            await turn.sink.emit(Notice(f"I stopped after {limit} steps without a final answer. "
-                                        "Everything so far is saved; send 'continue' to go on."))
+            await turn.sink.emit(Notice(Phrase(
+                "I stopped after {limit} steps without a final answer. Everything so far is "
+                "saved; send 'continue' to go on.", limit=limit)))
             await turn.sink.emit(Done("", usage))
             await self._end_turn(turn, turns.DELIVERED)
         except asyncio.CancelledError:   # /stop or shutdown: the turn is over, not stranded

@@ -21,6 +21,7 @@ from bot.core.events import (
 )
 from bot.core.identity import LEVELS, Level
 from bot.core.tool import ToolError, args_hash
+from bot.language.phrase import Phrase
 from bot.runtime.dispatch import Planned, Turn, error_block
 from bot.store.audit import write_audit
 
@@ -111,8 +112,8 @@ class ApprovalFlow:
                                  state=turns.EXPIRED if ended else None)
         if sink is not None:
             tools = ", ".join(dict.fromkeys(r.tool for r in requests))
-            await sink.emit(Notice(f"⌛ The request to run {tools} expired — nothing ran. "
-                                   "Ask again if you still want it."))
+            await sink.emit(Notice(Phrase("⌛ The request to run {tools} expired — nothing ran. "
+                                          "Ask again if you still want it.", tools=tools)))
             close = getattr(sink, "close", None)
             if close is not None:
                 await close()

@@ -1,5 +1,6 @@
 """The commands every channel shares: /start /help /whoami /tools /new /stop /undo /usage
-/approve ID /deny ID. Channels only forward the text; the answers are Notices.
+/language /approve ID /deny ID. Channels only forward the text; the answers are Notices, in the
+sender's language (their translator).
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ from bot.approvals.records import ANSWER_LABELS
 from bot.config.settings import Config
 from bot.core.events import Button, IncomingMessage, Notice, Sink
 from bot.jobs.jobs import JobError
-from bot.jobs.schedule import ScheduleError, local_time, zone
+from bot.jobs.schedule import ScheduleError, zone
+from bot.language.catalogs import N_
+from bot.language.names import NATIVE_NAMES, SUPPORTED
+from bot.language.phrase import Phrase
+from bot.language.translator import Translator
 from bot.runtime.services import Services
 from bot.runtime.voice import VoiceReplies
 
@@ -31,6 +36,7 @@ class Agent(Protocol):
     def stop(self, message: IncomingMessage) -> Any: ...
     def running_for(self, message: IncomingMessage) -> str | None: ...
     def is_approver(self, sender: str) -> bool: ...
+    def translator(self, reader: str) -> Translator: ...
     def shared_with_others(self, message: IncomingMessage) -> bool: ...
     async def tell_paired(self, code: str, text: str) -> None: ...
     async def resolve_approval(self, *args: Any, **kwargs: Any) -> Any: ...
@@ -42,25 +48,26 @@ class Agent(Protocol):
 Handler = Callable[[Agent, IncomingMessage, str, Sink, str], Awaitable[None]]
 
 DESCRIPTIONS: list[tuple[str, str]] = [
-    ("start", "Who you are and how to get started"),
-    ("help", "What I can do and the commands"),
-    ("whoami", "Your sender id, autonomy level and tool count"),
-    ("tools", "The tools you can use"),
-    ("new", "Start a fresh conversation"),
-    ("stop", "Cancel what I am doing"),
-    ("undo", "Revert the last change I made in this conversation"),
-    ("grants", "What your \"Always\" taps allow, with Revoke buttons"),
-    ("jobs", "Your reminders and scheduled jobs"),
-    ("pair", "Approvers: let someone in (/pair allow CODE LEVEL, /pair deny CODE)"),
-    ("timezone", "Show or set your time zone for schedules"),
-    ("voice", "Answers by voice too: /voice on, off or auto"),
-    ("usage", "Your model spend today and this month, against your limits"),
+    ("start", N_("Who you are and how to get started")),
+    ("help", N_("What I can do and the commands")),
+    ("whoami", N_("Your sender id, autonomy level and tool count")),
+    ("tools", N_("The tools you can use")),
+    ("new", N_("Start a fresh conversation")),
+    ("stop", N_("Cancel what I am doing")),
+    ("undo", N_("Revert the last change I made in this conversation")),
+    ("grants", N_("What your \"Always\" taps allow, with Revoke buttons")),
+    ("jobs", N_("Your reminders and scheduled jobs")),
+    ("pair", N_("Approvers: let someone in (/pair allow CODE LEVEL, /pair deny CODE)")),
+    ("timezone", N_("Show or set your time zone for schedules")),
+    ("voice", N_("Answers by voice too: /voice on, off or auto")),
+    ("language", N_("Show or choose my language: /language it, es, en or auto")),
+    ("usage", N_("Your model spend today and this month, against your limits")),
 ]
 
 # Shown by /help but not put in the platforms' command menus: they need an argument.
 WITH_ARGUMENT: list[tuple[str, str]] = [
-    ("approve ID", "Approve a request that waits for you"),
-    ("deny ID", "Deny a request that waits for you"),
+    ("approve ID", N_("Approve a request that waits for you")),
+    ("deny ID", N_("Deny a request that waits for you")),
 ]
 # "/word" or "/word@bot" followed by a space or the end: a command. "/etc/hosts is what?" is not.
 COMMAND_SHAPE = re.compile(r"/[A-Za-z][A-Za-z0-9_]{0,31}(@[A-Za-z0-9_]+)?(?=\s|$)")
@@ -70,8 +77,9 @@ SUMMARY_CHARS = 100
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")
 
 
-def descriptions() -> list[tuple[str, str]]:
-    return list(DESCRIPTIONS)
+def descriptions(tr: Translator | None = None) -> list[tuple[str, str]]:
+    """The command menu, in `tr`'s language (English without one)."""
+    return [(name, tr._(text) if tr else text) for name, text in DESCRIPTIONS]
 
 
 def parse(text: str) -> tuple[str, str]:
@@ -95,7 +103,9 @@ async def run(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink)
     if shape is None:
         return False
     if not message.is_group or shape.group(1):
-        await sink.emit(Notice(f"Unknown command /{name}: see /help for the commands."))
+        tr = agent.translator(message.sender)
+        await sink.emit(Notice(tr._("Unknown command /{name}: see /help for the commands.",
+                                    name=name)))
     return True
 
 
@@ -121,65 +131,72 @@ def _tools_text(agent: Agent, message: IncomingMessage, autonomy: str) -> list[s
 
 
 async def _start(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
-    await sink.emit(Notice(
-        f"Hi! I'm myclaw, your personal agent. You are {message.sender} with autonomy "
-        f"'{autonomy}'. Just write to me; anything risky waits for your approval.\n"
-        "Send /help to see the commands."))
+    tr = agent.translator(message.sender)
+    await sink.emit(Notice(tr._(
+        "Hi! I'm myclaw, your personal agent. You are {sender} with autonomy '{level}'. Just "
+        "write to me; anything risky waits for your approval.\nSend /help to see the commands.",
+        sender=message.sender, level=autonomy)))
 
 
 async def _help(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
-    lines = [f"/{name} — {text}" for name, text in [*DESCRIPTIONS, *WITH_ARGUMENT]]
-    await sink.emit(Notice("Write what you need in plain words; I use tools when it helps and "
-                           "ask before anything risky.\n\n" + "\n".join(lines)))
+    tr = agent.translator(message.sender)
+    lines = [f"/{name} — {tr._(text)}" for name, text in [*DESCRIPTIONS, *WITH_ARGUMENT]]
+    await sink.emit(Notice(tr._("Write what you need in plain words; I use tools when it helps "
+                                "and ask before anything risky.") + "\n\n" + "\n".join(lines)))
 
 
-TOOLS_OFF = "Tools are off for this model ({model}): it cannot call them, so I answer in words only."
+TOOLS_OFF = N_("Tools are off for this model ({model}): it cannot call them, so I answer in "
+               "words only.")
 
 
-def _tools_off(agent: Agent) -> str | None:
+def _tools_off(agent: Agent, tr: Translator) -> str | None:
     """The sentence saying the model in use takes no tools, or None when it does."""
     llm, model = agent.services.llm, agent.prompt.model
     if llm is None or llm.tools_enabled(model):
         return None
-    return TOOLS_OFF.format(model=model)
+    return tr._(TOOLS_OFF, model=model)
 
 
 async def _whoami(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
+    tr = agent.translator(message.sender)
     count = len(agent.services.registry.list_for_sender(message.sender, autonomy))
-    off = _tools_off(agent)
-    tools = f"{count}" if off is None else f"{count} (off: {off})"
-    await sink.emit(Notice(f"Sender: {message.sender}\nAutonomy: {autonomy}\nTools: {tools}"))
+    off = _tools_off(agent, tr)
+    tools = f"{count}" if off is None else tr._("{count} (off: {why})", count=count, why=off)
+    await sink.emit(Notice(tr._("Sender: {sender}\nAutonomy: {level}\nTools: {tools}",
+                                sender=message.sender, level=autonomy, tools=tools)))
 
 
 async def _tools(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
-    off = _tools_off(agent)
+    tr = agent.translator(message.sender)
+    off = _tools_off(agent, tr)
     if off is not None:
         await sink.emit(Notice(off))
         return
     lines = _tools_text(agent, message, autonomy)
-    await sink.emit(Notice("Your tools:\n" + "\n".join(lines) if lines else "You have no tools."))
+    await sink.emit(Notice(tr._("Your tools:") + "\n" + "\n".join(lines) if lines
+                           else tr._("You have no tools.")))
 
 
 async def _new(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
     # A conversation everyone in a group shares is reset for all of them (with everyone's
     # grants and waiting requests): that is an approver's call, not any member's.
     if agent.shared_with_others(message) and not agent.is_approver(message.sender):
-        await sink.emit(Notice("Everyone in this chat shares this conversation, so only an "
-                               "approver can start a fresh one. Your own \"Always\" grants: "
-                               "/grants."))
+        await sink.emit(Notice(Phrase(
+            "Everyone in this chat shares this conversation, so only an approver can start a "
+            "fresh one. Your own \"Always\" grants: /grants.")))
         return
     agent.stop(message)
     await agent.new_session(message, autonomy)
-    await sink.emit(Notice("Started a fresh conversation."))
+    await sink.emit(Notice(Phrase("Started a fresh conversation.")))
 
 
 async def _stop(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
     owner = agent.running_for(message)
     if owner is None:
-        await sink.emit(Notice("Nothing is running."))
+        await sink.emit(Notice(Phrase("Nothing is running.")))
     elif owner not in ("", message.sender) and not agent.is_approver(message.sender):
-        await sink.emit(Notice("What I am doing now was asked by someone else: only they or an "
-                               "approver can stop it."))
+        await sink.emit(Notice(Phrase("What I am doing now was asked by someone else: only they "
+                                      "or an approver can stop it.")))
     else:
         agent.stop(message)
     # When something was stopped, the turn itself reports "Stopped." once it has unwound.
@@ -197,93 +214,140 @@ async def _undo(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
 
 
 async def _jobs(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
-    jobs = agent.services.jobs
+    jobs, tr = agent.services.jobs, agent.translator(message.sender)
     verb, _, rest = arg.partition(" ")
     if verb in ("cancel", "resume"):
         change = jobs.cancel if verb == "cancel" else jobs.resume
         try:
             job = await change(rest.strip(), message.sender)
         except JobError as exc:
-            await sink.emit(Notice(f"Cannot {verb} that job: {exc}"))
+            text = (tr._("Cannot cancel that job: {why}", why=tr.say(str(exc))) if verb == "cancel"
+                    else tr._("Cannot resume that job: {why}", why=tr.say(str(exc))))
+            await sink.emit(Notice(text))
             return
-        done = "cancelled" if verb == "cancel" else "resumed"
-        await sink.emit(Notice(f"Job '{job.name}' {done}."))
+        await sink.emit(Notice(tr._("Job '{name}' cancelled.", name=job.name) if verb == "cancel"
+                               else tr._("Job '{name}' resumed.", name=job.name)))
         return
     if verb:
-        await sink.emit(Notice("Usage: /jobs, /jobs cancel ID or /jobs resume ID"))
+        await sink.emit(Notice(tr._("Usage: /jobs, /jobs cancel ID or /jobs resume ID")))
         return
     listing = await jobs.for_owner(message.sender)
     if not listing:
-        await sink.emit(Notice("You have no scheduled jobs. Ask me, e.g. \"remind me in 20 "
-                               "minutes to stretch\" or \"every Monday at 8 summarise my notes\"."))
+        await sink.emit(Notice(tr._(
+            "You have no scheduled jobs. Ask me, e.g. \"remind me in 20 minutes to stretch\" or "
+            "\"every Monday at 8 summarise my notes\".")))
         return
+    await sink.emit(_jobs_listing(tr, listing))
+
+
+def _jobs_listing(tr: Translator, listing: list[Any]) -> Notice:
     lines, buttons = [], []
     for job in listing:
-        when = (f"next {local_time(job.next_run, job.schedule.timezone)}"
-                if job.status == "active" and job.next_run else job.status)
-        last = f"; last: {job.last_outcome}" if job.last_outcome else ""
-        lines.append(f"• {job.name} [{job.id}] — {job.schedule.describe()}; {when}{last}")
-        buttons.append(Button(f"Cancel: {job.name[:24]}", f"/jobs cancel {job.id}"))
+        schedule = job.schedule
+        when = (tr._("next {when}", when=tr.moment(job.next_run, schedule.timezone))
+                if job.status == "active" and job.next_run else tr._(job.status))
+        last = tr._("; last: {outcome}", outcome=job.last_outcome) if job.last_outcome else ""
+        described = (tr._("once, {when}", when=tr.moment(float(schedule.spec), schedule.timezone))
+                     if schedule.kind == "once" else schedule.describe())
+        lines.append(f"• {job.name} [{job.id}] — {described}; {when}{last}")
+        buttons.append(Button(tr._("Cancel: {name}", name=job.name[:24]), f"/jobs cancel {job.id}"))
         if job.status == "paused":
-            buttons.append(Button(f"Resume: {job.name[:24]}", f"/jobs resume {job.id}"))
-    await sink.emit(Notice("Your jobs:\n" + "\n".join(lines), buttons=tuple(buttons)))
+            buttons.append(Button(tr._("Resume: {name}", name=job.name[:24]),
+                                  f"/jobs resume {job.id}"))
+    return Notice(tr._("Your jobs:") + "\n" + "\n".join(lines), buttons=tuple(buttons))
+
+
+# The states a job is listed in (bot/jobs/jobs.py), for the catalog.
+JOB_STATES = (N_("active"), N_("paused"), N_("cancelled"), N_("done"), N_("failed"))
 
 
 async def _timezone(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                     arg: str) -> None:
     preferences, default = agent.services.preferences, agent.config["agent"]["timezone"]
+    tr = agent.translator(message.sender)
     if not arg:
         current = await preferences.timezone_of(message.sender, default)
-        await sink.emit(Notice(f"Your time zone is {current}. Change it with /timezone "
-                               "Europe/Rome (any IANA name)."))
+        await sink.emit(Notice(tr._("Your time zone is {zone}. Change it with /timezone "
+                                    "Europe/Rome (any IANA name).", zone=current)))
         return
     try:
         zone(arg.split()[0])
     except ScheduleError as exc:
-        await sink.emit(Notice(str(exc)))
+        await sink.emit(Notice(tr.say(str(exc))))
         return
     await preferences.set_timezone(message.sender, arg.split()[0])
-    await sink.emit(Notice(f"Time zone set to {arg.split()[0]}. New schedules use it."))
+    agent.services.languages.zone_changed(message.sender, arg.split()[0])
+    tr = agent.translator(message.sender)
+    await sink.emit(Notice(tr._("Time zone set to {zone}. New schedules use it.",
+                                zone=arg.split()[0])))
+
+
+async def _language(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
+                    arg: str) -> None:
+    """/language: what the sender hears; /language it|es|en picks one, /language auto goes back
+    to what their app says (else the installation's default)."""
+    languages = agent.services.languages
+    choice = arg.split()[0].lower() if arg.split() else ""
+    if choice and choice not in (*SUPPORTED, "auto"):
+        tr = agent.translator(message.sender)
+        await sink.emit(Notice(tr._("I speak {languages}. Usage: /language it, /language es, "
+                                    "/language en or /language auto.",
+                                    languages=", ".join(NATIVE_NAMES.values()))))
+        return
+    if choice:
+        await languages.choose(message.sender, choice)
+    tr = agent.translator(message.sender)
+    name = NATIVE_NAMES[tr.language]
+    if languages.chosen(message.sender):
+        text = tr._("I speak {language} with you. /language auto follows your app's language "
+                    "again.", language=name)
+    else:
+        text = tr._("I speak {language} with you, as your app or the installation says. Choose "
+                    "with /language it, /language es or /language en.", language=name)
+    await sink.emit(Notice(text))
 
 
 async def _grants(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                   arg: str) -> None:
-    grants = agent.services.approvals.grants
+    grants, tr = agent.services.approvals.grants, agent.translator(message.sender)
     verb, _, rest = arg.partition(" ")
     if verb == "revoke":
         try:
             grant = await grants.revoke(rest.strip(), message.sender)
         except GrantError as exc:
-            await sink.emit(Notice(f"Cannot revoke: {exc}"))
+            await sink.emit(Notice(tr._("Cannot revoke: {why}", why=tr.say(str(exc)))))
             return
-        await sink.emit(Notice(f"Revoked: {grant.description}. I will ask again."))
+        await sink.emit(Notice(tr._("Revoked: {grant}. I will ask again.",
+                                    grant=tr.say(grant.description))))
         return
     if verb:
-        await sink.emit(Notice("Usage: /grants or /grants revoke ID"))
+        await sink.emit(Notice(tr._("Usage: /grants or /grants revoke ID")))
         return
     session_id = await agent.session_id(message)
     mine = await grants.active_for(message.sender, session_id)
     if not mine:
-        await sink.emit(Notice("No \"Always\" grants in this conversation: I ask before every "
-                               "call that needs approval."))
+        await sink.emit(Notice(tr._("No \"Always\" grants in this conversation: I ask before "
+                                    "every call that needs approval.")))
         return
-    lines = [f"• {g.description} — until {local_time(g.expires_at, 'UTC')} [{g.id}]" for g in mine]
-    buttons = tuple(Button(f"Revoke: {g.tool} {g.scope_label}"[:40], f"/grants revoke {g.id}")
-                    for g in mine)
-    await sink.emit(Notice("What runs without asking in this conversation (until /new):\n"
-                           + "\n".join(lines), buttons=buttons))
+    lines = [tr._("• {grant} — until {when} [{id}]", grant=tr.say(g.description),
+                  when=tr.moment(g.expires_at), id=g.id) for g in mine]
+    buttons = tuple(Button(tr._("Revoke: {tool} {scope}", tool=g.tool, scope=g.scope_label)[:40],
+                           f"/grants revoke {g.id}") for g in mine)
+    await sink.emit(Notice(tr._("What runs without asking in this conversation (until /new):")
+                           + "\n" + "\n".join(lines), buttons=buttons))
 
 
 async def _pair(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                 arg: str) -> None:
-    senders = agent.services.senders
+    senders, tr = agent.services.senders, agent.translator(message.sender)
     if not agent.is_approver(message.sender):
-        await sink.emit(Notice("Only an approver can let people in."))
+        await sink.emit(Notice(tr._("Only an approver can let people in.")))
         return
     words = arg.split()
     allow = len(words) in (2, 3) and words[0] == "allow"
     if not (allow or (len(words) == 2 and words[0] == "deny")):
-        await sink.emit(Notice("Usage: /pair allow CODE [read_only|supervised|full] or /pair deny CODE"))
+        await sink.emit(Notice(tr._("Usage: /pair allow CODE [read_only|supervised|full] or "
+                                    "/pair deny CODE")))
         return
     code, level = words[1], (words[2] if len(words) == 3 else "supervised")
     try:
@@ -292,15 +356,15 @@ async def _pair(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
         else:
             stranger = await senders.deny(code, by=message.sender)
     except PairingError as exc:
-        await sink.emit(Notice(f"Cannot do that: {exc}"))
+        await sink.emit(Notice(tr._("Cannot do that: {why}", why=tr.say(str(exc)))))
         return
     if allow:
-        await sink.emit(Notice(f"Let {stranger} in as {level}."))
-        await agent.tell_paired(code, f"✅ You're in! The operator let you in ({level}). Send "
-                                      "/help to see what I can do.")
+        await sink.emit(Notice(tr._("Let {who} in as {level}.", who=stranger, level=level)))
+        await agent.tell_paired(code, Phrase("✅ You're in! The operator let you in ({level}). "
+                                             "Send /help to see what I can do.", level=level))
     else:
-        await sink.emit(Notice(f"Denied {stranger}."))
-        await agent.tell_paired(code, "The operator did not let you in.")
+        await sink.emit(Notice(tr._("Denied {who}.", who=stranger)))
+        await agent.tell_paired(code, Phrase("The operator did not let you in."))
 
 
 async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink, arg: str) -> None:
@@ -308,7 +372,7 @@ async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
 
     services = agent.services
     if services.budgets is None:
-        await sink.emit(Notice("Model spend is not tracked in this setup."))
+        await sink.emit(Notice(Phrase("Model spend is not tracked in this setup.")))
         return
     if arg.lower() != "all":
         report = await own_report(services.budgets, message.sender, autonomy)
@@ -316,7 +380,8 @@ async def _usage(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
         await sink.emit(Notice(f"{report}\n{spoken}" if spoken else report))
         return
     if not agent.is_approver(message.sender):
-        await sink.emit(Notice("Only approvers can see everyone's usage; /usage shows yours."))
+        await sink.emit(Notice(Phrase("Only approvers can see everyone's usage; /usage shows "
+                                      "yours.")))
         return
     spent = await services.spend.by_sender()
     levels = {sender: await services.senders.level_of(sender) for sender in list(spent)[:30]}
@@ -330,16 +395,18 @@ async def _voice(agent: Agent, message: IncomingMessage, autonomy: str, sink: Si
 def _resolver(choice: str) -> Handler:
     async def handler(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sink,
                       arg: str) -> None:
+        tr = agent.translator(message.sender)
         if not arg:
-            await sink.emit(Notice(f"Usage: /{'approve' if choice == 'approve' else 'deny'} ID"))
+            await sink.emit(Notice(tr._("Usage: /{command} ID",
+                                        command="approve" if choice == "approve" else "deny")))
             return
         resolution = await agent.resolve_approval(arg.split()[0], message.sender, choice)
         agent.resume_approval(resolution, sink)
         if resolution.ok:
             verb = ANSWER_LABELS["approve" if resolution.status == "approved" else "deny"]
-            await sink.emit(Notice(f"{verb}: {resolution.request.tool}."))
+            await sink.emit(Notice(f"{tr._(verb)}: {resolution.request.tool}."))
         else:
-            await sink.emit(Notice(resolution.reason))
+            await sink.emit(Notice(tr.say(resolution.reason)))
     return handler
 
 
@@ -358,5 +425,6 @@ HANDLERS: dict[str, Handler] = {
     "pair": _pair,
     "grants": _grants,
     "timezone": _timezone,
+    "language": _language,
     "voice": _voice,
 }

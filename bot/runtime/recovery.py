@@ -28,6 +28,7 @@ from bot.conversation import turns
 from bot.conversation.history import error_result
 from bot.core.errors import LLMError
 from bot.core.events import ApprovalView, Done, ErrorEvent, Notice, Sink
+from bot.language.phrase import Lines, Moment, Phrase, plural_phrase
 from bot.runtime.dispatch import Turn
 from bot.store import audit
 from bot.store.audit import AuditEntry, write_audit
@@ -234,10 +235,13 @@ class Recovery:
         delivery = self.services.delivery
         if delivery is None:
             return
-        lines = "\n".join(f"• {c['tool']} for {c['sender']}, started {_clock(c['ts'])}: "
-                          f"{c['detail']}" for c in doubts)
-        note = Notice("⚠️ After a restart, these calls may or may not have completed (the "
-                      f"process stopped before their outcome was recorded):\n{lines}")
+        lines = [Phrase("• {tool} for {who}, started {time}: {detail}", tool=c["tool"],
+                        who=c["sender"], time=Moment(c["ts"]), detail=c["detail"]) for c in doubts]
+        note = Notice(plural_phrase(
+            "⚠️ After a restart, this call may or may not have completed (the process stopped "
+            "before its outcome was recorded):\n{calls}",
+            "⚠️ After a restart, these calls may or may not have completed (the process stopped "
+            "before their outcome was recorded):\n{calls}", len(lines), calls=Lines(lines)))
         await delivery.tell_privately(sorted(self.services.approvals.approvers - {turn.sender}),
                                       [note])
 

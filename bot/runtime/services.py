@@ -21,6 +21,7 @@ from bot.core.tool import CallContext, Ports
 if TYPE_CHECKING:
     import asyncio
 
+    from bot.access.languages import Languages
     from bot.access.preferences import Preferences
     from bot.access.ratelimit import MessageRateLimiter, StoredRateLimiter
     from bot.access.senders import Senders
@@ -61,6 +62,7 @@ class Services:
     inbox: Inbox                       # incoming updates, stored before they are acknowledged
     held: HeldMessages                 # messages a platform would not deliver yet
     ports: Ports                       # what tools reach besides their args
+    languages: Languages               # each person's language (the one resolver)
     network: Network = field(default_factory=Network)
 
     def call_context(self, *, sender: Sender | str, level: Level | str, session_id: str,

@@ -20,6 +20,7 @@ from bot.core.events import (
     Sink,
 )
 from bot.core.identity import OPERATOR, Level, Sender
+from bot.language.phrase import Phrase
 from bot.money.budgets import BudgetExceeded
 from bot.runtime import commands
 from bot.toolbox.hooks import run_session_hooks
@@ -103,11 +104,12 @@ class SessionControl:
         try:
             await self.queue.run(key, lambda: self._guarded(sink, work()), message.sender)
         except Stopped:
-            await sink.emit(Notice("Stopped."))
+            await sink.emit(Notice(Phrase("Stopped.")))
         except ShuttingDown:
             if message.inbox_id is not None:
                 raise   # stored in the inbox: it runs after the restart, nobody needs to resend
-            await sink.emit(Notice("I'm restarting right now; please send that again in a minute."))
+            await sink.emit(Notice(Phrase("I'm restarting right now; please send that again in a "
+                                          "minute.")))
 
     async def shutdown(self, grace: float = 10.0) -> bool:
         """Finish or cancel the turns in flight; see SessionQueue.shutdown. Stored updates not
@@ -143,31 +145,32 @@ class SessionControl:
         let them in, with buttons; writing again while waiting gets one reminder, then silence."""
         senders = self.services.senders
         if message.text.startswith("/") and commands.parse(message.text)[0] == "whoami":
-            await sink.emit(Notice(f"You are {message.sender}. You are not paired with this bot "
-                                   "yet; write to me and I will ask the operator.", private=True))
+            await sink.emit(Notice(Phrase("You are {sender}. You are not paired with this bot yet; "
+                                          "write to me and I will ask the operator.",
+                                          sender=message.sender), private=True))
             return
         code = await senders.pairing_code(message.sender, channel=message.channel,
                                           chat=message.chat, display_name=message.display_name)
         if code is None:
             if await senders.nudge(message.sender):
-                await sink.emit(Notice("Still waiting for the operator to let you in; I will tell "
-                                       "you here when they do.", private=True))
+                await sink.emit(Notice(Phrase("Still waiting for the operator to let you in; I will "
+                                              "tell you here when they do."), private=True))
             return
         log.info("pairing request from %s (%s): code %s", message.sender,
                  message.display_name or "no name", code)
-        await sink.emit(Notice(
-            f"Hi! I don't know you yet, so I have asked the operator to let you in; I will tell "
-            f"you here when they do. (Your pairing code is {code}: the operator can also run "
-            f"`myclaw pair approve {code}`.)", private=True))
+        await sink.emit(Notice(Phrase(
+            "Hi! I don't know you yet, so I have asked the operator to let you in; I will tell "
+            "you here when they do. (Your pairing code is {code}: the operator can also run "
+            "`myclaw pair approve {code}`.)", code=code), private=True))
         await self._ask_to_pair(message, code)
 
     async def _ask_to_pair(self, message: IncomingMessage, code: str) -> None:
         name = " ".join(message.display_name.replace("`", "'").split())[:64]
         who = f"{message.sender} (`{name}`)" if name else message.sender
-        note = Notice(f"👋 {who} wants to talk to the bot.", buttons=(
-            Button("Allow: read_only", f"/pair allow {code} read_only"),
-            Button("Allow: supervised", f"/pair allow {code} supervised"),
-            Button("Deny", f"/pair deny {code}")))
+        note = Notice(Phrase("👋 {who} wants to talk to the bot.", who=who), buttons=(
+            Button(Phrase("Allow: {level}", level="read_only"), f"/pair allow {code} read_only"),
+            Button(Phrase("Allow: {level}", level="supervised"), f"/pair allow {code} supervised"),
+            Button(Phrase("Deny"), f"/pair deny {code}")))
         if self.services.delivery is not None:
             await self.services.delivery.tell_privately(
                 sorted(self.services.approvals.approvers | {str(OPERATOR)}), [note])

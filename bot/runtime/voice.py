@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from bot.core.events import AudioPart, Done, Event, IncomingMessage, Notice, Sink, SpeechOut
 from bot.core.ports import Payer
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 from bot.media.speech.engine import Speaker, SpeechError, build_engine, engine_name
 from bot.media.speech.spoken import guess_language, spoken_text
 from bot.money.budgets import BudgetExceeded
@@ -37,9 +39,9 @@ DEFAULT_MODE = "auto"
 TOPIC = "voice"
 MAX_SPEAKING = 2          # syntheses at once: each is a process and a worker-pool job
 EXPLAIN = {
-    "on": "every answer is also sent as a voice message",
-    "off": "answers are text only",
-    "auto": "answers come by voice too when you send a voice note",
+    "on": N_("every answer is also sent as a voice message"),
+    "off": N_("answers are text only"),
+    "auto": N_("answers come by voice too when you send a voice note"),
 }
 
 
@@ -137,14 +139,14 @@ class VoiceReplies:
                     voice = await speaker.speak(said, language)
             await sink.emit(SpeechOut(voice.data, voice.duration))
         except BudgetExceeded:
-            await self._once_notice(sink, "voice-paused", sender, (
+            await self._once_notice(sink, "voice-paused", sender, Phrase(
                 "🔇 Voice replies are paused: the spend limit is reached. The text above "
                 "is the whole answer."))
         except SpeechError as exc:
             log.warning("voice reply for %s not spoken: %s", sender, exc.message)
-            await self._once_notice(sink, "voice-down", sender, (
-                f"🔇 I could not say this answer aloud ({exc.message}); the text above is the "
-                "whole answer. I will try again with the next one."))
+            await self._once_notice(sink, "voice-down", sender, Phrase(
+                "🔇 I could not say this answer aloud ({why}); the text above is the whole "
+                "answer. I will try again with the next one.", why=exc.message))
         except Exception:   # a task of its own: nobody else would see it fail
             log.exception("voice reply for %s failed", sender)
 
@@ -164,18 +166,23 @@ class VoiceReplies:
         choice = arg.strip().lower()
         if not choice:
             mode = await self.mode_of(message.sender)
-            await sink.emit(Notice(f"Voice replies: {mode} ({EXPLAIN[mode]}); spoken by "
-                                   f"{engine_name(self.section)}. Change it with /voice on, "
-                                   "/voice off or /voice auto."))
+            await sink.emit(Notice(Phrase(
+                "Voice replies: {mode} ({explained}); spoken by {engine}. Change it with "
+                "/voice on, /voice off or /voice auto.", mode=mode,
+                explained=Phrase(EXPLAIN[mode]), engine=engine_name(self.section))))
             return
         if choice not in MODES:
-            await sink.emit(Notice("Usage: /voice on | off | auto"))
+            await sink.emit(Notice(Phrase("Usage: /voice on | off | auto")))
             return
         await self.set_mode(message.sender, choice)
-        note = ""
         if choice != "off" and not self.speaker().engine.available:
-            note = " (but no speech engine is available here: the operator can install espeak-ng)"
-        await sink.emit(Notice(f"Voice replies: {choice} — {EXPLAIN[choice]}{note}."))
+            await sink.emit(Notice(Phrase(
+                "Voice replies: {mode} — {explained} (but no speech engine is available here: "
+                "the operator can install espeak-ng).", mode=choice,
+                explained=Phrase(EXPLAIN[choice]))))
+            return
+        await sink.emit(Notice(Phrase("Voice replies: {mode} — {explained}.", mode=choice,
+                                      explained=Phrase(EXPLAIN[choice]))))
 
     async def usage_line(self, sender: str) -> str:
         """What speaking cost this sender today ('' when nothing priced was spoken)."""

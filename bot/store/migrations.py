@@ -374,6 +374,10 @@ ALTER TABLE turns ADD COLUMN audience TEXT NOT NULL DEFAULT '';
     (20, "a job names who else reads the chat it posts in (its runs work in a group's folder)", """
 ALTER TABLE jobs ADD COLUMN audience TEXT NOT NULL DEFAULT '';
 """),
+    (21, "each person's language: the one they chose with /language and the platform's last hint", """
+ALTER TABLE sender_settings ADD COLUMN language TEXT;
+ALTER TABLE sender_settings ADD COLUMN language_hint TEXT;
+"""),
 ]
 
 

@@ -6,7 +6,9 @@ step in one question: a (approve all), d (deny all, or Enter) or a letter per ca
 
 from __future__ import annotations
 
+from bot.approvals.records import RISK_NAMES
 from bot.core.events import ApprovalView
+from bot.language.translator import Translator
 from channels.cli import texts
 
 CHOICES = {"y": "approve", "yes": "approve", "a": "always", "always": "always",
@@ -14,41 +16,48 @@ CHOICES = {"y": "approve", "yes": "approve", "a": "always", "always": "always",
 BATCH_CHOICES = {"a": "approve", "all": "approve", "d": "deny", "": "deny"}
 
 
-def heading(views: tuple[ApprovalView, ...]) -> str:
-    """What is asked, shown above the question: the call (or every call) with its preview."""
+def _risk(view: ApprovalView, tr: Translator) -> str:
+    name = RISK_NAMES.get(view.risk)
+    return tr._(name) if name else view.risk
+
+
+def heading(views: tuple[ApprovalView, ...], tr: Translator) -> str:
+    """What is asked, shown above the question: the call (or every call) with its preview
+    (exactly as the tool wrote it; every other word in the terminal's language)."""
     if len(views) == 1:
         view = views[0]
-        return texts.APPROVAL_ONE.format(tool=view.tool, risk=view.risk, summary=view.summary)
-    lines = [texts.APPROVAL_BATCH.format(count=len(views))]
+        return tr._(texts.APPROVAL_ONE, tool=view.tool, risk=_risk(view, tr), summary=view.summary)
+    lines = ["\n" + tr.ngettext("Approval needed — {n} call:", "Approval needed — {n} calls:",
+                                len(views))]
     for number, view in enumerate(views, start=1):
-        always = texts.APPROVAL_BATCH_ALWAYS.format(scope=view.always) if view.always else ""
-        lines.append(texts.APPROVAL_BATCH_CALL.format(number=number, tool=view.tool, risk=view.risk,
-                                                      always=always, summary=view.summary))
+        always = tr._(texts.APPROVAL_BATCH_ALWAYS, scope=tr.say(view.always)) if view.always else ""
+        lines.append(tr._(texts.APPROVAL_BATCH_CALL, number=number, tool=view.tool,
+                          risk=_risk(view, tr), always=always, summary=view.summary))
     return "\n".join(lines)
 
 
-def question(views: tuple[ApprovalView, ...]) -> str:
+def question(views: tuple[ApprovalView, ...], tr: Translator) -> str:
     if len(views) > 1:
-        return texts.APPROVAL_BATCH_QUESTION
-    always = texts.APPROVAL_ALWAYS.format(scope=views[0].always) if views[0].always else ""
-    return texts.APPROVAL_QUESTION.format(always=always)
+        return tr._(texts.APPROVAL_BATCH_QUESTION)
+    always = tr._(texts.APPROVAL_ALWAYS, scope=tr.say(views[0].always)) if views[0].always else ""
+    return tr._(texts.APPROVAL_QUESTION, always=always)
 
 
-def batch_prompt(views: tuple[ApprovalView, ...]) -> str:
+def batch_prompt(views: tuple[ApprovalView, ...], tr: Translator) -> str:
     """Every call of the step with its whole preview, numbered, then the question."""
-    return f"{heading(views)}\n{question(views)}"
+    return f"{heading(views, tr)}\n{question(views, tr)}"
 
 
-def choices(views: tuple[ApprovalView, ...]) -> str:
+def choices(views: tuple[ApprovalView, ...], tr: Translator) -> str:
     """The answers that would be understood, for "Please answer …"."""
     if len(views) == 1:
-        return texts.CHOICES_ONE_ALWAYS if views[0].always else texts.CHOICES_ONE
+        return tr._(texts.CHOICES_ONE_ALWAYS if views[0].always else texts.CHOICES_ONE)
     example = "yn" * (len(views) // 2) + "y" * (len(views) % 2)
-    return texts.CHOICES_BATCH.format(example=example)
+    return tr._(texts.CHOICES_BATCH, example=example)
 
 
-def ask_again(views: tuple[ApprovalView, ...], answer: str) -> str:
-    return texts.ASK_AGAIN.format(choices=choices(views), answer=answer.strip()[:40])
+def ask_again(views: tuple[ApprovalView, ...], answer: str, tr: Translator) -> str:
+    return tr._(texts.ASK_AGAIN, choices=choices(views, tr), answer=answer.strip()[:40])
 
 
 def parse_answer(text: str, views: tuple[ApprovalView, ...]) -> str | list[str] | None:
@@ -69,9 +78,9 @@ def parse_answer(text: str, views: tuple[ApprovalView, ...]) -> str | list[str] 
     return picked
 
 
-def outcome_line(tools: str, choice: str, resolver: str) -> str:
+def outcome_line(tools: str, choice: str, resolver: str, tr: Translator) -> str:
     """An approval answered away from this terminal: what became of it, and who decided."""
-    outcome = texts.OUTCOME.get(choice, choice)
+    outcome = tr._(texts.OUTCOME[choice]) if choice in texts.OUTCOME else choice
     if choice == "expire":
-        return texts.EXPIRED_ELSEWHERE.format(tools=tools, outcome=outcome)
-    return texts.ANSWERED_ELSEWHERE.format(tools=tools, outcome=outcome, resolver=resolver)
+        return tr._(texts.EXPIRED_ELSEWHERE, tools=tools, outcome=outcome)
+    return tr._(texts.ANSWERED_ELSEWHERE, tools=tools, outcome=outcome, resolver=resolver)

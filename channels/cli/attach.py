@@ -23,19 +23,19 @@ async def attachment(line: str, sink: TerminalSink,
     try:
         words = shlex.split(line)[1:]
     except ValueError as exc:
-        sink.line(texts.ATTACH_BAD_QUOTES.format(error=exc))
+        sink.line(sink.say(texts.ATTACH_BAD_QUOTES, error=exc))
         return None
     if not words:
-        sink.line(texts.ATTACH_HELP)
+        sink.line(sink.say(texts.ATTACH_HELP))
         return None
     path = words[0]
     try:
         data = await asyncio.to_thread(_read_limited, path)
     except OSError as exc:
-        sink.line(texts.ATTACH_UNREADABLE.format(path=path, reason=exc.strerror or exc))
+        sink.line(sink.say(texts.ATTACH_UNREADABLE, path=path, reason=exc.strerror or exc))
         return None
     if data is None:
-        sink.line(texts.ATTACH_TOO_LARGE.format(path=path, limit=MAX_ATTACH_BYTES))
+        sink.line(sink.say(texts.ATTACH_TOO_LARGE, path=path, limit=MAX_ATTACH_BYTES))
         return None
     name = PurePath(path).name
     # An audio file is a recording anyone may have made, not words typed (or spoken) now.

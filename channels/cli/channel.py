@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import os
 import signal
 import sys
 from pathlib import Path
@@ -24,6 +25,8 @@ from typing import Any, TextIO
 
 from bot.core.events import MAX_MESSAGE_CHARS, AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage, Part
 from bot.core.identity import Sender
+from bot.language.names import terminal_language
+from bot.language.translator import Translator
 from channels.cli import answers, texts
 from channels.cli.attach import attachment
 from channels.cli.lines import WOKEN, Lines, PipeLines
@@ -41,7 +44,10 @@ class TerminalChannel:
         self.agent = agent
         self.grace = grace
         self.lines = lines or _lines_for(stdin, stdout, history, self._interrupt)
-        self.sink = TerminalSink(self.lines.writer, self._approval_arrived, voice_dir=voice_dir)
+        # The terminal's language: /language, else the environment's (LC_ALL, LC_MESSAGES, LANG)
+        self.language_hint = terminal_language(os.environ)
+        self.sink = TerminalSink(self.lines.writer, self._approval_arrived, voice_dir=voice_dir,
+                                 reader=self._reader)
         self._turn: asyncio.Task | None = None
         self._typed: collections.deque[tuple[IncomingMessage, str]] = collections.deque()
         self._interrupts = 0
@@ -61,7 +67,11 @@ class TerminalChannel:
         return self.sink if chat == CHAT else None
 
     def _message(self, text: str, parts: tuple[Part, ...] = ()) -> IncomingMessage:
-        return IncomingMessage(sender=SENDER, chat=CHAT, text=text, channel="cli", parts=parts)
+        return IncomingMessage(sender=SENDER, chat=CHAT, text=text, channel="cli", parts=parts,
+                               language_hint=self.language_hint)
+
+    def _reader(self) -> Translator:
+        return self.agent.translator(SENDER, self.language_hint)
 
     # --- Ctrl-C and SIGTERM --------------------------------------------------------------
 
@@ -74,12 +84,13 @@ class TerminalChannel:
             self._exit.set()
         elif self._busy():
             self.sink.end_line()
-            self.sink.line(texts.STOPPING)
+            self.sink.line(self.sink.say(texts.STOPPING))
             self._stop_turn()
         elif self._asking is not None:
             self._cancel_answer.set()
         else:
-            self.sink.line(f"\n{texts.QUIT_HINT}" if self.lines.inline_prompt else texts.QUIT_HINT)
+            hint = self.sink.say(texts.QUIT_HINT)
+            self.sink.line(f"\n{hint}" if self.lines.inline_prompt else hint)
             self._wake.set()   # the prompt is shown again under the hint
 
     def _on_terminate(self) -> None:
@@ -104,9 +115,9 @@ class TerminalChannel:
                 loop.add_signal_handler(sig, handler)
             except (NotImplementedError, RuntimeError):
                 pass
-        self.sink.line(texts.WELCOME)
+        self.sink.line(self.sink.say(texts.WELCOME))
         if not self.lines.inline_prompt:
-            self.sink.line(texts.KEYS_HINT)
+            self.sink.line(self.sink.say(texts.KEYS_HINT))
         self.lines.open()
         try:
             await self._loop()
@@ -119,7 +130,7 @@ class TerminalChannel:
                     pass
             self.lines.close()
         self.sink.end_line()
-        self.sink.line(f"\n{texts.BYE}")
+        self.sink.line(f"\n{self.sink.say(texts.BYE)}")
         self.sink.muted = True
 
     async def _loop(self) -> None:
@@ -134,7 +145,7 @@ class TerminalChannel:
                 await _first(self._turn, self._exit)
             else:
                 self._wake.clear()
-                line = await self.lines.read(texts.PROMPT, (self._exit, self._wake))
+                line = await self.lines.read(self.sink.say(texts.PROMPT), (self._exit, self._wake))
                 if line is None:   # end of input: what runs finishes first (Ctrl-C stops it)
                     await _first(self._turn, self._exit)
                     self._reap()
@@ -148,7 +159,7 @@ class TerminalChannel:
             return
         self._interrupts = 0
         if len(line) > MAX_MESSAGE_CHARS:   # refused whole, never cut
-            self.sink.line(texts.TOO_LONG.format(length=len(line), limit=MAX_MESSAGE_CHARS),
+            self.sink.line(self.sink.say(texts.TOO_LONG, length=len(line), limit=MAX_MESSAGE_CHARS),
                            "class:error")
             return
         message: IncomingMessage | None = self._message(line)
@@ -160,7 +171,7 @@ class TerminalChannel:
     async def _conversation(self, message: IncomingMessage, line: str) -> None:
         await self.agent.handle(message, self.sink)
         if line.strip() == "/help":
-            self.sink.line(texts.ATTACH_HELP)
+            self.sink.line(self.sink.say(texts.ATTACH_HELP))
 
     def _start(self, work: Any) -> None:
         self._turn = asyncio.ensure_future(work)
@@ -171,7 +182,7 @@ class TerminalChannel:
         (woken) when there is something to do next, or a failure to raise (in `_reap`)."""
         if turn.cancelled():
             self.sink.end_line()
-            self.sink.line(texts.STOPPED)
+            self.sink.line(self.sink.say(texts.STOPPED))
         if self._typed or self.sink.approvals or not self.lines.reads_while_busy or (
                 not turn.cancelled() and turn.exception() is not None):
             self._wake.set()
@@ -196,7 +207,7 @@ class TerminalChannel:
             self.agent.resume_approval(resolution, self.sink)
             if resolution.ok:
                 tools = ", ".join(dict.fromkeys(view.tool for view in views))
-                self.sink.line(texts.DENIED_ON_EXIT.format(tools=tools))
+                self.sink.line(self.sink.say(texts.DENIED_ON_EXIT, tools=tools))
 
     # --- approvals -----------------------------------------------------------------------
 
@@ -212,11 +223,11 @@ class TerminalChannel:
         """Ask until the answer is understood (see channels.cli.answers). False when the terminal
         is quitting: the request is denied then, like on a first Ctrl-C. True when it was answered
         here, or elsewhere meanwhile (the question is withdrawn)."""
-        self.sink.line(answers.heading(views), "class:approval")
+        self.sink.line(answers.heading(views, self._reader()), "class:approval")
         self._asking = views
         self._cancel_answer.clear()
         self._withdrawn.clear()
-        question = answers.question(views)
+        question = answers.question(views, self._reader())
         try:
             while True:
                 answer = await self.lines.read(
@@ -227,8 +238,8 @@ class TerminalChannel:
                     return True
                 if answer is WOKEN and not self._exit.is_set():   # Ctrl-C: no
                     self.sink.end_line()
-                    self.sink.line(f"\n{texts.DENIED_HERE}" if self.lines.inline_prompt
-                                   else texts.DENIED_HERE)
+                    denied = self.sink.say(texts.DENIED_HERE)
+                    self.sink.line(f"\n{denied}" if self.lines.inline_prompt else denied)
                     parsed: str | list[str] | None = "deny"
                     break
                 if not isinstance(answer, str):
@@ -237,7 +248,7 @@ class TerminalChannel:
                 parsed = answers.parse_answer(answer, views)
                 if parsed is not None:
                     break
-                question = answers.ask_again(views, answer)
+                question = answers.ask_again(views, answer, self._reader())
         finally:
             self._asking = None
         assert parsed is not None
@@ -275,7 +286,8 @@ class TerminalChannel:
             or [(outcome.approval.tool, outcome.choice, outcome.resolver)]
         self.sink.end_line()
         for tool, choice, resolver in decided:
-            self.sink.line(answers.outcome_line(tool, choice, resolver), "class:notice")
+            self.sink.line(answers.outcome_line(tool, choice, resolver, self._reader()),
+                           "class:notice")
         still_open = tuple(call.approval for call in calls if not call.choice)
         if still_open:
             self.sink.approvals.insert(0, still_open)

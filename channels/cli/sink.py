@@ -30,6 +30,8 @@ from bot.core.events import (
     ToolProgress,
     ToolStarted,
 )
+from bot.language.catalogs import translator
+from bot.language.translator import Translator
 from channels.cli import texts
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -56,9 +58,11 @@ class PlainWriter:
 class TerminalSink:
     def __init__(self, writer: Writer,
                  on_approval: Callable[[tuple[ApprovalView, ...]], Awaitable[None]] | None = None,
-                 voice_dir: Path | None = None):
+                 voice_dir: Path | None = None,
+                 reader: Callable[[], Translator] = lambda: translator(None)):
         self.writer = writer
         self.voice_dir = voice_dir   # where spoken answers are saved (None: not saved)
+        self.reader = reader   # the terminal's words now (they follow /language)
         self.muted = False  # once the terminal has said bye, late output of a turn is dropped
         self.streamed = False
         self.approvals: list[tuple[ApprovalView, ...]] = []   # one entry per prompt
@@ -70,6 +74,10 @@ class TerminalSink:
 
     def line(self, text: str, style: str = "") -> None:
         self.write(f"{text}\n", style)
+
+    def say(self, message: str, /, **values: object) -> str:
+        """A message of `texts` in the terminal's language."""
+        return self.reader()._(message, **values)
 
     def end_line(self) -> None:
         """Streamed text stops mid-line: what comes next starts on a line of its own."""
@@ -97,11 +105,12 @@ class TerminalSink:
                 self.line(event.text)
             self.streamed = False
         elif isinstance(event, Notice):
-            self.line(event.text, "class:notice")
+            tr = self.reader()
+            self.line(tr.say(event.text), "class:notice")
             for button in event.buttons:   # no buttons in a terminal: show what to type
-                self.line(texts.BUTTON.format(label=button.label, command=button.command))
+                self.line(self.say(texts.BUTTON, label=tr.say(button.label), command=button.command))
         elif isinstance(event, ErrorEvent):
-            self.line(texts.ERROR.format(message=event.message), "class:error")
+            self.line(self.say(texts.ERROR, message=self.reader().say(event.message)), "class:error")
         elif isinstance(event, SpeechOut):
             await self._voice(event)
         elif isinstance(event, ApprovalNeeded | ApprovalBatchNeeded):
@@ -119,24 +128,25 @@ class TerminalSink:
         try:
             path = await asyncio.to_thread(save_voice, self.voice_dir, event.data)
         except OSError as exc:
-            self.line(texts.VOICE_NOT_SAVED.format(reason=exc.strerror or exc), "class:notice")
+            self.line(self.say(texts.VOICE_NOT_SAVED, reason=exc.strerror or exc), "class:notice")
             return
-        self.line(texts.VOICE_OUT.format(seconds=event.duration, path=path), "class:notice")
+        self.line(self.say(texts.VOICE_OUT, seconds=event.duration, path=path), "class:notice")
 
     def _activity(self, event: Event) -> None:
         if isinstance(event, ToolStarted):
             if self.streamed:
                 self.write("\n")
-            self.line(texts.TOOL_STARTED.format(tool=event.tool), "class:tool")
+            self.line(self.say(texts.TOOL_STARTED, tool=event.tool), "class:tool")
             self.streamed = False
         elif isinstance(event, ToolProgress):
-            self.line(texts.TOOL_PROGRESS.format(text=event.text), "class:tool")
+            self.line(self.say(texts.TOOL_PROGRESS, text=event.text), "class:tool")
         elif isinstance(event, ToolFinished) and not event.ok:
-            self.line(texts.TOOL_FAILED.format(tool=event.tool, summary=event.summary), "class:error")
+            self.line(self.say(texts.TOOL_FAILED, tool=event.tool,
+                               summary=self.reader().say(event.summary)), "class:error")
         elif isinstance(event, FileOut):
             caption = f" — {event.caption}" if event.caption else ""
-            self.line(texts.FILE_OUT.format(name=event.path or event.name, size=len(event.data),
-                                            caption=caption))
+            self.line(self.say(texts.FILE_OUT, name=event.path or event.name, size=len(event.data),
+                               caption=caption))
 
 
 def _visible(match: re.Match[str]) -> str:

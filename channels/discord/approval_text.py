@@ -8,8 +8,17 @@ import re
 
 import discord
 
-from bot.approvals.records import ANSWER_LABELS, EXPIRED_LABEL, SUPERSEDED, SUPERSEDED_LABEL
+from bot.approvals.records import (
+    ANSWER_LABELS,
+    EXPIRED_LABEL,
+    NO_PREVIEW_TEXT,
+    RISK_NAMES,
+    SUPERSEDED,
+    SUPERSEDED_LABEL,
+)
 from bot.core.identity import Sender
+from bot.core.tool import NO_PREVIEW
+from bot.language.translator import Translator
 
 
 def discord_user_id(sender: str | None) -> int | None:
@@ -23,10 +32,10 @@ def discord_user_id(sender: str | None) -> int | None:
     return int(user) if ok else None
 
 
-def mention(sender: str | None) -> str:
+def mention(sender: str | None, tr: Translator) -> str:
     """A sender shown in a message: a Discord user as a (non-pinging) mention, others as text."""
     if not sender:
-        return "someone"
+        return tr._("someone")
     user_id = discord_user_id(sender)
     return f"<@{user_id}>" if user_id is not None else discord.utils.escape_markdown(sender)
 
@@ -43,9 +52,24 @@ def literal_block(text: str) -> str:
     return "```\n" + re.sub(r"`(?=`)", "`\u200b", text) + "\n```"
 
 
-def label_for(status: str | None, resolved_by: str | None, *, always: bool = False) -> str:
+def label_for(status: str | None, resolved_by: str | None, tr: Translator, *,
+              always: bool = False) -> str:
     if status == "expired":
-        return f"⌛ {SUPERSEDED_LABEL if resolved_by == SUPERSEDED else EXPIRED_LABEL}"
+        return f"⌛ {tr._(SUPERSEDED_LABEL if resolved_by == SUPERSEDED else EXPIRED_LABEL)}"
     if status == "denied":
-        return f"❌ {ANSWER_LABELS['deny']}"
-    return f"✅ {ANSWER_LABELS['always' if always else 'approve']}"
+        return f"❌ {tr._(ANSWER_LABELS['deny'])}"
+    return f"✅ {tr._(ANSWER_LABELS['always' if always else 'approve'])}"
+
+
+def risk_text(risk: str, tr: Translator) -> str:
+    name = RISK_NAMES.get(risk)
+    return tr._(name) if name else risk
+
+
+def summary_text(summary: str | None, tr: Translator) -> str:
+    """A preview exactly as the tool wrote it; the placeholder of a tool without one in the
+    reader's words."""
+    text = (summary or NO_PREVIEW).strip()
+    if text.startswith(NO_PREVIEW):
+        text = tr._(NO_PREVIEW_TEXT) + text[len(NO_PREVIEW):]
+    return text

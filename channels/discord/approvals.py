@@ -24,8 +24,16 @@ from bot.approvals.records import ID_PATTERN, SUPERSEDED, message_ref
 from bot.core.errors import MyclawError
 from bot.core.events import AgentAPI, ApprovalView, CallOutcome
 from bot.core.identity import Sender
-from bot.core.tool import NO_PREVIEW
-from channels.discord.approval_text import discord_user_id, label_for, literal_block, mention
+from bot.language.catalogs import N_
+from bot.language.translator import Translator
+from channels.discord.approval_text import (
+    discord_user_id,
+    label_for,
+    literal_block,
+    mention,
+    risk_text,
+    summary_text,
+)
 from channels.discord.batch import continuation_texts, page_text, page_view, pages
 from channels.discord.live import StreamSettings
 from channels.discord.sink import ChannelOutlet, Outlet, TurnSink
@@ -36,12 +44,12 @@ CUSTOM_ID_PREFIX = "myclaw:ap"
 CUSTOM_ID_TEMPLATE = re.compile(rf"myclaw:ap:(?P<id>{ID_PATTERN}):(?P<choice>[ads])")
 CHOICE_CODES = {"approve": "a", "deny": "d", "always": "s"}
 CHOICES = {code: choice for choice, code in CHOICE_CODES.items()}
-BUTTONS = {   # choice -> (label, style), in display order
-    "approve": ("Approve", discord.ButtonStyle.success),
-    "deny": ("Deny", discord.ButtonStyle.danger),
-    "always": ("Always", discord.ButtonStyle.secondary),
+BUTTONS = {   # choice -> (label, style), in display order; labels in the reader's language
+    "approve": (N_("Approve"), discord.ButtonStyle.success),
+    "deny": (N_("Deny"), discord.ButtonStyle.danger),
+    "always": (N_("Always"), discord.ButtonStyle.secondary),
 }
-NOT_RECORDED = "Your answer could not be recorded just now; please tap again in a moment."
+NOT_RECORDED = N_("Your answer could not be recorded just now; please tap again in a moment.")
 SUMMARY_LIMIT = 1500
 
 
@@ -53,37 +61,47 @@ def sender_of(user: discord.abc.User) -> str:
     return Sender.of("discord", user.id)
 
 
-def _header(approval: ApprovalView, title: str = "Approval needed", whole: bool = False) -> str:
+def _header(approval: ApprovalView, tr: Translator, title: str = "", whole: bool = False) -> str:
     """`whole`: the request itself shows every character of the preview (split over several
     messages when long: a cut end could hide part of the call). The outcome, edited into the
-    last of those messages once answered, says how much it leaves out."""
-    summary = (approval.summary or NO_PREVIEW).strip()
+    last of those messages once answered, says how much it leaves out. Every word but the
+    preview is the reader's language."""
+    summary = summary_text(approval.summary, tr)
     if not whole and len(summary) > SUMMARY_LIMIT:
         left_out = len(summary) - SUMMARY_LIMIT
-        summary = (f"{summary[:SUMMARY_LIMIT]}… ({left_out:,} more characters: the whole "
-                   "preview was posted with the request)")
-    return (f"🔐 **{title}** — `{approval.tool}` (risk: **{approval.risk}**)\n"
-            f"Requested by {mention(approval.sender)}\n{literal_block(summary)}")
+        summary = summary[:SUMMARY_LIMIT] + "… " + tr.ngettext(
+            "({n} more character: the whole preview was posted with the request)",
+            "({n} more characters: the whole preview was posted with the request)", left_out)
+    title = title or tr._("Approval needed")
+    risk = tr._("risk: {risk}", risk=f"**{risk_text(approval.risk, tr)}**")
+    asked = tr._("Requested by {who}", who=mention(approval.sender, tr))
+    return f"🔐 **{title}** — `{approval.tool}` ({risk})\n{asked}\n{literal_block(summary)}"
 
 
-def request_text(approval: ApprovalView) -> str:
+def request_text(approval: ApprovalView, tr: Translator) -> str:
     expires = datetime.fromtimestamp(approval.expires_at, UTC)
-    return f"{_header(approval, whole=True)}\nExpires {discord.utils.format_dt(expires, 'R')}"
+    # Discord shows the time in each reader's own zone ("in 5 minutes"), in their client's
+    # language; the words around it are ours.
+    when = tr._("Expires {when}", when=discord.utils.format_dt(expires, "R"))
+    return f"{_header(approval, tr, whole=True)}\n{when}"
 
 
 def outcome_text(approval: ApprovalView | None, label: str, resolver: str | None,
-                 when: float | None = None) -> str:
+                 tr: Translator, when: float | None = None) -> str:
     moment = discord.utils.format_dt(datetime.fromtimestamp(when or time.time(), UTC), "T")
-    by = f" by {mention(resolver)}" if resolver and resolver != SUPERSEDED else ""
-    head = _header(approval, "Approval request") if approval is not None else "🔐 **Approval request**"
-    return f"{head}\n**{label}**{by} · {moment}"
+    title = tr._("Approval request")
+    head = _header(approval, tr, title) if approval is not None else f"🔐 **{title}**"
+    if resolver and resolver != SUPERSEDED:
+        return f"{head}\n" + tr._("{outcome} by {who} · {time}", outcome=f"**{label}**",
+                                  who=mention(resolver, tr), time=moment)
+    return f"{head}\n**{label}** · {moment}"
 
 
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button], template=CUSTOM_ID_TEMPLATE):
     """One of Approve / Deny / Always; rebuilt from its custom_id on every tap."""
 
     def __init__(self, approval_id: str, choice: str, label: str = ""):
-        default, style = BUTTONS[choice]
+        default, style = BUTTONS[choice]     # a label only matters when the button is sent
         button: discord.ui.Button = discord.ui.Button(label=(label or default)[:80], style=style,
                                                       custom_id=custom_id(approval_id, choice))
         super().__init__(button)
@@ -103,14 +121,16 @@ def _desk(interaction: discord.Interaction) -> ApprovalDesk:
     return interaction.client.approval_desk     # set by channels.discord.gateway.MyclawClient
 
 
-def buttons_for(approval: ApprovalView) -> discord.ui.View:
-    """Approve / Deny, and "Always: <what it covers>" when the request offers it."""
+def buttons_for(approval: ApprovalView, tr: Translator) -> discord.ui.View:
+    """Approve / Deny, and "Always: <what it covers>" when the request offers it: labels in the
+    reader's language (at most Discord's 80 characters), custom ids the same in every one."""
     view = discord.ui.View(timeout=None)
-    for choice in BUTTONS:
+    for choice, (label, _style) in BUTTONS.items():
         if choice == "always" and not approval.always:
             continue
-        label = f"Always: {approval.always}" if choice == "always" else ""
-        view.add_item(ApprovalButton(approval.id, choice, label))
+        text = (tr._("Always: {scope}", scope=tr.say(approval.always)) if choice == "always"
+                else tr._(label))
+        view.add_item(ApprovalButton(approval.id, choice, text))
     return view
 
 
@@ -134,9 +154,14 @@ class ApprovalDesk:
             del self._pending[stale]
         self._pending[approval.id] = approval
 
+    def reader(self, outlet: Outlet) -> Translator:
+        """The words of the person an outlet posts for (the requester, or an approver's DM)."""
+        return self.agent.translator(Sender.of("discord", outlet.requester_id))
+
     async def post_request(self, approval: ApprovalView, outlet: Outlet) -> None:
         self._remember(approval)
-        message = await outlet.send_approval(request_text(approval), buttons_for(approval))
+        tr = self.reader(outlet)
+        message = await outlet.send_approval(request_text(approval, tr), buttons_for(approval, tr))
         if message is not None:
             ref = message_ref(message.channel.id, message.id)
             await self.agent.set_approval_message_ref(approval.id, ref, "discord")
@@ -145,12 +170,13 @@ class ApprovalDesk:
         """The calls of one step: a page per 4 calls, long previews whole before their page."""
         for approval in approvals:
             self._remember(approval)
-        for page in pages(approvals):
-            for text in continuation_texts(page):
+        tr = self.reader(outlet)
+        for page in pages(approvals, tr):
+            for text in continuation_texts(page, tr):
                 await outlet.send_approval(text, discord.ui.View(timeout=None))
             calls = [CallOutcome(approval, "") for approval in page.calls]
-            message = await outlet.send_approval(page_text(page, calls, len(approvals)),
-                                                 page_view(page, calls, True))
+            message = await outlet.send_approval(page_text(page, calls, len(approvals), tr),
+                                                 page_view(page, calls, True, tr))
             if message is None:
                 continue
             for approval in page.calls:
@@ -161,6 +187,8 @@ class ApprovalDesk:
                      every: bool = False) -> None:
         """A tap on a request's button, or (`every`) on a batch's "Approve all" / "Deny all"."""
         tapper = sender_of(interaction.user)
+        # The tapper reads the answer to their tap: their client's language counts as a hint.
+        tr = self.agent.translator(tapper, str(interaction.locale or ""))
         known = self._pending.get(approval_id)
         resolve = self.agent.resolve_batch if every else self.agent.resolve_approval
         # One compare-and-set in the store: milliseconds, well within Discord's 3 seconds.
@@ -168,13 +196,14 @@ class ApprovalDesk:
             resolution = await resolve(approval_id, tapper, choice)
         except MyclawError:
             # Nothing was decided (the store refused); say so instead of leaving a silent button.
-            await interaction.response.send_message(NOT_RECORDED, ephemeral=True)
+            await interaction.response.send_message(tr._(NOT_RECORDED), ephemeral=True)
             raise
         request = resolution.request
         if not resolution.ok and (request is None or resolution.status in (None, "pending")):
             # Refused and nothing to show on the request (not yours, unknown, altered).
             await interaction.response.send_message(
-                resolution.reason, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+                tr.say(resolution.reason), ephemeral=True,
+                allowed_mentions=discord.AllowedMentions.none())
             return
         await interaction.response.defer()            # acknowledged: the request message changes
         if resolution.ok and request is not None:
@@ -187,18 +216,23 @@ class ApprovalDesk:
         if request is not None and request.batch is not None:
             # A batch's messages are redrawn by the agent from the store, every copy at once.
             if not resolution.ok:
-                await interaction.followup.send(resolution.reason, ephemeral=True,
+                await interaction.followup.send(tr.say(resolution.reason), ephemeral=True,
                                                 allowed_mentions=discord.AllowedMentions.none())
             return
         # Show the outcome (also when a late tap finds it decided elsewhere or expired).
         view = request.view() if request is not None else known
-        label = label_for(resolution.status, request.resolved_by if request else None,
+        # The request message stays in its reader's language: the requester's in the chat of
+        # the request, else the tapper's (an approver's DM copy).
+        shown = tr
+        if view is not None and str(interaction.channel_id) == view.chat:
+            shown = self.agent.translator(view.sender)
+        label = label_for(resolution.status, request.resolved_by if request else None, shown,
                           always=resolution.ok and choice == "always")
         resolver = request.resolved_by if request is not None else tapper
         when = request.resolved_at if request is not None else None
-        await self._edit_request(interaction, outcome_text(view, label, resolver, when))
+        await self._edit_request(interaction, outcome_text(view, label, resolver, shown, when))
         if not resolution.ok:
-            await interaction.followup.send(resolution.reason, ephemeral=True,
+            await interaction.followup.send(tr.say(resolution.reason), ephemeral=True,
                                             allowed_mentions=discord.AllowedMentions.none())
 
     async def _edit_request(self, interaction: discord.Interaction, text: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import discord
 
 from bot.core.events import Button
+from bot.language.translator import Translator
 
 PREFIX = "myclaw:cmd:"
 MAX_CUSTOM_ID = 100
@@ -38,13 +39,14 @@ class CommandButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLATE
         await interaction.client.myclaw.on_command_tap(interaction, self.command)
 
 
-def view_for(buttons: Sequence[Button]) -> discord.ui.View | None:
-    """The buttons that fit a custom_id, or None when there are none."""
+def view_for(buttons: Sequence[Button], tr: Translator) -> discord.ui.View | None:
+    """The buttons that fit a custom_id, or None when there are none; labels in the reader's
+    language (at most 80 characters), the command the same in every one."""
     fitting = [b for b in buttons if len(PREFIX + b.command) <= MAX_CUSTOM_ID
                and TEMPLATE.fullmatch(PREFIX + b.command)]
     if not fitting:
         return None
     view = discord.ui.View(timeout=None)
     for button in fitting[:25]:   # Discord allows 25 components per message
-        view.add_item(CommandButton(button.command, button.label))
+        view.add_item(CommandButton(button.command, tr.say(button.label)))
     return view

@@ -29,8 +29,9 @@ from discord import app_commands
 from bot.approvals.records import parse_message_ref
 from bot.config.settings import Config
 from bot.core.errors import ChannelError
-from bot.core.events import AgentAPI, ApprovalResolved, IncomingMessage
+from bot.core.events import AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage
 from bot.core.identity import Sender
+from bot.language.translator import Translator
 from channels.discord.approvals import ApprovalDesk, discord_user_id, label_for, outcome_text
 from channels.discord.batch import redrawn as batch_redrawn
 from channels.discord.gateway import (
@@ -196,7 +197,8 @@ class DiscordChannel:
         await self.agent.handle(IncomingMessage(
             sender=Sender.of("discord", user.id), chat=str(channel.id), text=command, channel="discord",
             message_id=str(interaction.id), roles=_role_names(user), is_group=in_guild,
-            display_name=user.display_name), sink)
+            display_name=user.display_name,
+            language_hint=str(interaction.locale or interaction.guild_locale or "")), sink)
         if not sink.emitted:     # the agent stayed silent (an ignored sender): drop "thinking…"
             try:
                 await interaction.delete_original_response()
@@ -222,6 +224,14 @@ class DiscordChannel:
         return TurnSink(ChannelOutlet(client, channel, user, in_guild=in_guild,
                                       approvals_in_dm=self.approvals_in_dm), self.desk, self.stream)
 
+    def _reader_of(self, channel: Any, approval: ApprovalView) -> Translator:
+        """Who reads a request message: the requester in the chat of the request, else the
+        approver whose DM copy it is."""
+        recipient = getattr(channel, "recipient", None)
+        if str(getattr(channel, "id", "")) != approval.chat and recipient is not None:
+            return self.agent.translator(Sender.of("discord", recipient.id))
+        return self.agent.translator(approval.sender)
+
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
         """An approval answered elsewhere (the web console) or expired: its request message
         shows the outcome and loses its buttons, as after a click (bot.core.events.ApprovalSurface)."""
@@ -233,13 +243,14 @@ class DiscordChannel:
         channel = client.get_channel(chat) or client.get_partial_messageable(chat)
         status = {"deny": "denied", "expire": "expired"}.get(outcome.choice, "approved")
         resolver = None if outcome.choice == "expire" else outcome.resolver
-        label = label_for(status, resolver, always=outcome.choice == "always")
-        text = outcome_text(outcome.approval, label, resolver, outcome.resolved_at)
+        tr = self._reader_of(channel, outcome.approval)
+        label = label_for(status, resolver, tr, always=outcome.choice == "always")
+        text = outcome_text(outcome.approval, label, resolver, tr, outcome.resolved_at)
         if outcome.note:
-            text += f"\n{outcome.note}"
+            text += f"\n{tr.say(outcome.note)}"
         view = None
         if outcome.batch:
-            text, view = batch_redrawn(outcome)
+            text, view = batch_redrawn(outcome, tr)
         try:
             await channel.get_partial_message(message_id).edit(
                 content=text[:2000], view=view, allowed_mentions=discord.AllowedMentions.none())
@@ -292,6 +303,8 @@ class DiscordChannel:
                 display_name=message.author.display_name, inbox_id=inbox_id,
                 forwarded_from=FORWARDED_BY if message.message_snapshots else "",
                 quoted=quoted, quoted_from=quoted_from,
+                # A message carries no locale of its author's; the server's is the hint.
+                language_hint=str(message.guild.preferred_locale) if message.guild else "",
                 # Fetched by the agent once it admits the sender: a stranger's file is never read.
                 download=(lambda: attachment_parts(attachments, media))
                 if attachments else None)

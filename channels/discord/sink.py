@@ -34,6 +34,8 @@ from bot.core.events import (
     ToolProgress,
     ToolStarted,
 )
+from bot.language.catalogs import N_
+from bot.language.translator import Translator
 from channels.discord.buttons import view_for
 from channels.discord.live import LiveAnswer, StreamSettings
 from channels.discord.rendering import split_message
@@ -48,17 +50,21 @@ class ApprovalDesk(Protocol):
 
     async def post_batch(self, approvals: tuple[ApprovalView, ...], outlet: Outlet) -> None: ...
 
+    def reader(self, outlet: Outlet) -> Translator: ...
+
 NO_MENTIONS = discord.AllowedMentions.none()
 STATUS_MIN_INTERVAL = 1.2       # seconds between edits of the tool status line (rate limits)
-DM_REFUSED = "I couldn't send you a direct message — allow DMs from server members and try again."
+DM_REFUSED = N_("I couldn't send you a direct message — allow DMs from server members and try "
+                "again.")
 
 
 class Outlet(Protocol):
     client: discord.Client
+    requester_id: int          # who the outlet posts for: whose language its messages speak
 
     async def send(self, text: str, *, view: discord.ui.View | None = None) -> discord.Message | None: ...
 
-    async def send_private(self, text: str) -> None: ...
+    async def send_private(self, text: str, refused: str = DM_REFUSED) -> None: ...
 
     async def send_approval(self, text: str, view: discord.ui.View) -> discord.Message | None: ...
 
@@ -121,7 +127,8 @@ class ChannelOutlet:
     async def _dm(self) -> discord.DMChannel:
         return await self.client.create_dm(discord.Object(id=self.requester_id))
 
-    async def send_private(self, text: str) -> None:
+    async def send_private(self, text: str, refused: str = DM_REFUSED) -> None:
+        """`text` to the requester alone; `refused` (in their words) here when DMs are off."""
         if not self.in_guild:
             await self.send(text)
             return
@@ -130,7 +137,7 @@ class ChannelOutlet:
         except discord.Forbidden:
             # Never fall back to posting the private text in the channel: it may be a pairing code.
             log.info("discord: user %s does not accept DMs", self.requester_id)
-            await self.send(DM_REFUSED)
+            await self.send(refused)
 
     async def send_approval(self, text: str, view: discord.ui.View) -> discord.Message | None:
         """The request with its buttons: here, or by DM to the requester (`approvals_in_dm`)."""
@@ -185,6 +192,7 @@ class InteractionOutlet:
         self.client = interaction.client
         self.interaction = interaction
         self.channel_outlet = channel_outlet       # approval buttons must live on a real message
+        self.requester_id = channel_outlet.requester_id
 
     async def send(self, text: str, *, view: discord.ui.View | None = None) -> discord.Message | None:
         if view is not None:
@@ -195,7 +203,7 @@ class InteractionOutlet:
                                                         allowed_mentions=NO_MENTIONS)
         return sent
 
-    async def send_private(self, text: str) -> None:
+    async def send_private(self, text: str, refused: str = DM_REFUSED) -> None:
         await self.send(text)                      # ephemeral already: only the user sees it
 
     async def send_approval(self, text: str, view: discord.ui.View) -> discord.Message | None:
@@ -282,12 +290,13 @@ class TurnSink:
             return
         await self._finish_step_text()
         if isinstance(event, Notice):
+            tr = self.desk.reader(self.outlet)
             if event.private:
-                await self.outlet.send_private(event.text)
+                await self.outlet.send_private(tr.say(event.text), tr._(DM_REFUSED))
             else:
-                await self.outlet.send(event.text, view=view_for(event.buttons))
+                await self.outlet.send(tr.say(event.text), view=view_for(event.buttons, tr))
         elif isinstance(event, ErrorEvent):
-            await self.outlet.send(f"⚠️ {event.message}")
+            await self.outlet.send(f"⚠️ {self.desk.reader(self.outlet).say(event.message)}")
         elif isinstance(event, FileOut):
             await self.outlet.send_file(event.name, event.data, event.caption)
         elif isinstance(event, SpeechOut):   # an audio attachment Discord plays in the chat
@@ -306,7 +315,8 @@ class TurnSink:
             await self._set_status(f"⚙️ `{event.tool}` — {event.text}"[:1900], force=False)
         elif isinstance(event, ToolFinished):
             mark = "✅" if event.ok else "⚠️"
-            detail = f" — {event.summary}" if event.summary else ""
+            said = self.desk.reader(self.outlet).say(event.summary) if event.summary else ""
+            detail = f" — {said}" if said else ""
             await self._set_status(f"{mark} `{event.tool}`{detail}"[:1900], force=True)
 
     async def _set_status(self, text: str, *, force: bool) -> None:

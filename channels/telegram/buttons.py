@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.core.events import Button
+from bot.language.translator import Translator
 
 PREFIX = "c:"
 PATTERN = r"^c:/"
@@ -17,10 +18,12 @@ MAX_CALLBACK_BYTES = 64
 MAX_LABEL_CHARS = 40
 
 
-def keyboard(buttons: Sequence[Button]) -> InlineKeyboardMarkup | None:
-    """One button per row; a command too long for callback data is left out (the notice text
-    names every command anyway)."""
-    rows = [[InlineKeyboardButton(b.label[:MAX_LABEL_CHARS], callback_data=PREFIX + b.command)]
+def keyboard(buttons: Sequence[Button], tr: Translator) -> InlineKeyboardMarkup | None:
+    """One button per row, labelled in the reader's language (the command it sends is the
+    same in every language); a command too long for callback data is left out (the notice
+    text names every command anyway)."""
+    rows = [[InlineKeyboardButton(tr.say(b.label)[:MAX_LABEL_CHARS],
+                                  callback_data=PREFIX + b.command)]
             for b in buttons if len((PREFIX + b.command).encode()) <= MAX_CALLBACK_BYTES]
     return InlineKeyboardMarkup(rows) if rows else None
 

@@ -40,6 +40,7 @@ from bot.core.errors import ChannelError
 from bot.core.events import AgentAPI, ApprovalResolved, IncomingMessage
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
+from bot.language.names import SUPPORTED
 from channels.telegram import buttons
 from channels.telegram.approvals import outcome_message
 from channels.telegram.batch import redrawn as batch_redrawn
@@ -51,7 +52,7 @@ from channels.telegram.polling import Poller
 from channels.telegram.reading import GROUP_TYPES, MessageReader
 from channels.telegram.sending import DeliveryError, Messenger
 from channels.telegram.sink import ChatSink, SinkSettings, Target
-from channels.telegram.taps import INVALID_BUTTON, TapHandler, chat_target
+from channels.telegram.taps import INVALID_BUTTON, TapHandler, chat_target, reader_translator
 
 if TYPE_CHECKING:   # the webhook (and aiohttp's server) is imported in webhook mode only
     from channels.telegram.webhook import WebhookServer
@@ -204,8 +205,17 @@ class TelegramChannel:
         log.info("telegram connected as @%s (%s)", app.bot.username, tg["mode"])
 
     async def _register_commands(self, app: Application) -> None:
-        commands = [BotCommand(name, text[:256]) for name, text in self.agent.command_descriptions()]
-        await app.bot.set_my_commands(commands)
+        """The command menu in the installation's language, and in each other language for the
+        people whose app is set to it (Telegram picks by the user's language_code)."""
+        default = self.agent.translator("").language
+        await app.bot.set_my_commands(self._menu(default))
+        for language in SUPPORTED:
+            if language != default:
+                await app.bot.set_my_commands(self._menu(language), language_code=language)
+
+    def _menu(self, language: str) -> list[BotCommand]:
+        return [BotCommand(name, text[:256])
+                for name, text in self.agent.command_descriptions(language)]
 
     async def _start_receiving(self, app: Application, secret: str) -> None:
         tg = self.config["telegram"]
@@ -256,11 +266,12 @@ class TelegramChannel:
         if self._messenger is None or shown is None:
             return
         chat, message_id = shown
+        tr = reader_translator(self.agent, chat, outcome.approval)
         part = outcome_message(outcome.approval, outcome.choice, outcome.resolver,
-                               outcome.resolved_at, outcome.note)
+                               outcome.resolved_at, tr, outcome.note)
         markup = None
         if outcome.batch:
-            part, markup = batch_redrawn(outcome)
+            part, markup = batch_redrawn(outcome, tr)
         try:
             await self._messenger.edit(chat, message_id, part, markup=markup)
         except DeliveryError:
@@ -326,7 +337,8 @@ class TelegramChannel:
         command = buttons.command_of(query.data)
         message = query.message
         if command is None or message is None:
-            await query.answer(INVALID_BUTTON)
+            tr = self.agent.translator(Sender.of("telegram", query.from_user.id))
+            await query.answer(tr._(INVALID_BUTTON))
             return
         await query.answer()
         chat = message.chat
@@ -336,7 +348,8 @@ class TelegramChannel:
         assert self._intake is not None
         incoming = IncomingMessage(sender=Sender.of("telegram", query.from_user.id), chat=str(chat.id),
                                    text=command, channel="telegram", is_group=is_group,
-                                   display_name=query.from_user.full_name)
+                                   display_name=query.from_user.full_name,
+                                   language_hint=query.from_user.language_code or "")
         sink = ChatSink(self._messenger, self.agent,
                         Target(chat.id, query.from_user.id, None, is_group), self.settings)
         try:
@@ -355,8 +368,10 @@ class TelegramChannel:
         return ChatSink(self._messenger, self.agent, chat_target(chat, sender), self.settings)
 
     async def _on_unknown_button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        if update.callback_query is not None:
-            await update.callback_query.answer(INVALID_BUTTON)
+        query = update.callback_query
+        if query is not None:
+            await query.answer(self.agent.translator(Sender.of("telegram", query.from_user.id))
+                               ._(INVALID_BUTTON))
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.error("telegram: handling an update failed", exc_info=context.error)

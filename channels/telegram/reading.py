@@ -68,7 +68,8 @@ class MessageReader:
                                channel="telegram", message_id=str(message.message_id),
                                is_group=is_group, display_name=user.full_name,
                                forwarded_from=_forwarded_from(message, user.id),
-                               quoted=quoted, quoted_from=quoted_from)
+                               quoted=quoted, quoted_from=quoted_from,
+                               language_hint=user.language_code or "")
 
     def _quoted(self, message: Message) -> tuple[str, str]:
         """The words a reply quotes (the part selected, else the whole message replied to) and

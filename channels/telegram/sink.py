@@ -44,6 +44,9 @@ from bot.core.events import (
     ToolProgress,
     ToolStarted,
 )
+from bot.core.identity import Sender
+from bot.language.catalogs import N_
+from bot.language.translator import Translator
 from channels.telegram.approvals import keyboard as approval_keyboard
 from channels.telegram.approvals import preview_parts, request_fallback, request_message
 from channels.telegram.batch import continuation_parts, fallback_part, page_keyboard, page_part, pages
@@ -56,7 +59,7 @@ log = logging.getLogger(__name__)
 
 STREAM_PREVIEW_UNITS = MESSAGE_LIMIT - 96
 PROGRESS_UNITS = 200
-DM_FIRST = "I have something private for you: please open a chat with me and send /start."
+DM_FIRST = N_("I have something private for you: please open a chat with me and send /start.")
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,12 @@ class ChatSink:
         self._typing: asyncio.Task[None] | None = None
         self._typing_stop = asyncio.Event()
         self._last_activity = time.monotonic()
+
+    @property
+    def tr(self) -> Translator:
+        """The reader's words: the person this sink talks to (the chat's default otherwise)."""
+        user = self.target.user_id
+        return self._agent.translator(Sender.of("telegram", user) if user is not None else "")
 
     # --- the Sink protocol ------------------------------------------------------------------
 
@@ -141,7 +150,7 @@ class ChatSink:
         elif isinstance(event, ErrorEvent):
             await self._close_segment()
             await self._flush_status()
-            line = f"⚠️ {event.message}"
+            line = f"⚠️ {self.tr.say(event.message)}"
             await self._messenger.send(self.target.chat_id, Part(escape(line), line),
                                        reply_to=self.target.reply_to, thread_id=self.target.thread_id)
             await self.stop_typing()
@@ -229,7 +238,8 @@ class ChatSink:
         elif event.ok:
             plain = f"✅ {name}"
         else:
-            plain = f"⚠️ {name}: {truncate(event.summary or 'failed', PROGRESS_UNITS)}"
+            said = self.tr.say(event.summary) if event.summary else self.tr._("failed")
+            plain = f"⚠️ {name}: {truncate(said, PROGRESS_UNITS)}"
         self._status_lines[event.call_id] = (escape(plain), plain)
         if self._status is None:
             self._status = self._live()
@@ -246,57 +256,59 @@ class ChatSink:
     # --- approvals and notices --------------------------------------------------------------
 
     async def _send_approval(self, view: ApprovalView) -> None:
-        chat_id, thread_id = self.target.chat_id, self.target.thread_id
-        for part in preview_parts(view):  # a long preview, whole, before the buttons
+        chat_id, thread_id, tr = self.target.chat_id, self.target.thread_id, self.tr
+        for part in preview_parts(view, tr):  # a long preview, whole, before the buttons
             await self._messenger.send(chat_id, part, thread_id=thread_id)
-        markup = approval_keyboard(view)
+        markup = approval_keyboard(view, tr)
         sent = None
         if markup is not None:
             try:
-                sent = await self._messenger.send(chat_id, request_message(view), markup=markup,
-                                                  thread_id=thread_id)
+                sent = await self._messenger.send(chat_id, request_message(view, tr),
+                                                  markup=markup, thread_id=thread_id)
             except DeliveryError:
                 log.warning("telegram: approval buttons for %s not sent; sending commands instead",
                             view.id, exc_info=True)
         if sent is None:
-            sent = await self._messenger.send(chat_id, request_fallback(view), thread_id=thread_id)
+            sent = await self._messenger.send(chat_id, request_fallback(view, tr),
+                                              thread_id=thread_id)
         await self._agent.set_approval_message_ref(view.id, message_ref(chat_id, sent.message_id),
                                                    "telegram")
 
     async def _send_batch(self, views: tuple[ApprovalView, ...]) -> None:
-        chat_id, thread_id = self.target.chat_id, self.target.thread_id
-        for page in pages(views):
-            for part in continuation_parts(page):   # long previews, whole, before the buttons
+        chat_id, thread_id, tr = self.target.chat_id, self.target.thread_id, self.tr
+        for page in pages(views, tr):
+            for part in continuation_parts(page, tr):   # long previews, whole, before the buttons
                 await self._messenger.send(chat_id, part, thread_id=thread_id)
             calls = [CallOutcome(view, "") for view in page.calls]
             sent = None
             try:
-                sent = await self._messenger.send(chat_id, page_part(page, calls, len(views)),
-                                                  markup=page_keyboard(page, calls, True),
+                sent = await self._messenger.send(chat_id, page_part(page, calls, len(views), tr),
+                                                  markup=page_keyboard(page, calls, True, tr),
                                                   thread_id=thread_id)
             except DeliveryError:
                 log.warning("telegram: batch buttons for %s not sent; sending commands instead",
                             views[0].batch, exc_info=True)
             if sent is None:
                 sent = await self._messenger.send(
-                    chat_id, fallback_part(page, calls, len(views)), thread_id=thread_id)
+                    chat_id, fallback_part(page, calls, len(views), tr), thread_id=thread_id)
             for view in page.calls:
                 await self._agent.set_approval_message_ref(
                     view.id, message_ref(chat_id, sent.message_id), "telegram")
 
     async def _on_notice(self, event: Notice) -> None:
-        target = self.target
+        target, text = self.target, self.tr.say(event.text)
         if not (event.private and target.is_group):
-            await self._messenger.send_markdown(target.chat_id, event.text, reply_to=target.reply_to,
+            await self._messenger.send_markdown(target.chat_id, text, reply_to=target.reply_to,
                                                 thread_id=target.thread_id,
-                                                markup=keyboard(event.buttons))
+                                                markup=keyboard(event.buttons, self.tr))
             return
         if target.user_id is not None:
             try:
-                await self._messenger.send_markdown(target.user_id, event.text)
+                await self._messenger.send_markdown(target.user_id, text)
                 return
             except DeliveryError:
                 log.info("telegram: private notice to %s refused (no private chat yet)", target.user_id)
         # Never post a private notice (a pairing code) in the group itself.
-        await self._messenger.send(target.chat_id, Part(escape(DM_FIRST), DM_FIRST),
+        dm_first = self.tr._(DM_FIRST)
+        await self._messenger.send(target.chat_id, Part(escape(dm_first), dm_first),
                                    reply_to=target.reply_to, thread_id=target.thread_id)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from telegram import CallbackQuery, Message
 from telegram.error import TelegramError
@@ -19,6 +20,8 @@ from telegram.error import TelegramError
 from bot.approvals.records import ANSWER_LABELS
 from bot.core.events import AgentAPI
 from bot.core.identity import Sender
+from bot.language.catalogs import N_
+from bot.language.translator import Translator
 from channels.telegram.approvals import belongs_to, outcome_message, parse_callback
 from channels.telegram.batch import parse_batch_callback
 from channels.telegram.sending import DeliveryError, Messenger
@@ -26,8 +29,16 @@ from channels.telegram.sink import ChatSink, SinkSettings, Target
 
 log = logging.getLogger(__name__)
 
-INVALID_BUTTON = "This button is not valid any more."
+INVALID_BUTTON = N_("This button is not valid any more.")
 MAX_ANSWER_CHARS = 200   # Telegram's limit for callback query answers
+
+
+def reader_translator(agent: AgentAPI, chat_id: int, request: Any) -> Translator:
+    """Who reads the request message in `chat_id`: the requester in the chat of the request, else
+    the approver whose private chat it is (a Telegram private chat has the user's id)."""
+    if str(chat_id) == request.chat or chat_id < 0:
+        return agent.translator(request.sender)
+    return agent.translator(Sender.of("telegram", chat_id))
 
 
 def chat_target(chat: str, sender: str) -> Target:
@@ -47,10 +58,11 @@ class TapHandler:
     async def handle(self, query: CallbackQuery) -> None:
         parsed = parse_callback(query.data)
         every = parse_batch_callback(query.data)
-        if (parsed is None and every is None) or query.message is None:
-            await self._answer(query, INVALID_BUTTON, alert=False)
-            return
         resolver = Sender.of("telegram", query.from_user.id)
+        tr = self._agent.translator(resolver)    # the tapper reads the answer to their tap
+        if (parsed is None and every is None) or query.message is None:
+            await self._answer(query, tr._(INVALID_BUTTON), alert=False)
+            return
         message = query.message
         if every is not None:
             approval_id, choice = every
@@ -59,7 +71,7 @@ class TapHandler:
             approval_id, choice = parsed
             resolution = await self._agent.resolve_approval(approval_id, resolver, choice)
         if not resolution.ok or resolution.request is None:
-            await self._answer(query, resolution.reason, alert=True)
+            await self._answer(query, tr.say(resolution.reason), alert=True)
             return
         request = resolution.request
         # The conversation continues in the chat of the request, whatever message the tap
@@ -69,13 +81,14 @@ class TapHandler:
         sink = ChatSink(self._messenger, self._agent, target, self._settings)
         if self._agent.resume_approval(resolution, sink):
             sink.start_typing()
-        await self._answer(query, ANSWER_LABELS.get(choice, "Done"), alert=False)
+        await self._answer(query, tr._(ANSWER_LABELS.get(choice, N_("Done"))), alert=False)
         if request.batch is None and isinstance(message, Message) \
                 and belongs_to(message.reply_markup, approval_id):
             who = request.resolved_by or resolver
             if who == resolver and query.from_user.full_name:
                 who = f"{query.from_user.full_name} ({resolver})"
-            part = outcome_message(request.view(), choice, who, request.resolved_at or time.time())
+            part = outcome_message(request.view(), choice, who, request.resolved_at or time.time(),
+                                   reader_translator(self._agent, message.chat.id, request))
             try:
                 await self._messenger.edit(message.chat.id, message.message_id, part, markup=None)
             except DeliveryError:

@@ -9,6 +9,7 @@ from channels.discord.approvals import request_text
 from channels.discord.rendering import split_message as discord_split
 from channels.telegram.approvals import preview_parts, request_message
 from tests.fakes.anthropic_server import text, tool_use
+from tests.support.languages import EN
 from tests.support.runtime_tools import Writer
 
 TAIL = "; rm -rf ~/important"
@@ -21,21 +22,21 @@ def view(summary: str) -> ApprovalView:
 
 def test_telegram_sends_a_long_preview_whole_before_the_buttons():
     summary = "echo " + "a" * 7000 + TAIL
-    parts = preview_parts(view(summary))
+    parts = preview_parts(view(summary), EN)
     assert len(parts) == 3 and all(len(p.plain) <= 4096 for p in parts)
     assert TAIL in parts[-1].plain
     assert "".join(p.plain.split(":\n", 1)[1] for p in parts) == summary
-    assert "full preview is in the 3 messages above" in request_message(view(summary)).plain
+    assert "full preview is in the 3 messages above" in request_message(view(summary), EN).plain
 
 
 def test_telegram_keeps_a_short_preview_in_the_request_itself():
-    assert preview_parts(view("echo hi")) == []
-    assert "echo hi" in request_message(view("echo hi")).plain
+    assert preview_parts(view("echo hi"), EN) == []
+    assert "echo hi" in request_message(view("echo hi"), EN).plain
 
 
 def test_discord_posts_every_character_of_a_long_preview():
     summary = "echo " + "b" * 3000 + TAIL
-    chunks = discord_split(request_text(view(summary)))
+    chunks = discord_split(request_text(view(summary), EN))
     assert len(chunks) >= 2 and all(len(c) <= 2000 for c in chunks)
     assert TAIL in "".join(chunks)
 

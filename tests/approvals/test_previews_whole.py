@@ -24,6 +24,7 @@ from channels.telegram import TelegramChannel
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.discord_server import FakeDiscord, FakeGuild
 from tests.fakes.telegram_server import channel_overrides
+from tests.support.languages import EN
 from tests.support.telegram_support import FAST
 
 HIDDEN = "attacker@evil.example"
@@ -190,6 +191,6 @@ def test_discord_says_how_much_of_a_long_preview_an_answered_request_leaves_out(
     summary = "x" * 3000 + HIDDEN
     view = ApprovalView("abcdefghijklmnop", "send_email", "high", summary, f"discord:{ALICE}", "1",
                         "discord", {}, time.time() + 60)
-    shown = outcome_text(view, "✅ Approved", f"discord:{ALICE}")
+    shown = outcome_text(view, "✅ Approved", f"discord:{ALICE}", EN)
     assert HIDDEN not in shown and "1,521 more characters" in shown
     assert "the whole preview was posted with the request" in shown

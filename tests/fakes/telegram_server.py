@@ -159,6 +159,8 @@ class FakeTelegram:
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}   # (chat, id) -> message
         self.webhook: dict[str, Any] = {}
         self.max_poll_seconds = 30.0
+        # The language each user's app is set to (sent as `from.language_code`, as Telegram does)
+        self.language_codes: dict[int, str] = {}
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
@@ -254,9 +256,11 @@ class FakeTelegram:
         self._notify()
         return update
 
-    @staticmethod
-    def user(user_id: int, first_name: str = "Ada") -> dict[str, Any]:
-        return {"id": user_id, "is_bot": False, "first_name": first_name}
+    def user(self, user_id: int, first_name: str = "Ada") -> dict[str, Any]:
+        user = {"id": user_id, "is_bot": False, "first_name": first_name}
+        if user_id in self.language_codes:
+            user["language_code"] = self.language_codes[user_id]
+        return user
 
     def make_message(self, chat: dict[str, Any], user_id: int, text: str | None = None,
                      **extra: Any) -> dict[str, Any]:

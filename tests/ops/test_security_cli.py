@@ -11,6 +11,7 @@ import io
 
 from bot.core.events import ApprovalView, Done, Notice, TextDelta, ToolProgress
 from channels.cli import TerminalChannel
+from tests.support.languages import EN
 
 ERASE_AND_REWRITE = "rm -rf ~\x1b[2K\x1b[1A\r\x1b[32mls -la"
 CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07"
@@ -31,6 +32,9 @@ class OneApproval:
 
     def resume_approval(self, resolution, sink):
         return False
+
+    def translator(self, reader, hint=""):
+        return EN
 
 
 async def test_escape_sequences_are_shown_not_sent_to_the_terminal():

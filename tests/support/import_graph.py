@@ -30,29 +30,32 @@ FORBIDDEN = (("bot", "channels"), ("bot", "tools"), ("tools", "channels"), ("cha
 ALLOWED: dict[str, frozenset[str]] = {
     "core": frozenset(),
     "config": frozenset({"core"}),
+    "language": frozenset({"core"}),
     "store": frozenset({"core", "config"}),
     "toolbox": frozenset({"core", "config"}),
-    "access": frozenset({"core", "config", "store"}),
-    "money": frozenset({"core", "config", "store"}),
-    "approvals": frozenset({"core", "config", "store", "access", "toolbox"}),
-    "media": frozenset({"core", "config", "store", "access", "toolbox"}),
-    "llm": frozenset({"core", "config", "store", "money", "toolbox"}),
-    "conversation": frozenset({"core", "config", "store", "access", "money", "approvals", "media"}),
-    "jobs": frozenset({"core", "config", "store", "access", "conversation"}),
-    "runtime": frozenset({"core", "config", "store", "access", "money", "approvals", "media",
-                          "llm", "conversation", "jobs", "toolbox"}),
-    "ops": frozenset({"core", "config", "store", "access", "money", "approvals", "media", "llm",
-                      "conversation", "jobs", "toolbox", "runtime", "app"}),
+    "access": frozenset({"language", "core", "config", "store"}),
+    "money": frozenset({"language", "core", "config", "store"}),
+    "approvals": frozenset({"language", "core", "config", "store", "access", "toolbox"}),
+    "media": frozenset({"language", "core", "config", "store", "access", "toolbox"}),
+    "llm": frozenset({"language", "core", "config", "store", "money", "toolbox"}),
+    "conversation": frozenset({"language", "core", "config", "store", "access", "money",
+                               "approvals", "media"}),
+    "jobs": frozenset({"language", "core", "config", "store", "access", "conversation"}),
+    "runtime": frozenset({"language", "core", "config", "store", "access", "money", "approvals",
+                          "media", "llm", "conversation", "jobs", "toolbox"}),
+    "ops": frozenset({"language", "core", "config", "store", "access", "money", "approvals",
+                      "media", "llm", "conversation", "jobs", "toolbox", "runtime", "app"}),
 }
 ROOT_MODULES = {"app", ""}   # bot.app (the composition root) and bot itself
 # What the outer rings may import of the core. Tools: the contract, plus two shared helpers
 # they reach directly: the worker pool (bot.toolbox.offload) and image sniffing and file-name
 # display (bot.media).
 # Channels: the contract (the inbox and held messages are ports of it) and their own
-# configuration, plus what they still reach directly: the approval records' labels and ids and
-# the batch heading (approvals), image sniffing (media); each is a candidate for the contract.
+# configuration, the reader's words (language: catalogs and formats, below everything but
+# core), plus what they still reach directly: the approval records' labels and ids and the
+# batch heading (approvals), image sniffing (media); each is a candidate for the contract.
 OUTER_ALLOWED = {"tools": frozenset({"core", "toolbox", "media"}),
-                 "channels": frozenset({"core", "config", "approvals", "media"})}
+                 "channels": frozenset({"core", "config", "language", "approvals", "media"})}
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,15 @@ import asyncio
 import io
 import os
 
+import pytest
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.plain_text import PlainTextOutput
 
 from bot.core.events import MAX_MESSAGE_CHARS, ApprovalNeeded, ApprovalResolved, ApprovalView, Done
+from bot.language.names import supported
 from channels.cli import TerminalChannel
 from channels.cli.prompt import PromptLines
+from tests.support.languages import EN, LANGUAGES
 from tests.support.waiting import eventually
 
 VIEW = ApprovalView("A" * 16, "fs_write", "medium", "Create a.txt", "cli:local", "local", "cli",
@@ -47,6 +50,9 @@ class Agent:
 
     def resume_approval(self, resolution, sink):
         return False
+
+    def translator(self, reader, hint=""):
+        return LANGUAGES.get(supported(hint), EN)
 
 
 async def test_a_line_over_the_limit_is_refused_with_the_limit_named_and_the_next_goes_through():
@@ -101,3 +107,20 @@ async def test_an_expired_request_waiting_on_a_pipe_is_withdrawn_and_the_line_is
         await asyncio.wait_for(running, 30)   # the end of the pipe ends the chat
     assert "(the request to run fs_write expired — nobody answered in time)" in out.getvalue()
     assert agent.sent == ["write", "n"] and agent.answers == []
+
+
+@pytest.mark.parametrize(("lang", "welcome", "question"), [
+    ("it_IT.UTF-8", "scrivi un messaggio", "Approvare? [y] sì / [N] no"),
+    ("es_ES.UTF-8", "escribe un mensaje", "¿Aprobar? [y] sí / [N] no"),
+    ("C.UTF-8", "type a message", "Approve? [y]es / [N]o"),
+])
+async def test_the_terminal_speaks_the_language_lang_names(monkeypatch, lang, welcome, question):
+    for name in ("LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", lang)
+    agent, out = Agent(), io.StringIO()
+    channel = TerminalChannel(agent, stdin=io.StringIO("write\nn\n"), stdout=out)
+    await asyncio.wait_for(channel.run(), 30)
+    shown = out.getvalue()
+    assert welcome in shown and question in shown
+    assert agent.answers == ["deny"]      # the answer letters are the same in every language

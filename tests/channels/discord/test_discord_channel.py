@@ -28,6 +28,7 @@ from channels import discord as discord_bot
 from channels.discord.sink import DM_REFUSED
 from tests.conftest import make_config
 from tests.fakes.discord_server import EPHEMERAL, FakeDiscord, FakeGuild
+from tests.support.languages import EN
 
 GUILD = FakeGuild(id=7_100_000_000_000_001, channel_ids=(7_100_000_000_000_011,),
                   roles={"Admins": 7_100_000_000_000_021, "Readers": 7_100_000_000_000_022})
@@ -61,8 +62,11 @@ class ScriptedAgent:
     async def pending_approvals(self, channel):
         return []
 
-    def command_descriptions(self):
+    def command_descriptions(self, language=""):
         return [("whoami", "Who you are to me"), ("help", "Not a slash command here")]
+
+    def translator(self, reader, hint=""):
+        return EN
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from channels.discord.channel import DiscordChannel
 from channels.discord.live import CURSOR, StreamSettings
 from tests.conftest import make_config
 from tests.fakes.discord_server import FakeDiscord
+from tests.support.languages import EN
 
 USER = 4_300_000_000_000_001
 USER_DM = 6_100_000_000_000_001
@@ -60,8 +61,11 @@ class StreamingAgent:
     async def pending_approvals(self, channel):
         return []
 
-    def command_descriptions(self):
+    def command_descriptions(self, language=""):
         return []
+
+    def translator(self, reader, hint=""):
+        return EN
 
 
 @pytest.fixture

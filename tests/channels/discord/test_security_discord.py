@@ -9,6 +9,7 @@ import pytest
 
 from bot.core.events import ApprovalView
 from channels.discord.approvals import outcome_text, request_text
+from tests.support.languages import EN
 
 # A command whose dangerous middle a Markdown renderer hides behind a spoiler: the backticks
 # close the summary's code span, `||…||` is then a spoiler around "rm -rf ~".
@@ -33,7 +34,8 @@ def rendered_outside_code(text: str) -> str:
     "Remember: @everyone # HEADLINE\n-# small print",
     "Run ```` ``` ```` oops",
 ])
-@pytest.mark.parametrize("render", [request_text, lambda v: outcome_text(v, "✅ Approved", "discord:7")])
+@pytest.mark.parametrize("render", [lambda v: request_text(v, EN),
+                                    lambda v: outcome_text(v, "✅ Approved", "discord:7", EN)])
 def test_the_summary_is_shown_literally(summary, render):
     text = render(view(summary))
     outside = rendered_outside_code(text)

@@ -16,6 +16,7 @@ from tests.conftest import FAKE_ENV, make_config
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.fakes.telegram_server import channel_overrides
 from tests.jobs.test_jobs import Clock
+from tests.support.languages import EN
 from tests.support.telegram_support import FAST
 
 ADA, BOB, EVE = 4242, 4343, 6666
@@ -260,17 +261,17 @@ def test_every_page_of_a_large_batch_fits_telegram_before_and_after_its_calls_ar
                           chat="4242", channel="telegram", args={}, expires_at=0.0,
                           always="`x`" * 70 + " in this chat", batch="B" * 16, position=n)
              for n in range(11)]
-    laid_out = pages(views)
+    laid_out = pages(views, EN)
     assert [len(p.calls) for p in laid_out] == [8, 3]
     for page in laid_out:
         pending = [CallOutcome(v, "") for v in page.calls]
         answered = [CallOutcome(v, "approve", "console:operator", 1.0) for v in page.calls]
         for calls in (pending, answered):
-            assert utf16_len(page_part(page, calls, len(views)).html) <= 4096
-        whole = "".join(part.plain.split(":\n", 1)[1] for part in continuation_parts(page))
+            assert utf16_len(page_part(page, calls, len(views), EN).html) <= 4096
+        whole = "".join(part.plain.split(":\n", 1)[1] for part in continuation_parts(page, EN))
         assert all(v.summary in whole for v in page.calls)        # every preview, whole
-        assert all(utf16_len(part.html) <= 4096 for part in continuation_parts(page))
-        keyboard = page_keyboard(page, pending, True).inline_keyboard
+        assert all(utf16_len(part.html) <= 4096 for part in continuation_parts(page, EN))
+        keyboard = page_keyboard(page, pending, True, EN).inline_keyboard
         assert all(len(b.callback_data.encode()) <= 64 for row in keyboard for b in row)
         assert max(len(row) for row in keyboard) <= 3
 
@@ -285,11 +286,11 @@ def test_a_page_whose_always_scopes_cannot_all_be_explained_still_fits_and_keeps
                           sender="telegram:4242", chat="4242", channel="telegram", args={},
                           expires_at=0.0, always=scope, batch="B" * 16, position=n)
              for n in range(8)]
-    (page,) = pages(views)
+    (page,) = pages(views, EN)
     assert not page.explain_always and page.outside == {v.id for v in views}
     pending = [CallOutcome(v, "") for v in views]
-    text = page_part(page, pending, len(views)).html
+    text = page_part(page, pending, len(views), EN).html
     assert utf16_len(text) <= 4096 and "would allow" not in text
-    assert all(f"Run {n}" in part.plain for n, part in enumerate(continuation_parts(page)))
-    labels = [b.text for row in page_keyboard(page, pending, True).inline_keyboard for b in row]
+    assert all(f"Run {n}" in part.plain for n, part in enumerate(continuation_parts(page, EN)))
+    labels = [b.text for row in page_keyboard(page, pending, True, EN).inline_keyboard for b in row]
     assert sum(label.startswith("Always") for label in labels) == len(views)

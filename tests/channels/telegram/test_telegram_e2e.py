@@ -55,9 +55,14 @@ async def test_a_private_message_is_answered_with_model_markdown_as_telegram_htm
 
 async def test_start_up_registers_the_commands_and_uses_long_polling(bot, tg):
     await bot()
-    (commands,) = tg.of("setMyCommands")
+    (commands,) = tg.of("setMyCommands", lambda p: "language_code" not in p)
     names = {c["command"] for c in commands.params["commands"]}
-    assert {"start", "help", "whoami", "tools", "new", "stop", "undo"} <= names
+    assert {"start", "help", "whoami", "tools", "new", "stop", "undo", "language"} <= names
+    menus = {p.params["language_code"]: p.params["commands"]
+             for p in tg.of("setMyCommands", lambda p: "language_code" in p)}
+    assert set(menus) == {"it", "es"}
+    assert [c["command"] for c in menus["it"]] == [c["command"] for c in commands.params["commands"]]
+    assert "conversazione" in " ".join(c["description"] for c in menus["it"])
     assert tg.of("deleteWebhook")
     await tg.wait_for("getUpdates", lambda p: p.get("timeout", 0) > 0)
 

@@ -15,6 +15,7 @@ from channels.telegram.sink import SinkSettings
 from tests.conftest import make_config
 from tests.fakes.anthropic_server import last_user_text
 from tests.fakes.telegram_server import FakeTelegram, channel_overrides
+from tests.support.languages import EN
 
 ADA = 4242
 SECRET = "s3cret_webhook-token"
@@ -50,8 +51,11 @@ class NoAgent:
     async def pending_approvals(self, channel):
         return []
 
-    def command_descriptions(self):
+    def command_descriptions(self, language=""):
         return [("start", "Start")]
+
+    def translator(self, reader, hint=""):
+        return EN
 
 
 async def start_failure(config) -> str:

@@ -1,0 +1,91 @@
+"""Words for a person, made before anyone knows who will read them.
+
+A `Phrase` is a `str` (its English text: what logs, audit rows and older callers see) that also
+keeps its catalog message id and values, so a channel renders it in each reader's language
+(`Translator.say`). A value may itself be a Phrase, a `Moment` (shown in the reader's format and
+the given zone), a `Number`, `Lines` of Phrases or an `Amount` of money (the reader's number
+format, the budget's currency).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Moment:
+    """A time of day, shown in `zone` ("" = the reader's own time zone); with the date too when
+    it is not the day of `now` (when given)."""
+
+    timestamp: float
+    zone: str = ""
+    now: float | None = None
+
+    def __str__(self) -> str:
+        from datetime import datetime
+        from zoneinfo import ZoneInfo
+
+        zone = ZoneInfo(self.zone or "UTC")
+        moment = datetime.fromtimestamp(self.timestamp, zone)
+        other_day = self.now is not None and \
+            moment.date() != datetime.fromtimestamp(self.now, zone).date()
+        return moment.strftime("%Y-%m-%d %H:%M %Z" if other_day else "%H:%M %Z")
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+
+    def __str__(self) -> str:
+        return f"{self.value:,}"
+
+
+@dataclass(frozen=True)
+class Amount:
+    value: float
+    currency: str = "USD"
+
+    def __str__(self) -> str:
+        return f"{self.value:,.2f} {self.currency}"
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Several Phrases shown one per line (each rendered in the reader's language)."""
+
+    lines: tuple[str, ...]
+
+    def __init__(self, lines: Any):
+        object.__setattr__(self, "lines", tuple(lines))
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+
+class Phrase(str):
+    msgid: str
+    plural: str
+    count: int | None
+    values: dict[str, Any]
+
+    def __new__(cls, msgid: str, /, *, plural: str = "", count: int | None = None,
+                **values: Any) -> Phrase:
+        chosen = plural if plural and count != 1 else msgid
+        english = chosen.format(n=count, **values) if count is not None else (
+            chosen.format(**values) if values else chosen)
+        self = super().__new__(cls, english)
+        self.msgid, self.plural, self.count, self.values = msgid, plural, count, values
+        return self
+
+    def __reduce__(self) -> Any:   # pickles and copies keep the message, not just its English
+        return (_rebuild, (self.msgid, self.plural, self.count, self.values))
+
+
+def _rebuild(msgid: str, plural: str, count: int | None, values: dict[str, Any]) -> Phrase:
+    return Phrase(msgid, plural=plural, count=count, **values)
+
+
+def plural_phrase(singular: str, plural: str, count: int, /, **values: Any) -> Phrase:
+    """A counted Phrase (`{n}` is the count): each language picks its own plural form."""
+    return Phrase(singular, plural=plural, count=count, **values)

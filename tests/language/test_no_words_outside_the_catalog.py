@@ -1,0 +1,65 @@
+"""Nothing the bot says is built from English outside the catalog: every Notice, ErrorEvent and
+Button made in the bot or a channel carries a catalog message (`tr._`, `tr.ngettext`, a
+`Phrase`) or content (a variable: a tool's preview, a name), never a sentence written in the
+code. An AST scan, so a new English notice fails here before anyone reads it in Italian."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SAID = {"Notice": ("text",), "ErrorEvent": ("message",), "Button": ("label",)}
+WORD = re.compile(r"[A-Za-z]{2,}")
+# Channels whose words are not yet in the catalog (they still speak English to everyone).
+NOT_YET = ("channels/slack/", "channels/whatsapp/")
+
+
+def literal_words(node: ast.AST) -> list[str]:
+    """English words written into an expression itself (string constants, f-string text,
+    concatenations) — not those a call or a variable brings."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return WORD.findall(node.value)
+    if isinstance(node, ast.JoinedStr):
+        return [w for part in node.values if isinstance(part, ast.Constant)
+                for w in WORD.findall(part.value)]
+    if isinstance(node, ast.BinOp):
+        return literal_words(node.left) + literal_words(node.right)
+    if isinstance(node, ast.IfExp):
+        return literal_words(node.body) + literal_words(node.orelse)
+    return []
+
+
+def said_outside_the_catalog(path: Path, root: Path = ROOT) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+        if name not in SAID:
+            continue
+        said = [*node.args[:1], *(k.value for k in node.keywords if k.arg in SAID[name])]
+        for value in said:
+            words = literal_words(value)
+            if words:
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {' '.join(words)}")
+    return found
+
+
+def sources() -> list[Path]:
+    return [path for folder in ("bot", "channels") for path in sorted((ROOT / folder).rglob("*.py"))
+            if not str(path.relative_to(ROOT)).startswith(NOT_YET)]
+
+
+def test_no_notice_error_or_button_is_written_in_english_in_the_code():
+    found = [line for path in sources() for line in said_outside_the_catalog(path)]
+    assert found == []
+
+
+def test_the_scan_finds_an_english_sentence_sent_to_a_person(tmp_path):
+    planted = tmp_path / "notices.py"
+    planted.write_text('Notice(f"Your job {name} ran.")\nNotice(tr._("Fine"))\n'
+                       'Button(label="Cancel it", command="/x")\nNotice(f"⏰ {name}")\n')
+    assert said_outside_the_catalog(planted, tmp_path) == [
+        "notices.py:1: Your job ran", "notices.py:3: Cancel it"]
