@@ -307,14 +307,19 @@ class App:
         log.info("myclaw ready (channels: terminal)")
         grace = self.config["agent"]["shutdown_grace_seconds"]
         terminal = channel_module("cli").create(self.config, self.agent)
+        self.channels["cli"] = terminal   # health lists it with the platform channels
         self.connected("cli", terminal)
         if isinstance(terminal, ApprovalSurface):   # answered in the console: the question goes
             self.agent.add_approval_surface("cli", terminal)
         await self.recover()
         await self.start_scheduler()
         await self.expiry.sweep()
-        await terminal.run()
-        await self.agent.shutdown(grace)
+        try:
+            await terminal.run()
+            await self.agent.shutdown(grace)
+        finally:
+            self.channels.pop("cli", None)
+            self.services.delivery.unregister("cli")
 
     async def serve(self, names: list[str]) -> None:
         """Start everything, wait for SIGTERM/SIGINT, then shut down gracefully: turns in

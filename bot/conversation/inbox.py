@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from bot.core.events import valid_text
 from bot.core.ports import Adopt, Entry, InboxRow
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,8 @@ class Inbox:
                     "INSERT INTO inbox(channel, update_key, conversation, payload, state, "
                     "received_at) VALUES (?, ?, ?, ?, 'pending', ?) "
                     "ON CONFLICT (channel, update_key) DO NOTHING RETURNING id",
-                    (channel, entry.update_key, conversation, entry.payload, now))
+                    (channel, valid_text(entry.update_key), conversation,
+                     valid_text(entry.payload), now))
                 if row is not None:
                     row_id = int(row["id"])
                     claimed = claim and await self._claim(tx, row_id, conversation, now)

@@ -25,6 +25,7 @@ from bot.approvals.undo import UndoLog
 from bot.conversation import turns
 from bot.conversation.history_cache import HistoryCache
 from bot.conversation.members import author
+from bot.core.events import valid_text
 from bot.money.spend import SpendLedger
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
@@ -40,7 +41,7 @@ APPEND_SQL = ("INSERT INTO messages(session_id, role, content, created_at, sende
 
 def encode_contents(messages: Messages) -> list[str]:
     """Each message's content as stored (JSON text); its length is the cache's size unit."""
-    return [json.dumps(m["content"], ensure_ascii=False) for m in messages]
+    return [valid_text(json.dumps(m["content"], ensure_ascii=False)) for m in messages]
 
 
 def active_key(owner: str, chat: str) -> str:

@@ -19,6 +19,68 @@ if TYPE_CHECKING:
 ChannelName = Literal["cli", "telegram", "discord", "slack", "whatsapp"]
 
 
+# --- valid text: what every boundary where text enters turns anything into -------------------
+
+REPLACEMENT = "\ufffd"
+REPAIRED_NOTICE = ("Some characters of your message could not be read (invalid bytes) and "
+                   "were replaced with \ufffd.")
+
+
+def repair_text(value: str | bytes) -> tuple[str, bool]:
+    """`value` as valid text and whether anything had to be replaced: invalid UTF-8 bytes, lone
+    surrogates (what Python makes of undecodable input) and NUL become U+FFFD, so that nothing
+    that reaches the store, a log or a platform can fail to encode (PostgreSQL refuses NUL in
+    text). Surrogate pairs are joined; valid text is returned as it is, at the cost of one check.
+    """
+    if isinstance(value, bytes | bytearray):
+        text = bytes(value).decode("utf-8", "replace")
+        return _without_nul(text, text.count(REPLACEMENT) != bytes(value).count(
+            REPLACEMENT.encode()))
+    if value.isascii() and "\x00" not in value:
+        return value, False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        joined = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return _without_nul(joined, True)
+    return _without_nul(value, False)
+
+
+def _without_nul(text: str, changed: bool) -> tuple[str, bool]:
+    if "\x00" in text:
+        return text.replace("\x00", REPLACEMENT), True
+    return text, changed
+
+
+def valid_text(value: str | bytes) -> str:
+    """`value` as valid text (see `repair_text`)."""
+    return repair_text(value)[0]
+
+
+def valid_data(value: Any) -> Any:
+    """A JSON-like value (a tool's result, an MCP server's answer) with every string in it,
+    keys included, made valid text; anything else is left as it is."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_data(k): valid_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [valid_data(v) for v in value]
+    return value
+
+
+def _repair_fields(item: Any, *names: str) -> bool:
+    """Make the named str fields of a frozen dataclass valid text while it is constructed;
+    True when any had to be repaired."""
+    repaired = False
+    for name in names:
+        text, changed = repair_text(getattr(item, name))
+        if changed:
+            object.__setattr__(item, name, text)
+            repaired = True
+    return repaired
+
+
 # --- provenance: where a block the model sees came from --------------------------------------
 
 
@@ -62,12 +124,18 @@ class ImagePart:
     width: int = 0      # as the platform reported them (0 = unknown)
     height: int = 0
 
+    def __post_init__(self) -> None:
+        _repair_fields(self, "name", "media_type")
+
 
 @dataclass(frozen=True)
 class DocumentPart:
     data: bytes = field(repr=False)
     name: str = ""
     media_type: str = ""
+
+    def __post_init__(self) -> None:
+        _repair_fields(self, "name", "media_type")
 
 
 @dataclass(frozen=True)
@@ -80,6 +148,9 @@ class AudioPart:
     media_type: str = "audio/ogg"
     spoken_by_sender: bool = True
 
+    def __post_init__(self) -> None:
+        _repair_fields(self, "name", "media_type")
+
 
 @dataclass(frozen=True)
 class UnavailablePart:
@@ -87,6 +158,9 @@ class UnavailablePart:
 
     name: str
     reason: str
+
+    def __post_init__(self) -> None:
+        _repair_fields(self, "name", "reason")
 
 
 Part = ImagePart | DocumentPart | AudioPart | UnavailablePart
@@ -134,6 +208,14 @@ class IncomingMessage:
     # The language the person's app or platform says they use ("it", "es-419", "en_US.UTF-8"):
     # a hint, used when they chose none with /language (bot/access/languages.py).
     language_hint: str = ""
+    # Set at construction: the text held bytes that are not text, replaced with U+FFFD (the
+    # agent tells the sender so). Every channel's text and captions pass here.
+    repaired: bool = field(default=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if _repair_fields(self, "text", "display_name", "forwarded_from", "quoted", "quoted_from",
+                          "sender", "chat"):
+            object.__setattr__(self, "repaired", True)
 
     @property
     def has_attachments(self) -> bool:

@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from typing import IO, Any
 from urllib.parse import quote
 
+from bot.core.events import valid_text
+
 REDACTED = "[redacted]"
 
 # Credential shapes caught even when nobody told us the value.
@@ -131,7 +133,7 @@ class TextFormatter(logging.Formatter):
             pairs = " ".join(f"{k}={_compact(getattr(record, k))}" for k in fields)
             head, sep, tail = line.partition("\n")
             line = f"{head} {pairs}{sep}{tail}"
-        return self.redactor.text(line)
+        return valid_text(self.redactor.text(line))   # no log line can fail to encode
 
 
 class JsonFormatter(logging.Formatter):
@@ -156,7 +158,7 @@ class JsonFormatter(logging.Formatter):
             entry["exc"] = record.exc_text
         if record.stack_info:
             entry["stack"] = record.stack_info
-        return self.redactor.text(json.dumps(entry, ensure_ascii=False, default=str))
+        return valid_text(self.redactor.text(json.dumps(entry, ensure_ascii=False, default=str)))
 
 
 class MyclawHandler(logging.StreamHandler):

@@ -139,8 +139,10 @@ class Jobs:
     def __init__(self, store: Store, limits: JobLimits | None = None,
                  clock: Callable[[], float] = time.time, replica: str = "local"):
         self.store = store
-        # This run of the replica: runs its earlier runs left "running" were cut off.
+        # This run of the replica: runs its earlier runs left "running" (before this one began)
+        # were cut off.
         self.owner = f"{replica}/{secrets.token_hex(6)}"
+        self.began = clock()
         self.limits = limits or JobLimits()
         self.clock = clock
         self.changed = asyncio.Event()  # set when a job is created or changed: the scheduler looks again
@@ -331,9 +333,9 @@ class Jobs:
         rows = await self.store.fetchall(
             "SELECT r.id, r.job_id, r.scheduled_for, r.attempts, j.message, j.prompt"
             " FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.status = 'running' AND"
-            " ((substr(r.claimed_by, 1, ?) = ? AND r.claimed_by <> ?) OR r.started_at < ?"
-            f" OR (r.started_at < ? AND j.prompt = '')){where}",
-            (len(mine), mine, self.owner, now - self.limits.run_lease_seconds,
+            " ((substr(r.claimed_by, 1, ?) = ? AND r.claimed_by <> ? AND r.started_at <= ?)"
+            f" OR r.started_at < ? OR (r.started_at < ? AND j.prompt = '')){where}",
+            (len(mine), mine, self.owner, self.began, now - self.limits.run_lease_seconds,
              now - REMINDER_LEASE_SECONDS, *params))
         found = []
         for row in rows:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import io
 
+from bot.core.events import valid_text
+
 FAILED = "(the text of this PDF could not be extracted)"
 
 
@@ -25,6 +27,6 @@ def pdf_text(data_b64: str, max_chars: int) -> str:
             size += len(text)
             if size >= max_chars:
                 break
-        return "\n".join(pages)[:max_chars]
+        return valid_text("\n".join(pages)[:max_chars])
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError):
         return FAILED

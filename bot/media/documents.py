@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from bot.core.events import valid_text
 from bot.media.limits import MediaLimits, MediaRefused, megabytes
 
 log = logging.getLogger(__name__)
@@ -68,10 +69,9 @@ def prepare_document_file(path: str, name: str, limits: MediaLimits) -> Prepared
 def _text(data: bytes, shown: str) -> str:
     if b"\x00" in data:
         raise MediaRefused(f"{shown} looks binary (it contains NUL bytes), not like a text file.")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise MediaRefused(f"{shown} is not UTF-8 text; save it as UTF-8 and send it again.") from exc
+    # Bytes that are not UTF-8 (a Latin-1 "é") are read as U+FFFD, not refused: the rest of
+    # the file is still worth reading.
+    return valid_text(data.removeprefix(b"\xef\xbb\xbf"))
 
 
 def _pdf_pages(data: bytes, shown: str, limits: MediaLimits) -> int:

@@ -28,6 +28,13 @@ log = logging.getLogger(__name__)
 STORE_PING_TIMEOUT_SECONDS = 2.0
 
 
+def channel_states(channels: dict[str, Any]) -> dict[str, bool]:
+    """Every channel running in this process, the terminal included, and whether it is
+    connected now: what /healthz and the console's Health page both show."""
+    return {name: bool(getattr(channel, "connected", False))
+            for name, channel in sorted(channels.items())}
+
+
 class HealthError(MyclawError):
     """The health endpoint could not listen (address in use, bad address)."""
 
@@ -51,8 +58,7 @@ class HealthServer:
             store_ok = await asyncio.wait_for(self.store.ping(), STORE_PING_TIMEOUT_SECONDS)
         except TimeoutError:
             store_ok = False
-        channels = {name: bool(getattr(ch, "connected", False))
-                    for name, ch in sorted(self.channels.items())}
+        channels = channel_states(self.channels)
         healthy = store_ok and all(channels.values())
         body = {"status": "ok" if healthy else "degraded", "store": store_ok,
                 "store_backend": self.store.dialect, "channels": channels}

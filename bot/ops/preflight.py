@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from bot.config.settings import Config
 from bot.core.errors import ChannelError, ConfigError, MyclawError
+from bot.core.events import valid_text
 from bot.store.sqlite import OPEN_FIX
 
 Status = Literal["ok", "warn", "FAIL"]
@@ -48,7 +49,8 @@ class Check:
     detail: str
 
     def line(self) -> str:
-        return f"{self.status:<4} {self.name}: {self.detail}"
+        # Paths and values come from the environment and the config: shown back as valid text.
+        return valid_text(f"{self.status:<4} {self.name}: {self.detail}")
 
 
 def checks(config: Config, import_module: Callable[[str], Any] = importlib.import_module,

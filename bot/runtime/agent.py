@@ -30,6 +30,7 @@ from bot.conversation.journal import ACTIVE, Journal
 from bot.conversation.sessions import SessionQueue
 from bot.core.events import (
     MAX_MESSAGE_CHARS,
+    REPAIRED_NOTICE,
     ApprovalView,
     Done,
     IncomingMessage,
@@ -120,6 +121,8 @@ class Agent(SessionControl, ApprovalFlow):
         if not message.text.strip() and not message.parts:
             await sink.emit(Notice(Phrase("I can only read text messages.")))
             return
+        if message.repaired:   # the sender should know the agent did not see what they typed
+            await sink.emit(Notice(REPAIRED_NOTICE))
         sink = self.voice.wrapped(message, autonomy, sink)
         await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
 

@@ -19,7 +19,14 @@ from typing import Any
 from bot.approvals.grants import Grant, Scope, covering, scope_of
 from bot.conversation import history
 from bot.conversation.journal import ExecutedCall, Record
-from bot.core.events import Sink, ToolFinished, ToolProgress, ToolStarted
+from bot.core.events import (
+    Sink,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+    valid_data,
+    valid_text,
+)
 from bot.core.identity import Sender
 from bot.core.logs import Redactor
 from bot.core.policy import TAINT_REASON, Caller, Decision, decide
@@ -158,7 +165,8 @@ def error_block(tool_use_id: str, error: ToolError, tool: Tool | None = None,
         text = f"{error.kind}: {error.message}"
     if error.llm_hint:
         text += f"\nHint: {error.llm_hint}"
-    return {"type": "tool_result", "tool_use_id": tool_use_id, "is_error": True, "content": text}
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "is_error": True,
+            "content": valid_text(text)}
 
 
 AUDIT_CALL_CHARS = 300   # what ran, as shown in `myclaw audit` (the receipt has the exact args)
@@ -330,7 +338,9 @@ class Dispatcher:
                         call_id, approval_id)
             await turn.sink.emit(ToolFinished(call_id, name, False, error.message))
             return error_block(call_id, error, tool, args)
-        result = await self._secrets.scrub((self._root, ctx.workspace), result)
+        # Any bytes a tool (or an MCP server) hands back become valid text before they are
+        # hashed for the receipt, stored, or shown to the model.
+        result = valid_data(await self._secrets.scrub((self._root, ctx.workspace), result))
         self._record_success(turn, tool, args, result, approver, started,
                              self._ran_detail(name, args, approver, grant, summary),
                              call_id, approval_id)

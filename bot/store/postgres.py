@@ -36,7 +36,7 @@ from bot.core.errors import StoreError
 from bot.store.migrations import refuse_newer
 from bot.store.pg_dialect import numbered, pg_migrations
 from bot.store.pg_invalidation import Callback, PgInvalidations, Subscribers, payloads
-from bot.store.protocol import TxHooks
+from bot.store.protocol import TxHooks, valid_params
 from bot.store.urls import redact_url
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def _numeric(text: str) -> int | float:
 def _params(params: Params | dict[str, Any]) -> Sequence[Any]:
     if isinstance(params, dict):
         raise StoreError("named SQL parameters are not portable; use ? placeholders")
-    return params
+    return valid_params(params)
 
 
 class PgTx(TxHooks):

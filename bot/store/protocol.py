@@ -22,9 +22,20 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
+from bot.core.events import valid_text
+
 log = logging.getLogger(__name__)
 
 Params = Sequence[Any] | dict[str, Any]
+
+
+def valid_params(params: Sequence[Any]) -> Sequence[Any]:
+    """The parameters with every string made valid text (bot.core.events.valid_text): nothing
+    written can fail to encode, and both backends store the same characters (PostgreSQL
+    refuses NUL in text). Valid strings, the rule, cost one scan each."""
+    if all(type(p) is not str or (p.isascii() and "\x00" not in p) for p in params):
+        return params
+    return [valid_text(p) if isinstance(p, str) else p for p in params]
 
 
 @runtime_checkable

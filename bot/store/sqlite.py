@@ -41,7 +41,7 @@ import aiosqlite
 
 from bot.core.errors import StoreError
 from bot.store.migrations import MIGRATIONS, refuse_newer
-from bot.store.protocol import TxHooks
+from bot.store.protocol import TxHooks, valid_params
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +75,15 @@ class Tx(TxHooks):
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; the number of rows it changed."""
+        params = valid_params(params)
         return await self._run(lambda conn: conn.execute(sql, params).rowcount)
 
     async def executemany(self, sql: str, seq: Iterable[Params]) -> None:
-        await self._run(lambda conn: conn.executemany(sql, seq))
+        rows = [valid_params(params) for params in seq]
+        await self._run(lambda conn: conn.executemany(sql, rows))
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        params = valid_params(params)
         return await self._run(lambda conn: conn.execute(sql, params).fetchall())
 
     async def lock(self, *keys: str) -> None:
@@ -218,11 +221,11 @@ class Store:
     # Each aiosqlite call is one hop to the connection's thread; execute_fetchall does the
     # statement and the fetch in a single hop, which matters on the per-turn path.
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        rows = await self.db.execute_fetchall(sql, params)
+        rows = await self.db.execute_fetchall(sql, valid_params(params))
         return next(iter(rows), None)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        return list(await self.db.execute_fetchall(sql, params))
+        return list(await self.db.execute_fetchall(sql, valid_params(params)))
 
     async def ping(self) -> bool:
         try:

@@ -56,6 +56,12 @@ class TerminalChannel:
         self._asking: tuple[ApprovalView, ...] | None = None
         self._cancel_answer = asyncio.Event()   # Ctrl-C at the approval question
         self._withdrawn = asyncio.Event()       # the question was answered elsewhere
+        self._running = False                   # between the welcome and the goodbye
+
+    @property
+    def connected(self) -> bool:
+        """Up while the conversation runs (health: /healthz and the console's page)."""
+        return self._running
 
     def private_sink_for(self, sender: str) -> TerminalSink | None:
         """The terminal is the operator's: approvers' notes (pairing requests) print here."""
@@ -119,10 +125,12 @@ class TerminalChannel:
         if not self.lines.inline_prompt:
             self.sink.line(self.sink.say(texts.KEYS_HINT))
         self.lines.open()
+        self._running = True
         try:
             await self._loop()
             await self._deny_waiting()
         finally:
+            self._running = False
             for sig in handlers:
                 try:
                     loop.remove_signal_handler(sig)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from typing import Literal, Protocol, TextIO
 
 from channels.cli.sink import PlainWriter, Writer
@@ -52,9 +53,20 @@ class PipeLines:
 
     def _pump(self) -> None:
         assert self._loop is not None
-        for line in self._stream:
+        for line in self._lines():
             self._loop.call_soon_threadsafe(self.queue.put_nowait, line.rstrip("\n"))
         self._loop.call_soon_threadsafe(self.queue.put_nowait, None)
+
+    def _lines(self) -> Iterator[str]:
+        """The input's lines. Read as bytes when there are bytes beneath: whatever the locale's
+        encoding, a byte that is not UTF-8 becomes a lone surrogate (the message repairs it
+        and says so) instead of an error that would end the input."""
+        raw = getattr(self._stream, "buffer", None)
+        if raw is None:
+            yield from self._stream
+            return
+        for line in raw:
+            yield line.decode("utf-8", "surrogateescape")
 
     async def read(self, prompt: str, wake: tuple[asyncio.Event, ...],
                    kind: Kind = "message") -> str | Woken | None:

@@ -84,9 +84,9 @@ def test_an_unsupported_type_is_refused_naming_what_is_supported():
     assert ".py" in refused.value.message
 
 
-def test_text_that_is_not_utf8_is_refused_clearly():
-    with pytest.raises(MediaRefused, match="not UTF-8"):
-        prepare_document("caf\u00e9".encode("latin-1"), "notes.txt", LIMITS)
+def test_text_that_is_not_utf8_is_read_with_replacement_characters():
+    prepared = prepare_document("caf\u00e9 ok".encode("latin-1"), "notes.txt", LIMITS)
+    assert prepared.kind == "text" and prepared.data.decode() == "caf\ufffd ok"
 
 
 def test_an_inbox_name_never_leaves_the_inbox(tmp_path):

@@ -108,23 +108,40 @@ def test_a_malformed_bot_token_is_refused_by_run_and_failed_by_doctor_without_as
 
 
 async def test_a_store_of_a_newer_schema_is_one_line_and_doctor_fails_it(
-        tmp_path, store_backend, backend_name):
+        tmp_path, store_backend, backend_name, _pg_schema_if_needed):
     async with store_backend.open() as store:
-        if backend_name == "sqlite":
-            await store.fetchall("PRAGMA user_version = 999")
-        else:
-            async with store.transaction() as tx:
-                await tx.execute("INSERT INTO migrations(number, description, applied_at)"
-                                 " VALUES (999, 'from the future', 0)")
-    store_path = Path(store_backend.location.removeprefix("sqlite:")) if backend_name == "sqlite" else None
-    config = a_setup(tmp_path, store=str(store_path or tmp_path / "unused.db"))
-    done = await asyncio.to_thread(myclaw, tmp_path, config, "run", **store_backend.env)
-    refused_in_one_line(done, "schema version 999", "newer than this myclaw", "upgrade myclaw")
-    out = io.StringIO()
-    doctored = make_config(tmp_path, {"store": {"path": str(store_path or tmp_path / "x.db")}},
-                           env={**FAKE_ENV, **store_backend.env})
-    assert await run_doctor(doctored, out=out) == 1
-    assert any(t.startswith("FAIL store") and "999" in t for t in out.getvalue().splitlines())
+        await from_the_future(store, backend_name)
+    try:
+        store_path = (Path(store_backend.location.removeprefix("sqlite:"))
+                      if backend_name == "sqlite" else tmp_path / "unused.db")
+        config = a_setup(tmp_path, store=str(store_path))
+        done = await asyncio.to_thread(myclaw, tmp_path, config, "run", **store_backend.env)
+        refused_in_one_line(done, "schema version 999", "newer than this myclaw", "upgrade myclaw")
+        out = io.StringIO()
+        doctored = make_config(tmp_path, {"store": {"path": str(store_path)}},
+                               env={**FAKE_ENV, **store_backend.env})
+        assert await run_doctor(doctored, out=out) == 1
+        assert any(t.startswith("FAIL store") and "999" in t for t in out.getvalue().splitlines())
+    finally:   # the PostgreSQL schema is shared with the tests that follow
+        if _pg_schema_if_needed is not None:
+            import asyncpg
+
+            schema = _pg_schema_if_needed
+            conn = await asyncpg.connect(schema.url, server_settings={"search_path": schema.name})
+            try:
+                await conn.execute("DELETE FROM migrations WHERE number = 999")
+            finally:
+                await conn.close()
+
+
+async def from_the_future(store, backend_name: str) -> None:
+    """Mark the store as written by a myclaw that knows migration 999."""
+    if backend_name == "sqlite":
+        await store.fetchall("PRAGMA user_version = 999")
+        return
+    async with store.transaction() as tx:
+        await tx.execute("INSERT INTO migrations(number, description, applied_at)"
+                         " VALUES (999, 'from the future', 0)")
 
 
 async def test_doctor_fails_what_run_refuses_paths_and_ports(tmp_path, a_file, port_in_use):

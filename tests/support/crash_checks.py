@@ -8,7 +8,9 @@
 - anything in doubt is told: a call that ran without its success reaching the model, or one the
   model was told may have run, is reported in the chat, and the model is told so by the next
   turn there;
-- approvals finish: no request message keeps its buttons once everything has settled.
+- approvals finish: no request message keeps its buttons once everything has settled;
+- no reminder lost: every reminder in the store reached its chat (at least once: one cut off
+  mid-send by a kill is sent again).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Observed:
     effects: list[str]                               # effects.log, one token a line
     shown: list[Shown]                               # tool results as the model saw them
     requests: frozenset[tuple[int, int]] = frozenset()  # messages sent with approval buttons
+    reminders: frozenset[tuple[str, int]] = frozenset()  # (job name, chat) of the stored jobs
 
     def answers(self, token: str) -> list[int]:
         """The bot's messages answering `token` (the model's final words about it)."""
@@ -46,10 +49,16 @@ class Observed:
     def reported(self, token: str) -> bool:
         """Told in its chat, apart from the request message, that its call may or may not have
         run (the report names the call: its command carries the token)."""
-        chat, sent_id, _ = self.sent[token]
+        chat, sent_id, verb = self.sent[token]
+        named = re.compile(rf"\b{token}\b" if verb == "remind" else rf"echo {token} ")
         return any(c == chat and mid > sent_id and (c, mid) not in self.requests
-                   and DOUBT.search(m.get("text", "")) and f"echo {token} " in m.get("text", "")
+                   and DOUBT.search(m.get("text", "")) and named.search(m.get("text", ""))
                    for (c, mid), m in self.messages.items())
+
+    def reminded(self, name: str, chat: int) -> int:
+        """How many times the reminder `name` was posted in `chat`."""
+        return sum(1 for (c, _), m in self.messages.items() if c == chat
+                   and m.get("text", "").startswith("⏰") and f"reminder {name}" in m["text"])
 
     def later_in_chat(self, token: str) -> bool:
         """Did the user write again in the token's chat (so the model saw its history since)?"""
@@ -98,6 +107,10 @@ def check_invariants(seen: Observed) -> list[str]:
                 s.is_error and DOUBT.search(s.text) for s in shown):
             problems.append(f"{token}: the call is in doubt, but the model was not told so "
                             "(by the next turn in its chat)")
+    for name, chat in sorted(seen.reminders):
+        if not seen.reminded(name, chat):
+            problems.append(f"reminder {name} (chat {chat}) is in the store but never reached "
+                            "its chat: lost")
     for (chat, mid), message in sorted(seen.messages.items()):
         if _buttons(message):
             problems.append(f"chat {chat}: request {mid} still has its buttons: "

@@ -6,7 +6,9 @@ A user message names what it wants with a verb and a token (`t7`):
 - "do t7"   → a `shell_run` call appending "t7" to effects.log in the workspace (high risk: the
   full sender is asked), then, given its result, the answer "done t7: ran" (or "failed");
 - "hang t7" → the same call, which then blocks reading the FIFO `t7.fifo` (a call cut off by
-  the kill, mid-tool).
+  the kill, mid-tool);
+- "remind t7" → a `schedule` call creating the reminder "t7" (its message "reminder t7"), due
+  a few seconds later (`REMIND_AFTER_S`, by the wall clock), then the answer "ok t7: set".
 Only the last verb of the last user message counts: a message merged into a later one is never
 answered, so a test sees it as lost. Every tool result the model is shown (anywhere in the
 history) is recorded, to check that what the model was told matches what happened.
@@ -16,13 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from tests.fakes.anthropic_server import Reply, reply, text, tool_use
 
 EFFECTS = "effects.log"
-VERB = re.compile(r"\b(say|do|hang) (t\d+)\b")
+VERB = re.compile(r"\b(say|do|hang|remind) (t\d+)\b")
+REMIND_AFTER_S = (3.0, 9.0)
 COMMAND_TOKEN = re.compile(r"^echo (t\d+) >> ")
 
 
@@ -72,6 +77,9 @@ class ScriptedModel:
         results = [b for b in last if b.get("type") == "tool_result"]
         found = VERB.findall(" ".join(b.get("text", "") for b in last if b.get("type") == "text"))
         if not found and results:   # a new request in the same message goes first
+            reminder = _reminder_of(messages, results[-1])
+            if reminder:
+                return text(f"ok {reminder}: set")
             tokens = [self._token_of(messages, b) for b in results]
             await self._maybe_hold(f"{tokens[-1]}:result")
             outcome = "failed" if any(b.get("is_error") for b in results) else "ran"
@@ -82,6 +90,12 @@ class ScriptedModel:
         await self._maybe_hold(token)
         if verb == "say":
             return text(f"ok {token}")
+        if verb == "remind":
+            low, high = REMIND_AFTER_S   # the same for the same token: a re-asked turn agrees
+            due = time.time() + low + int(token[1:]) % int(high - low + 1)
+            return reply(text(f"setting {token}"), tool_use("schedule", {
+                "action": "create", "name": token, "message": f"reminder {token}",
+                "at": datetime.fromtimestamp(due, UTC).isoformat(timespec="seconds")}))
         return reply(text(f"working on {token}"),
                      tool_use("shell_run", {"command": command_for(verb, token)}))
 
@@ -118,6 +132,16 @@ class ScriptedModel:
                     match = COMMAND_TOKEN.match(str(block.get("input", {}).get("command", "")))
                     return match.group(1) if match else "?"
         return "?"
+
+
+def _reminder_of(messages: list[dict[str, Any]], result: dict[str, Any]) -> str:
+    """The token of the reminder the schedule call `result` answers created ("" for another)."""
+    for message in messages:
+        for block in _blocks(message):
+            if block.get("type") == "tool_use" and block.get("id") == result.get("tool_use_id") \
+                    and block.get("name") == "schedule":
+                return str(block.get("input", {}).get("name", ""))
+    return ""
 
 
 def asks_about(body: dict[str, Any]) -> str | None:

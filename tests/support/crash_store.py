@@ -14,7 +14,9 @@ from typing import Any
 DUMPS = ("SELECT chat, status, substr(args, 1, 60), message_ref FROM approvals ORDER BY created_at",
          "SELECT chat, state, inbox_id FROM turns ORDER BY created_at",
          "SELECT id, outcome, tool, call_id FROM audit WHERE outcome <> 'allow' ORDER BY id",
-         "SELECT id, conversation, state, claimed_by FROM inbox WHERE state <> 'done' ORDER BY id")
+         "SELECT id, conversation, state, claimed_by FROM inbox WHERE state <> 'done' ORDER BY id",
+         "SELECT name, chat, status, next_run, retry_at FROM jobs ORDER BY created_at",
+         "SELECT job_id, status, attempts, claimed_by, detail FROM job_runs ORDER BY id")
 STUCK_APPROVALS = "SELECT id, tool, status FROM approvals WHERE status = 'approved'"
 
 

@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,8 @@ class BotProcess:
         self.starts = 0
         self.kills = 0
 
-    async def start(self, tg: FakeTelegram) -> None:
+    async def start(self, tg: FakeTelegram, *, wait: bool = True) -> None:
+        """Spawn `myclaw run`; with `wait`, return once it polls (it is ready)."""
         assert self.proc is None, "the bot is already running"
         polls = len(tg.of("getUpdates"))
         self.starts += 1
@@ -71,6 +72,8 @@ class BotProcess:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         finally:
             log.close()   # the child has its own copy
+        if not wait:
+            return
         try:
             await tg.wait_for("getUpdates", count=polls + 1, timeout=START_TIMEOUT_S)
         except AssertionError as exc:
@@ -148,8 +151,8 @@ class Kit:
 
     # --- driving ----------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        await self.bot.start(self.tg)
+    async def start(self, *, wait: bool = True) -> None:
+        await self.bot.start(self.tg, wait=wait)
 
     async def kill(self) -> None:
         await self.bot.kill()
@@ -189,6 +192,22 @@ class Kit:
         return Observed(sent=dict(self.sent), messages=dict(self.tg.messages),
                         effects=self.effects(), shown=list(self.model.shown), requests=requests)
 
+    async def stored_reminders(self) -> frozenset[tuple[str, int]]:
+        """(name, chat) of every reminder job in the store, whatever its status."""
+        rows = await self.store.rows("SELECT name, chat FROM jobs WHERE message <> ''")
+        return frozenset((str(name), int(chat)) for name, chat in rows)
+
+    async def all_reminded(self, timeout: float = 60) -> None:
+        """Wait until every stored reminder reached its chat (the bot must be running)."""
+        async def delivered() -> bool:
+            seen = self.observed()
+            return all(seen.reminded(name, chat) for name, chat in await self.stored_reminders())
+        try:
+            await eventually(delivered, "every stored reminder to reach its chat", timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.transcript()}\n{await self.store.dump()}\n"
+                                 f"{self.bot.logs()}") from exc
+
     def effects(self) -> list[str]:
         path = self.workspace / EFFECTS
         return path.read_text().split() if path.exists() else []
@@ -223,7 +242,8 @@ class Kit:
             subprocess.run, [sys.executable, "-m", "bot", "receipts", "verify"], env=self.env,
             cwd=ROOT, capture_output=True, text=True, timeout=120)
         stuck = await self.store.stuck_approvals()
-        problems = check_invariants(self.observed())
+        problems = check_invariants(replace(self.observed(),
+                                            reminders=await self.stored_reminders()))
         if verified.returncode != 0:
             problems.append(f"receipts verify failed: {verified.stdout}{verified.stderr}")
         if stuck:

@@ -63,30 +63,39 @@ async def start_replicas(tmp: Path, *, count: int, tg: Any, anthropic_url: str, 
     runs under cProfile, its statistics written to <tmp>/<name>.prof when it stops."""
     replicas = []
     for index in range(count):
-        name = f"replica-{index + 1}"
-        port = free_port()
-        config = tmp / f"{name}.toml"
-        config.write_text(config_text(tmp, telegram_base=tg.base_url,
-                                      telegram_file_base=tg.base_file_url, port=port,
-                                      senders=senders, extra=extra))
-        config.chmod(0o600)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp),
-               "PYTHONPATH": str(ROOT), "ANTHROPIC_API_KEY": "sk-test-replicas",
-               "ANTHROPIC_BASE_URL": anthropic_url, "TELEGRAM_BOT_TOKEN": tg.token,
-               "TELEGRAM_WEBHOOK_SECRET": WEBHOOK_SECRET, "MYCLAW_RECEIPT_KEY": RECEIPT_KEY,
-               # application_name: how the bench tells its replicas' connections apart
-               "MYCLAW_DATABASE_URL": f"{store_url}&application_name=myclaw-{name}",
-               "MYCLAW_REPLICA": name}
-        log = tmp / f"{name}.log"
-        profiler = ["-m", "cProfile", "-o", str(tmp / f"{name}.prof")] if profile else []
-        with log.open("wb") as sink:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, *profiler, "-m", "bot", "--config", str(config), "run", env=env,
-                cwd=ROOT, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
-        replica = Replica(name, port, process, log)
-        replicas.append(replica)
-        await _started(replica, tg, index + 1)
+        replicas.append(await start_replica(
+            tmp, f"replica-{index + 1}", free_port(), tg=tg, anthropic_url=anthropic_url,
+            store_url=store_url, senders=senders, extra=extra, profile=profile))
     return replicas
+
+
+async def start_replica(tmp: Path, name: str, port: int, *, tg: Any, anthropic_url: str,
+                        store_url: str, senders: dict[str, str], extra: str = "",
+                        profile: bool = False) -> Replica:
+    """Start (or start again: the same name and port) one replica; return once it has
+    registered its webhook."""
+    config = tmp / f"{name}.toml"
+    config.write_text(config_text(tmp, telegram_base=tg.base_url,
+                                  telegram_file_base=tg.base_file_url, port=port,
+                                  senders=senders, extra=extra))
+    config.chmod(0o600)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp),
+           "PYTHONPATH": str(ROOT), "ANTHROPIC_API_KEY": "sk-test-replicas",
+           "ANTHROPIC_BASE_URL": anthropic_url, "TELEGRAM_BOT_TOKEN": tg.token,
+           "TELEGRAM_WEBHOOK_SECRET": WEBHOOK_SECRET, "MYCLAW_RECEIPT_KEY": RECEIPT_KEY,
+           # application_name: how the bench tells its replicas' connections apart
+           "MYCLAW_DATABASE_URL": f"{store_url}&application_name=myclaw-{name}",
+           "MYCLAW_REPLICA": name}
+    log = tmp / f"{name}.log"
+    profiler = ["-m", "cProfile", "-o", str(tmp / f"{name}.prof")] if profile else []
+    webhooks = len(tg.of("setWebhook")) + 1
+    with log.open("ab") as sink:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, *profiler, "-m", "bot", "--config", str(config), "run", env=env,
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
+    replica = Replica(name, port, process, log)
+    await _started(replica, tg, webhooks)
+    return replica
 
 
 async def _started(replica: Replica, tg: Any, webhooks: int) -> None:

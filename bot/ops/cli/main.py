@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from bot.config import settings as config_mod
 from bot.core import logs
 from bot.core.errors import MyclawError
+from bot.core.events import valid_text
 
 # Modules contributing subcommands; each has add_commands(subparsers).
 COMMAND_MODULES = (
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         setup_logging(args, config)
         return int(asyncio.run(args.handler(args, config)) or 0)
     except MyclawError as exc:
-        print(f"myclaw: {exc}", file=sys.stderr)
+        print(valid_text(f"myclaw: {exc}"), file=sys.stderr)   # may name a path from the env
         return 2
     except KeyboardInterrupt:
         print("", file=sys.stderr)

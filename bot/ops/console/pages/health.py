@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.ops.console.web import ConsoleContext, Page
+from bot.ops.health import channel_states
 from bot.store.factory import store_location
 
 STORE_PING_TIMEOUT_SECONDS = 2.0
@@ -18,8 +19,7 @@ async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
         store_ok = await asyncio.wait_for(store.ping(), STORE_PING_TIMEOUT_SECONDS)
     except TimeoutError:
         store_ok = False
-    channels = [(name, bool(getattr(channel, "connected", False)))
-                for name, channel in sorted(ctx.channels.items())]
+    channels = list(channel_states(ctx.channels).items())
     return {
         "store_ok": store_ok,
         # The SQLite file, or the PostgreSQL URL without its password.

@@ -1,0 +1,151 @@
+"""A randomized crash run of two replicas: two real `myclaw run` processes in Telegram webhook
+mode on one PostgreSQL schema, messages posted to either (a third of them delivered again to
+the other, as Telegram re-sends an update it thinks was lost), reminders coming due on the
+shared store, and at random moments one replica — or both together — killed with SIGKILL and
+started again under its name. Nothing is lost: every message is answered, every reminder
+reaches its chat. (A kill between sending an answer or a reminder and recording it may repeat
+it once: more than twice fails the run.)
+
+The seed is random unless CRASH_SEED is set; a failure prints it:
+    CRASH_SEED=<seed> .venv/bin/pytest -q tests/runtime/test_crash_replicas.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from datetime import UTC, datetime
+
+import aiohttp
+import pytest
+
+from bot.jobs.jobs import Job, Jobs
+from bot.jobs.schedule import parse_at
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.telegram_server import FakeTelegram
+from tests.runtime.test_crash_random import crash_seed
+from tests.support.replica_support import (
+    Poster,
+    Replica,
+    answers_by_chat,
+    kill_hard,
+    private_text,
+    start_replica,
+    start_replicas,
+    stop_replicas,
+)
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.timeout(300)
+CHATS = [6100 + n for n in range(4)]
+MESSAGES = 24
+REMINDERS = 6
+KILLS = 3
+SETTINGS = "[rate_limits]\nmessages_per_minute = 0\n[inbox]\nlease_seconds = 3\n"
+
+
+class Cluster:
+    def __init__(self, tmp, tg, fake, store_url, replicas: list[Replica]):
+        self.tmp, self.tg, self.fake, self.store_url = tmp, tg, fake, store_url
+        self.replicas = replicas
+        self.senders = {f"telegram:{chat}": "full" for chat in CHATS}
+
+    def up(self) -> list[Replica]:
+        return [r for r in self.replicas if r.process.returncode is None]
+
+    async def post(self, poster: Poster, update: dict, rng: random.Random) -> None:
+        """To a random live replica; to the other when it refuses (the load balancer retries)."""
+        while True:
+            for replica in rng.sample(self.replicas, len(self.replicas)):
+                if replica.process.returncode is not None:
+                    continue
+                try:
+                    if await poster.post(replica, update) == 200:
+                        return
+                except aiohttp.ClientError:
+                    continue
+            await asyncio.sleep(0.2)   # both down: Telegram retries later
+
+    async def restart(self, dead: list[Replica]) -> None:
+        for replica in dead:
+            await replica.process.wait()
+            again = await start_replica(
+                self.tmp, replica.name, replica.port, tg=self.tg, anthropic_url=self.fake.base_url,
+                store_url=self.store_url, senders=self.senders, extra=SETTINGS)
+            self.replicas[self.replicas.index(replica)] = again
+
+
+async def create_reminders(schema, rng: random.Random) -> list[tuple[str, int]]:
+    made = []
+    async with schema.store() as store:
+        jobs = Jobs(store)
+        for n in range(REMINDERS):
+            chat = rng.choice(CHATS)
+            now = time.time()
+            due = parse_at(_iso(now + rng.uniform(3, 25)), now=now, timezone="UTC")
+            await jobs.create(Job(id="", owner=f"telegram:{chat}", channel="telegram",
+                                  chat=str(chat), name=f"r{n}", schedule=due, level="full",
+                                  message=f"reminder r{n}"))
+            made.append((f"r{n}", chat))
+    return made
+
+
+def _iso(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="seconds")
+
+
+def reminded(tg, name: str, chat: int) -> int:
+    return sum(1 for text in answers_by_chat(tg).get(chat, [])
+               if text.startswith("⏰") and f"reminder {name}" in text)
+
+
+async def test_two_replicas_killed_at_random_lose_no_message_and_no_reminder(tmp_path, pg_schema):
+    seed = crash_seed()
+    rng = random.Random(seed)
+    await pg_schema.empty()
+    async with FakeTelegram() as tg, FakeAnthropic() as fake:
+        cluster = Cluster(tmp_path, tg, fake, pg_schema.store_url, [])
+        cluster.replicas = await start_replicas(
+            tmp_path, count=2, tg=tg, anthropic_url=fake.base_url, store_url=pg_schema.store_url,
+            senders=cluster.senders, extra=SETTINGS)
+        try:
+            reminders = await create_reminders(pg_schema, rng)
+            sent = await drive(cluster, rng)
+            await eventually(lambda: all(reminded(tg, n, c) for n, c in reminders)
+                             and all(answered(tg, c, t) for c, t in sent),
+                             "every message answered and every reminder delivered", 120)
+            answers = answers_by_chat(tg)
+            repeated = [t for c, t in sent if answered(tg, c, t) > 2]
+            assert not repeated, f"answered more than twice: {repeated}"
+            assert all(reminded(tg, n, c) <= 2 for n, c in reminders), answers
+        except Exception as exc:
+            logs = "\n".join(r.log.read_text(errors="replace")[-3000:] for r in cluster.replicas)
+            raise AssertionError(f"replica crash run failed with CRASH_SEED={seed}: {exc}\n"
+                                 f"{answers_by_chat(tg)}\n{logs}") from exc
+        finally:
+            await stop_replicas(cluster.replicas)
+
+
+def answered(tg, chat: int, words: str) -> int:
+    return sum(1 for text in answers_by_chat(tg).get(chat, []) if text == f"ok: {words}")
+
+
+async def drive(cluster: Cluster, rng: random.Random) -> list[tuple[int, str]]:
+    """Post the messages, some twice; kill one replica or both at random moments between."""
+    kills_at = set(rng.sample(range(2, MESSAGES - 2), KILLS))
+    sent = []
+    async with Poster() as poster:
+        for n in range(MESSAGES):
+            chat, words = rng.choice(CHATS), f"m{n}"
+            update = poster.update(private_text(cluster.tg, chat, words))
+            await cluster.post(poster, update, rng)
+            if rng.random() < 1 / 3:
+                await cluster.post(poster, update, rng)        # delivered again
+            sent.append((chat, words))
+            if n in kills_at:
+                dead = cluster.up() if rng.random() < 0.3 else [rng.choice(cluster.up())]
+                for replica in dead:
+                    kill_hard(replica)
+                await cluster.restart(dead)
+    return sent
