@@ -10,7 +10,6 @@ a complete and correct one, so an approval always shows everything that will cha
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -45,6 +44,8 @@ def _common_edges(a: list[str], b: list[str]) -> tuple[int, int]:
 
 def region_opcodes(a: list[str], b: list[str]) -> list[Opcode]:
     """difflib's opcodes for one changed region (runs in a worker for large regions)."""
+    import difflib  # with the first preview of an edit, not at start-up
+
     return difflib.SequenceMatcher(None, a, b).get_opcodes()
 
 
