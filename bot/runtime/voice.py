@@ -83,9 +83,12 @@ class VoiceReplies:
             self._modes.pop(sender, None)
 
     def language_of(self, sender: str, answer: str) -> str:
-        """The language the answer is spoken in: the one it is written in (the model answers
-        in the person's language); this is the one place that decides it."""
-        return guess_language(answer)
+        """The language the answer is spoken in, decided here only: the one the person chose
+        (/language); else the one the answer is written in (the model answers in the person's
+        language), with the resolver's (the platform's hint, the configured default) when
+        the text does not say."""
+        languages = self.services.languages
+        return languages.chosen(sender) or guess_language(answer, languages.language_of(sender))
 
     # --- a turn's answer, spoken ----------------------------------------------------------
 
