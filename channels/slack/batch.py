@@ -19,6 +19,7 @@ from typing import Any
 from bot.approvals.display import batch_heading, previews_moved_out
 from bot.approvals.records import ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
 from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
+from bot.language.catalogs import translator
 from channels.slack import texts
 from channels.slack.approvals import (
     MAX_BLOCKS,
@@ -78,7 +79,8 @@ def page_of(views: Sequence[ApprovalView], approval_id: str) -> Page | None:
 def page_blocks(page: Page, calls: Sequence[CallOutcome], total: int,
                 batch_pending: bool) -> list[dict[str, Any]]:
     first = calls[0].approval
-    pending, title, span = batch_heading(page.first, calls, total)
+    # Slack speaks English for now (the per-person language covers Telegram, Discord, terminal).
+    pending, title, span = batch_heading(page.first, calls, total, translator("en"))
     blocks = [section(texts.BATCH_TITLE.format(title=title, total=total, span=escape(span))
                       + "\n" + texts.BATCH_REQUESTED_BY.format(sender=escape(first.sender)))]
     for number, call in enumerate(calls, start=page.first):
