@@ -180,18 +180,20 @@ class Agent(SessionControl, ApprovalFlow):
         user = {"role": "user", "content": content}
         # Concurrent-safe: every write here is to this session's rows (its approvals and turns
         # by session id, its messages), and the session's lock orders it after the others.
+        superseded: list[ApprovalRequest] = []
         async with self.journal.session_transaction(session_id) as tx:
             if waiting:
                 # Calls still waiting for a tap: the new message supersedes them (their tool_use
                 # gets a "not completed" result from repair). Done before anything else, so a
                 # late tap cannot run a call the model was told did not happen.
-                await approvals.supersede_session(tx, session_id)
+                superseded = await approvals.supersede_session(tx, session_id)
             await turns.begin(tx, turn_id=turn.turn_id, session_id=session_id,
                               sender=message.sender, chat=message.chat, channel=turn.channel,
                               level=str(autonomy), allowlist=run_allowlist,
                               inbox_id=message.inbox_id, owner=self.replica,
                               incarnation=self.incarnation, audience=audience)
             await self.journal.append(tx, session_id, [user])
+        await self.close_superseded(superseded)
         messages = [*base, user]
         if waiting or (len(base) and base[-1]["role"] == "user"):
             # The stored tail is not in the API's shape (repair merges or answers it here); the

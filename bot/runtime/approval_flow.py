@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.approvals.display import call_outcome, requests_event
-from bot.approvals.records import ApprovalRequest, Resolution
+from bot.approvals.records import SUPERSEDED, ApprovalRequest, Resolution
 from bot.conversation import turns
 from bot.core.events import (
     ApprovalSurface,
@@ -120,6 +120,17 @@ class ApprovalFlow:
 
     async def show_outcome(self, request: Any, choice: str, resolver: str, note: str = "") -> None:
         await self.display.show_outcome(request, choice, resolver, note)
+
+    async def close_superseded(self, requests: list[ApprovalRequest]) -> None:
+        """Requests a newer message (or a restart) ended lose their buttons on every message
+        showing them (a batch is redrawn once, whole)."""
+        batches: set[str] = set()
+        for request in requests:
+            if request.batch is not None:
+                if request.batch in batches:
+                    continue
+                batches.add(request.batch)
+            await self.display.show_outcome(request, "expire", SUPERSEDED)
 
     async def notify_approvers(self, turn: Turn, views: list[ApprovalView]) -> None:
         """Each approver gets a private copy of the requests they may answer; whichever copy is

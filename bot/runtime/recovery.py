@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.approvals.display import requests_event
+from bot.approvals.records import SUPERSEDED
 from bot.conversation import turns
 from bot.conversation.history import error_result
 from bot.core.errors import LLMError
@@ -46,6 +47,7 @@ class Agent(Protocol):
     async def stored_turn(self, *args: Any, **kwargs: Any) -> Any: ...
     async def continue_turn(self, *args: Any, **kwargs: Any) -> Any: ...
     async def show_outcome(self, *args: Any, **kwargs: Any) -> Any: ...
+    async def close_superseded(self, *args: Any, **kwargs: Any) -> Any: ...
     async def notify_approvers(self, *args: Any, **kwargs: Any) -> Any: ...
     async def run_answered(self, *args: Any, **kwargs: Any) -> Any: ...
 
@@ -159,11 +161,18 @@ class Recovery:
     async def _resume(self, row: turns.TurnRow, sink: Sink) -> None:
         # Requests of the cut-off step were never shown (its turn was not waiting yet): the
         # step's calls are answered below or asked again by the model.
+        approvals = self.services.approvals
         async with self.services.store.transaction() as tx:
-            await self.services.approvals.supersede_session(tx, row.session_id)
+            await approvals.supersede_session(tx, row.session_id)
         turn = await self.agent.stored_turn(row, sink)
         stored, _ = await self.agent.journal.stored(row.session_id)
         open_calls = _open_tool_uses(stored)
+        # They may have been shown after all (the turn was not marked waiting yet): their
+        # messages lose their buttons, on every restart until the step is answered.
+        asked = {block["id"] for block in open_calls}
+        await self.agent.close_superseded([
+            request for request in await approvals.in_session(row.session_id, ("expired",))
+            if request.tool_use_id in asked and request.resolved_by == SUPERSEDED])
         # A scheduled run (it has an allowlist) cut off by a crash is not repeated: the
         # scheduler tells its owner. Its calls in doubt are reported all the same.
         scheduled = row.allowlist is not None

@@ -84,7 +84,8 @@ class SessionControl:
     async def new_session(self, message: IncomingMessage, level: str) -> str:
         old = await self.session_id(message)
         async with self.services.store.transaction() as tx:
-            await self.services.approvals.supersede_session(tx, old)
+            superseded = await self.services.approvals.supersede_session(tx, old)
+        await self.close_superseded(superseded)
         new = await self.journal.new_session(self._owner(message), message.chat, message.channel)
         self._sessions[active_key(self._owner(message), message.chat)] = new
         ctx = self.services.call_context(sender=message.sender, level=level, session_id=new,

@@ -244,7 +244,7 @@ class DiscordChannel:
         status = {"deny": "denied", "expire": "expired"}.get(outcome.choice, "approved")
         resolver = None if outcome.choice == "expire" else outcome.resolver
         tr = self._reader_of(channel, outcome.approval)
-        label = label_for(status, resolver, tr, always=outcome.choice == "always")
+        label = label_for(status, outcome.resolver, tr, always=outcome.choice == "always")
         text = outcome_text(outcome.approval, label, resolver, tr, outcome.resolved_at)
         if outcome.note:
             text += f"\n{tr.say(outcome.note)}"

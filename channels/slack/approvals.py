@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.approvals.records import ANSWER_LABELS, ID_PATTERN
+from bot.approvals.records import ANSWER_LABELS, ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
 from bot.core.events import ApprovalView
 from bot.core.identity import Sender
 from channels.slack import texts
@@ -141,6 +141,8 @@ def request_card(view: ApprovalView) -> Card:
 
 
 def outcome_line(choice: str, who: str, when: float) -> str:
+    if choice == "expire" and who == SUPERSEDED:
+        return texts.OUTCOME_SUPERSEDED.format(label=SUPERSEDED_LABEL)
     if choice == "expire":
         return texts.OUTCOME_EXPIRED.format(clock=clock(when))
     label = ANSWER_LABELS.get(choice, choice)

@@ -14,7 +14,7 @@ import re
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.approvals.records import ANSWER_LABELS, ID_PATTERN, RISK_NAMES
+from bot.approvals.records import ANSWER_LABELS, ID_PATTERN, RISK_NAMES, SUPERSEDED, SUPERSEDED_LABEL
 from bot.core.events import ApprovalView
 from bot.language.translator import Translator
 from channels.telegram.rendering import Part, escape, truncate, utf16_len
@@ -135,6 +135,8 @@ def request_fallback(view: ApprovalView, tr: Translator) -> Part:
 
 def outcome_line(choice: str, who: str, when: float, tr: Translator) -> str:
     """How an answered request ends: who decided what, when (in the reader's time)."""
+    if choice == "expire" and who == SUPERSEDED:
+        return tr._("⌛ {outcome} — nothing ran.", outcome=tr._(SUPERSEDED_LABEL))
     if choice == "expire":
         return tr._("⌛ Expired at {time} — nothing ran.", time=tr.clock(when))
     label = f"{ICON[choice]} {tr._(ANSWER_LABELS[choice])}" if choice in ANSWER_LABELS else choice

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.approvals.display import batch_heading, previews_moved_out
-from bot.approvals.records import ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
+from bot.approvals.records import ID_PATTERN
 from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
 from bot.language.translator import Translator
 from channels.telegram.approvals import always_line, callback_data, outcome_line, risk_text
@@ -168,8 +168,6 @@ def page_keyboard(page: Page, calls: Sequence[CallOutcome], batch_pending: bool,
 def _outcome_line(call: CallOutcome, tr: Translator) -> str:
     if not call.choice:
         return ""
-    if call.choice == "expire" and call.resolver == SUPERSEDED:
-        return tr._("⌛ {outcome} — nothing ran.", outcome=tr._(SUPERSEDED_LABEL))
     return outcome_line(call.choice, call.resolver, call.resolved_at, tr)
 
 

@@ -25,6 +25,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bot.approvals.records import message_ref
 from bot.core.events import (
@@ -54,6 +55,9 @@ from channels.telegram.buttons import keyboard
 from channels.telegram.live import LiveMessage
 from channels.telegram.rendering import MESSAGE_LIMIT, Part, escape, split_message, truncate
 from channels.telegram.sending import DeliveryError, Messenger
+
+if TYPE_CHECKING:
+    from telegram import InlineKeyboardMarkup
 
 log = logging.getLogger(__name__)
 
@@ -256,23 +260,18 @@ class ChatSink:
     # --- approvals and notices --------------------------------------------------------------
 
     async def _send_approval(self, view: ApprovalView) -> None:
+        """The request goes out as commands first, is recorded, and only then gets its buttons:
+        a process killed between sending and recording leaves a message without buttons (its
+        commands still answer it), never buttons on a message nobody will redraw."""
         chat_id, thread_id, tr = self.target.chat_id, self.target.thread_id, self.tr
         for part in preview_parts(view, tr):  # a long preview, whole, before the buttons
             await self._messenger.send(chat_id, part, thread_id=thread_id)
-        markup = approval_keyboard(view, tr)
-        sent = None
-        if markup is not None:
-            try:
-                sent = await self._messenger.send(chat_id, request_message(view, tr),
-                                                  markup=markup, thread_id=thread_id)
-            except DeliveryError:
-                log.warning("telegram: approval buttons for %s not sent; sending commands instead",
-                            view.id, exc_info=True)
-        if sent is None:
-            sent = await self._messenger.send(chat_id, request_fallback(view, tr),
-                                              thread_id=thread_id)
+        sent = await self._messenger.send(chat_id, request_fallback(view, tr), thread_id=thread_id)
         await self._agent.set_approval_message_ref(view.id, message_ref(chat_id, sent.message_id),
                                                    "telegram")
+        markup = approval_keyboard(view, tr)
+        if markup is not None:
+            await self._arm(chat_id, sent.message_id, request_message(view, tr), markup, view.id)
 
     async def _send_batch(self, views: tuple[ApprovalView, ...]) -> None:
         chat_id, thread_id, tr = self.target.chat_id, self.target.thread_id, self.tr
@@ -280,20 +279,23 @@ class ChatSink:
             for part in continuation_parts(page, tr):   # long previews, whole, before the buttons
                 await self._messenger.send(chat_id, part, thread_id=thread_id)
             calls = [CallOutcome(view, "") for view in page.calls]
-            sent = None
-            try:
-                sent = await self._messenger.send(chat_id, page_part(page, calls, len(views), tr),
-                                                  markup=page_keyboard(page, calls, True, tr),
-                                                  thread_id=thread_id)
-            except DeliveryError:
-                log.warning("telegram: batch buttons for %s not sent; sending commands instead",
-                            views[0].batch, exc_info=True)
-            if sent is None:
-                sent = await self._messenger.send(
-                    chat_id, fallback_part(page, calls, len(views), tr), thread_id=thread_id)
+            sent = await self._messenger.send(  # commands first, buttons once recorded
+                chat_id, fallback_part(page, calls, len(views), tr), thread_id=thread_id)
             for view in page.calls:
                 await self._agent.set_approval_message_ref(
                     view.id, message_ref(chat_id, sent.message_id), "telegram")
+            await self._arm(chat_id, sent.message_id, page_part(page, calls, len(views), tr),
+                            page_keyboard(page, calls, True, tr), views[0].batch)
+
+    async def _arm(self, chat_id: int, message_id: int, part: Part, markup: InlineKeyboardMarkup,
+                   what: str) -> None:
+        """Swap a recorded request's commands for its buttons; when that fails the commands
+        stay, which answer it as well."""
+        try:
+            await self._messenger.edit(chat_id, message_id, part, markup=markup)
+        except DeliveryError:
+            log.warning("telegram: buttons for %s not shown; its commands stay", what,
+                        exc_info=True)
 
     async def _on_notice(self, event: Notice) -> None:
         target, text = self.target, self.tr.say(event.text)

@@ -2,10 +2,12 @@
 
 Telegram shows a spinner on the button until `answerCallbackQuery`, so every tap is answered:
 with the outcome when it counted, with the agent's reason when it did not (a stranger, a second
-tap, an expired or unknown request) — and in that case nothing else changes. The request message
-is edited only when it really carries this request's buttons, so forged callback data cannot
-rewrite some other message of the bot. A request of a batch (several calls of one step) is
-redrawn by the agent instead, from the store, on every copy: its other calls may still wait.
+tap, an expired or unknown request). A tap on a request that has ended (a copy whose redraw was
+lost, say to a restart) redraws the tapped message with how it ended, so its buttons go. The
+request message is edited only when it really carries this request's buttons, so forged
+callback data cannot rewrite some other message of the bot. A request of a batch (several calls
+of one step) is redrawn by the agent instead, from the store, on every copy: its other calls may
+still wait.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from telegram import CallbackQuery, Message
 from telegram.error import TelegramError
 
+from bot.approvals.display import call_outcome
 from bot.approvals.records import ANSWER_LABELS
 from bot.core.events import AgentAPI
 from bot.core.identity import Sender
@@ -72,6 +75,10 @@ class TapHandler:
             resolution = await self._agent.resolve_approval(approval_id, resolver, choice)
         if not resolution.ok or resolution.request is None:
             await self._answer(query, tr.say(resolution.reason), alert=True)
+            ended = resolution.request
+            if ended is not None and ended.status != "pending" and isinstance(message, Message):
+                await self._redraw(message, ended, call_outcome(ended).choice,
+                                   self._who(query, ended, resolver))
             return
         request = resolution.request
         # The conversation continues in the chat of the request, whatever message the tap
@@ -82,18 +89,30 @@ class TapHandler:
         if self._agent.resume_approval(resolution, sink):
             sink.start_typing()
         await self._answer(query, tr._(ANSWER_LABELS.get(choice, N_("Done"))), alert=False)
-        if request.batch is None and isinstance(message, Message) \
-                and belongs_to(message.reply_markup, approval_id):
-            who = request.resolved_by or resolver
-            if who == resolver and query.from_user.full_name:
-                who = f"{query.from_user.full_name} ({resolver})"
-            part = outcome_message(request.view(), choice, who, request.resolved_at or time.time(),
-                                   reader_translator(self._agent, message.chat.id, request))
-            try:
-                await self._messenger.edit(message.chat.id, message.message_id, part, markup=None)
-            except DeliveryError:
-                log.warning("telegram: could not mark approval %s as answered", approval_id,
-                            exc_info=True)
+        if isinstance(message, Message):
+            await self._redraw(message, request, choice, self._who(query, request, resolver))
+
+    @staticmethod
+    def _who(query: CallbackQuery, request: Any, tapper: str) -> str:
+        """Who decided, with their name when it is the tapper (a second tap by them then
+        redraws nothing: the same words)."""
+        who = request.resolved_by or tapper
+        if who == tapper and query.from_user.full_name:
+            who = f"{query.from_user.full_name} ({tapper})"
+        return who
+
+    async def _redraw(self, message: Message, request: Any, choice: str, who: str) -> None:
+        """The tapped message shows the outcome without buttons (a batch's messages are redrawn
+        by the agent, from the store: its other calls may still wait)."""
+        if request.batch is not None or not belongs_to(message.reply_markup, request.id):
+            return
+        part = outcome_message(request.view(), choice, who, request.resolved_at or time.time(),
+                               reader_translator(self._agent, message.chat.id, request))
+        try:
+            await self._messenger.edit(message.chat.id, message.message_id, part, markup=None)
+        except DeliveryError:
+            log.warning("telegram: could not mark approval %s as answered", request.id,
+                        exc_info=True)
 
     @staticmethod
     async def _answer(query: CallbackQuery, text: str, *, alert: bool) -> None:

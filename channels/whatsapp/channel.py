@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bot.approvals.records import SUPERSEDED
 from bot.config.settings import Config
 from bot.core.errors import ChannelError, ShuttingDown
 from bot.core.events import AgentAPI, ApprovalResolved
@@ -263,7 +264,8 @@ class WhatsAppChannel:
     async def approval_resolved(self, outcome: ApprovalResolved) -> None:
         """WhatsApp cannot edit the card: the outcome is sent as a reply to it, once per card."""
         shown = approvals.parse_ref(outcome.message_ref)
-        if self._messenger is None or shown is None or outcome.choice == "pending":
+        if self._messenger is None or shown is None or outcome.choice == "pending" \
+                or outcome.resolver == SUPERSEDED:   # the user wrote on; a tap is still answered
             return
         wa_id, card = shown
         key = (outcome.approval.id, card)

@@ -35,8 +35,8 @@ async def test_every_approver_gets_a_copy_and_twenty_taps_give_one_outcome_on_ev
     app = bot
     fake_anthropic.script(reply(tool_use("fs_write", {"path": "a.txt", "content": "x"})))
     tg.private_message(ADA, "write a.txt")
-    await tg.wait_until(lambda: len(tg.of("sendMessage", has_buttons)) == 3)
-    copies = {call.params["chat_id"]: call for call in tg.of("sendMessage", has_buttons)}
+    await tg.wait_until(lambda: len(tg.cards(has_buttons)) == 3)
+    copies = {call.params["chat_id"]: call for call in tg.cards(has_buttons)}
     assert set(copies) == {ADA, BOB, EVE}
     fake_anthropic.script(text("Written."))
     tappers = [ADA, BOB, EVE]
@@ -73,8 +73,8 @@ async def test_without_notify_approvers_only_the_requester_sees_the_request(
     try:
         fake_anthropic.script(reply(tool_use("fs_write", {"path": "a.txt", "content": "x"})))
         tg.private_message(ADA, "write a.txt")
-        await tg.wait_for("sendMessage", has_buttons)
+        await tg.wait_for_card(has_buttons)
         await app.agent.queue.drain(5)
-        assert [c.params["chat_id"] for c in tg.of("sendMessage", has_buttons)] == [ADA]
+        assert [c.params["chat_id"] for c in tg.cards(has_buttons)] == [ADA]
     finally:
         await channel.stop()

@@ -29,7 +29,7 @@ async def open_bot(tmp_path, tg, fake_anthropic, clock):
 async def ask(tg, fake_anthropic):
     fake_anthropic.script(reply(tool_use("fs_write", {"path": "a.txt", "content": "x"})))
     tg.private_message(ADA, "write a.txt")
-    return await tg.wait_for("sendMessage", has_buttons)
+    return await tg.wait_for_card(has_buttons)
 
 
 def expired_edit(tg, request) -> bool:

@@ -37,7 +37,7 @@ async def test_always_on_git_status_covers_git_log_but_not_other_programs_or_ris
     app = bot
     fake_anthropic.script(reply(shell("git status")))
     tg.private_message(ADA, "status please")
-    request = await tg.wait_for("sendMessage", has_buttons)
+    request = await tg.wait_for_card(has_buttons)
     assert data_of(request, "Always: `git`")   # the button says what it covers
     fake_anthropic.script(text("Clean."))
     tg.tap(ADA, data_of(request, "Always"), request.result)
@@ -47,14 +47,14 @@ async def test_always_on_git_status_covers_git_log_but_not_other_programs_or_ris
     fake_anthropic.script(reply(shell("git log --oneline")), text("No commits yet."))
     tg.private_message(ADA, "log please")
     await tg.wait_until(lambda: any(m["text"] == "No commits yet." for m in tg.messages.values()))
-    assert len(tg.of("sendMessage", has_buttons)) == 1
+    assert len(tg.cards(has_buttons)) == 1
     (result,) = tool_results(fake_anthropic.requests[-1].json)
     assert "permission_denied" not in str(result["content"])
 
     # ls: another program → asks again (with its own Always offer).
     fake_anthropic.script(reply(shell("ls -la")))
     tg.private_message(ADA, "list files")
-    await tg.wait_for("sendMessage", lambda p: has_buttons(p) and "ls -la" in p["text"])
+    await tg.wait_for_card(lambda p: has_buttons(p) and "ls -la" in p["text"])
 
     # git push: same program but high risk → never covered (refused at supervised).
     fake_anthropic.script(reply(shell("git push origin main")), text("Not allowed."))
@@ -77,7 +77,7 @@ async def test_a_high_risk_call_shows_no_always_button_by_default(app_factory, t
     try:
         fake_anthropic.script(reply(shell("rm -rf build")))
         tg.private_message(ADA, "clean up")
-        request = await tg.wait_for("sendMessage", has_buttons)
+        request = await tg.wait_for_card(has_buttons)
         labels = [b["text"] for row in request.params["reply_markup"]["inline_keyboard"]
                   for b in row]
         assert labels == ["Approve", "Deny"]
@@ -91,7 +91,7 @@ async def test_slash_grants_lists_the_grants_with_a_revoke_button_and_revoking_a
     app = bot
     fake_anthropic.script(reply(shell("git status")))
     tg.private_message(ADA, "status please")
-    request = await tg.wait_for("sendMessage", has_buttons)
+    request = await tg.wait_for_card(has_buttons)
     fake_anthropic.script(text("Clean."))
     tg.tap(ADA, data_of(request, "Always"), request.result)
     await tg.wait_until(lambda: any(m["text"] == "Clean." for m in tg.messages.values()))
@@ -106,7 +106,7 @@ async def test_slash_grants_lists_the_grants_with_a_revoke_button_and_revoking_a
 
     fake_anthropic.script(reply(shell("git log")))
     tg.private_message(ADA, "log please")
-    await tg.wait_until(lambda: len(tg.of("sendMessage", has_buttons)) == 2)
+    await tg.wait_until(lambda: len(tg.cards(has_buttons)) == 2)
     rows = await app.services.store.fetchall("SELECT outcome FROM audit WHERE decision = 'grant'")
     assert [r["outcome"] for r in rows] == ["granted", "revoked"]
 
@@ -114,7 +114,7 @@ async def test_slash_grants_lists_the_grants_with_a_revoke_button_and_revoking_a
 async def test_new_ends_the_conversations_grants(bot, tg, fake_anthropic):
     fake_anthropic.script(reply(shell("git status")))
     tg.private_message(ADA, "status please")
-    request = await tg.wait_for("sendMessage", has_buttons)
+    request = await tg.wait_for_card(has_buttons)
     fake_anthropic.script(text("Clean."))
     tg.tap(ADA, data_of(request, "Always"), request.result)
     await tg.wait_until(lambda: any(m["text"] == "Clean." for m in tg.messages.values()))
@@ -122,4 +122,4 @@ async def test_new_ends_the_conversations_grants(bot, tg, fake_anthropic):
     await tg.wait_for("sendMessage", lambda p: "fresh conversation" in p["text"])
     fake_anthropic.script(reply(shell("git log")))
     tg.private_message(ADA, "log please")
-    await tg.wait_until(lambda: len(tg.of("sendMessage", has_buttons)) == 2)
+    await tg.wait_until(lambda: len(tg.cards(has_buttons)) == 2)

@@ -145,9 +145,11 @@ async def test_telegram_shows_every_character_of_the_call(telegram_app, tg, fake
     args = hiding_args(padding)
     fake_anthropic.script(reply(text("Sending."), tool_use("send_email", args)))
     tg.private_message(ADA, "send the minutes")
-    request = await tg.wait_for("sendMessage", lambda p: "inline_keyboard" in (p.get("reply_markup") or {}))
-    posted = [html.unescape(c.params["text"]) for c in tg.of("sendMessage")]
-    assert posted[-1] == html.unescape(request.params["text"])
+    request = await tg.wait_for_card(lambda p: "inline_keyboard" in (p.get("reply_markup") or {}))
+    sent = tg.of("sendMessage")   # the request goes out last, and is then given its buttons
+    assert sent[-1].result["message_id"] == request.params["message_id"]
+    posted = [html.unescape(c.params["text"]) for c in sent[:-1]]
+    posted.append(html.unescape(request.params["text"]))
     previews = [p.split("\n", 1)[1].removeprefix("<pre>").removesuffix("</pre>")
                 for p in posted if p.startswith("🔎 Preview")]
     shown = "".join(previews) if previews else posted[-1].split("<pre>", 1)[1].split("</pre>")[0]

@@ -228,6 +228,53 @@ class FakeTelegram:
         return [c for c in self.calls
                 if c.method == method and c.error is None and (predicate is None or predicate(c.params))]
 
+    def cards(self, predicate: Predicate | None = None) -> list[Call]:
+        """The calls that first put buttons on a message: a message sent with them, or the first
+        edit giving them to a message sent without (a request goes out as text, then is armed)."""
+        bare: set[tuple[int, int]] = set()
+        shown = []
+        for call in self.calls:
+            if call.error is not None or call.method not in ("sendMessage", "editMessageText"):
+                continue
+            armed = bool((call.params.get("reply_markup") or {}).get("inline_keyboard"))
+            if call.method == "sendMessage":
+                if not armed:
+                    bare.add((int(call.params["chat_id"]), int(call.result["message_id"])))
+            else:
+                key = (int(call.params["chat_id"]), int(call.params["message_id"]))
+                if not armed or key not in bare:
+                    continue
+                bare.discard(key)
+            if armed and (predicate is None or predicate(call.params)):
+                shown.append(call)
+        return shown
+
+    def redraws(self, card: Call) -> list[Call]:
+        """The edits of a card's message since it got its buttons (see `cards`)."""
+        start = next(i for i, call in enumerate(self.calls) if call is card)
+        key = (int(card.params["chat_id"]), int(card.result["message_id"]))
+        return [c for c in self.calls[start + 1:] if c.method == "editMessageText"
+                and c.error is None
+                and (int(c.params["chat_id"]), int(c.params["message_id"])) == key]
+
+    async def wait_for_redraw(self, card: Call, timeout: float = EVENTUALLY) -> Call:
+        """Wait for the first edit of a card's message since it got its buttons."""
+        await self.wait_until(lambda: bool(self.redraws(card)), timeout)
+        return self.redraws(card)[0]
+
+    async def wait_for_card(self, predicate: Predicate | None = None, timeout: float = EVENTUALLY,
+                            count: int = 1) -> Call:
+        """Wait until `count` messages matching `predicate` have been given buttons."""
+        assert self._changed is not None
+        async with self._changed:
+            try:
+                await asyncio.wait_for(
+                    self._changed.wait_for(lambda: len(self.cards(predicate)) >= count), timeout)
+            except TimeoutError as exc:
+                raise AssertionError(f"no {count}x card with buttons matching within {timeout}s") \
+                    from exc
+        return self.cards(predicate)[count - 1]
+
     async def wait_for(self, method: str, predicate: Predicate | None = None, timeout: float = EVENTUALLY,
                        count: int = 1) -> Call:
         """Wait until `count` successful calls of `method` match; return the last of them."""

@@ -114,7 +114,7 @@ async def test_approving_in_the_browser_edits_the_telegram_request_and_runs_the_
     fake_anthropic.script(reply(text("I'll write it."),
                                 tool_use("fs_write", {"path": "notes.txt", "content": "milk"})))
     tg.private_message(ADA, "write milk")
-    request = await tg.wait_for("sendMessage", lambda p: "inline_keyboard" in (p.get("reply_markup") or {}))
+    request = await tg.wait_for_card(lambda p: "inline_keyboard" in (p.get("reply_markup") or {}))
     watched = await logged_in_page(browser, app, base)
     fake_anthropic.script(text("Written."))
 
@@ -127,7 +127,7 @@ async def test_approving_in_the_browser_edits_the_telegram_request_and_runs_the_
         return watched.page.locator(".flash").inner_text()
     flash = await browser.run(approve)
     assert flash == f"Approved by {OPERATOR}."
-    edit = await tg.wait_for("editMessageText", lambda p: p["message_id"] == request.result["message_id"])
+    edit = await tg.wait_for_redraw(request)
     assert f"Approved by {OPERATOR}" in edit.params["text"] and "reply_markup" not in edit.params
     await tg.wait_until(lambda: any(m["text"] == "Written." for m in tg.messages.values()))
     assert (app.config.workspace / "notes.txt").read_text() == "milk"

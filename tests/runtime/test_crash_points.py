@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -199,12 +200,54 @@ async def test_a_request_cut_off_by_the_kill_is_shown_after_the_restart_and_runs
         tmp_path, backend):
     async with crash_kit(tmp_path, backend) as kit:
         await kit.start()
-        request = kit.tg.hold("sendMessage", lambda p: "ap:" in str(p.get("reply_markup")))
+        request = kit.tg.hold("sendMessage", is_request)
         token = kit.send(kit.chats[0], "do")
         await eventually(request.reached.is_set, "the request to be sent")
         await kit.kill()
         request.drop()
         await kit.start()
+        await kit.settled(token)
+        await kit.finish()
+        assert kit.effects() == [token]
+
+
+def is_request(params: dict) -> bool:
+    """A request message as it goes out (with or without its buttons)."""
+    return "Approval needed" in params.get("text", "")
+
+
+async def test_a_request_sent_but_not_recorded_when_killed_leaves_no_buttons_behind(
+        tmp_path, backend):
+    async with crash_kit(tmp_path, backend) as kit:
+        await kit.start()
+        request = kit.tg.hold("sendMessage", is_request)
+        token = kit.send(kit.chats[0], "do")
+        await eventually(request.reached.is_set, "the request to be sent")
+        async with kit.store.write_lock():   # delivered, but its message cannot be recorded
+            request.release()
+            await kit.tg.wait_for("sendMessage", is_request)
+            await kit.kill()
+        await kit.start()
+        await kit.settled(token)
+        await kit.finish()      # the first copy kept no buttons; the shown-again one was redrawn
+        assert kit.effects() == [token]
+        assert len(kit.tg.of("sendMessage", is_request)) == 2
+
+
+async def test_a_request_recorded_but_killed_before_its_buttons_is_answered_by_its_commands(
+        tmp_path, backend):
+    async with crash_kit(tmp_path, backend) as kit:
+        await kit.start()
+        arming = kit.tg.hold("editMessageText", lambda p: "ap:" in str(p.get("reply_markup")))
+        token = kit.send(kit.chats[0], "do")
+        await eventually(arming.reached.is_set, "the buttons to be added")
+        await kit.kill()
+        arming.drop()
+        await kit.start()
+        sent = kit.tg.of("sendMessage", is_request)
+        assert len(sent) == 1, "a recorded request is not shown again"
+        approval_id = re.search(r"/approve (\S+)", sent[0].params["text"])[1]  # its commands
+        kit.tg.private_message(kit.chats[0], f"/approve {approval_id}")
         await kit.settled(token)
         await kit.finish()
         assert kit.effects() == [token]

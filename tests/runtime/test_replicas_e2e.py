@@ -99,7 +99,7 @@ async def test_two_hundred_updates_alternating_between_replicas_are_answered_onc
 async def test_an_approval_asked_on_one_replica_and_tapped_on_the_other_runs_once(cluster):
     tg, fake, (first, second), poster, tmp = cluster
     await post(poster, first, poster.update(private_text(tg, WRITER, "write milk")))
-    request = await tg.wait_for("sendMessage", lambda p: "inline_keyboard" in (
+    request = await tg.wait_for_card(lambda p: "inline_keyboard" in (
         p.get("reply_markup") or {}), timeout=60)
     keyboard = request.params["reply_markup"]["inline_keyboard"]
     approve = next(b["callback_data"] for row in keyboard for b in row

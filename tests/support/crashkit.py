@@ -187,8 +187,7 @@ class Kit:
 
     def observed(self) -> Observed:
         requests = frozenset((int(c.params["chat_id"]), c.result["message_id"])
-                             for c in self.tg.of("sendMessage")
-                             if "ap:" in str(c.params.get("reply_markup")))
+                             for c in self.tg.cards(lambda p: "ap:" in str(p.get("reply_markup"))))
         return Observed(sent=dict(self.sent), messages=dict(self.tg.messages),
                         effects=self.effects(), shown=list(self.model.shown), requests=requests)
 

@@ -52,8 +52,8 @@ async def ask_batch(tg, fake_anthropic, *names: str, content: str = "x", copies:
     """Ada asks for several files in one step; returns the requester's batch message."""
     fake_anthropic.script(reply(text("Writing them."), *writes(*names, content=content)))
     tg.private_message(ADA, "write the files")
-    await tg.wait_until(lambda: len(tg.of("sendMessage", has_buttons)) >= copies)
-    return next(c for c in tg.of("sendMessage", has_buttons) if c.params["chat_id"] == ADA)
+    await tg.wait_until(lambda: len(tg.cards(has_buttons)) >= copies)
+    return next(c for c in tg.cards(has_buttons) if c.params["chat_id"] == ADA)
 
 
 def labels(call) -> list[list[str]]:
@@ -74,7 +74,7 @@ def shown(tg, call) -> dict:
 async def test_two_asks_in_one_step_arrive_as_one_message_listing_each_call_with_its_buttons(
         bot, tg, fake_anthropic):
     request = await ask_batch(tg, fake_anthropic, "a.txt", "b.txt")
-    requester_copies = [c for c in tg.of("sendMessage", has_buttons) if c.params["chat_id"] == ADA]
+    requester_copies = [c for c in tg.cards(has_buttons) if c.params["chat_id"] == ADA]
     assert len(requester_copies) == 1
     body = request.params["text"]
     assert "2 calls" in body and "Create a.txt" in body and "Create b.txt" in body
@@ -116,7 +116,7 @@ async def test_twenty_concurrent_taps_on_mixed_buttons_give_one_outcome_per_call
         bot, tg, fake_anthropic):
     app = bot
     await ask_batch(tg, fake_anthropic, "a.txt", "b.txt", "c.txt")
-    copies = {c.params["chat_id"]: c for c in tg.of("sendMessage", has_buttons)}
+    copies = {c.params["chat_id"]: c for c in tg.cards(has_buttons)}
     assert set(copies) == {ADA, BOB}
     fake_anthropic.script(text("Done with the files."))
     buttons = ["Approve all", "Deny all", "Approve 1", "Deny 2", "Approve 3", "Deny 1", "Approve 2"]
@@ -229,7 +229,7 @@ async def test_a_batch_longer_than_one_keyboard_is_shown_on_pages_each_with_the_
     app = bot
     names = [f"f{n}.txt" for n in range(10)]
     await ask_batch(tg, fake_anthropic, *names, copies=4)
-    pages = [c for c in tg.of("sendMessage", has_buttons) if c.params["chat_id"] == ADA]
+    pages = [c for c in tg.cards(has_buttons) if c.params["chat_id"] == ADA]
     assert len(pages) == 2 and "calls 1–8 of 10" in pages[0].params["text"]
     assert labels(pages[1])[0] == ["Approve all", "Deny all"] and len(labels(pages[1])) == 3
     fake_anthropic.script(text("All ten."))

@@ -31,7 +31,7 @@ async def ask_to_write(tg, fake_anthropic):
     fake_anthropic.script(reply(text("I'll write it."),
                                 tool_use("fs_write", {"path": "notes.txt", "content": "milk"})))
     tg.private_message(ADA, "write milk")
-    return await tg.wait_for("sendMessage", lambda p: "inline_keyboard" in (p.get("reply_markup") or {}))
+    return await tg.wait_for_card(lambda p: "inline_keyboard" in (p.get("reply_markup") or {}))
 
 
 async def test_approving_in_the_console_runs_the_tool_once_and_edits_the_telegram_request(
@@ -44,8 +44,7 @@ async def test_approving_in_the_console_runs_the_tool_once_and_edits_the_telegra
     fake_anthropic.script(text("Written."))
     page = await client.act(f"/approvals/{pending.id}", {"choice": "approve"})
     assert f"Approved by {OPERATOR}." in page.text
-    edit = await tg.wait_for("editMessageText",
-                             lambda p: p["message_id"] == request_message.result["message_id"])
+    edit = await tg.wait_for_redraw(request_message)
     assert f"Approved by {OPERATOR} at" in edit.params["text"] and "reply_markup" not in edit.params
     await tg.wait_until(lambda: any(m["text"] == "Written." for (chat, _), m in tg.messages.items()
                                     if chat == ADA))
@@ -65,8 +64,7 @@ async def test_denying_in_the_console_tells_the_model_and_marks_the_request_deni
     (pending,) = await app.services.approvals.pending()
     fake_anthropic.script(text("Fine, I won't."))
     await client.act(f"/approvals/{pending.id}", {"choice": "deny"})
-    edit = await tg.wait_for("editMessageText",
-                             lambda p: p["message_id"] == request_message.result["message_id"])
+    edit = await tg.wait_for_redraw(request_message)
     assert f"Denied by {OPERATOR}" in edit.params["text"]
     await tg.wait_until(lambda: any(m["text"] == "Fine, I won't." for m in tg.messages.values()))
     assert not (app.config.workspace / "notes.txt").exists()
@@ -78,7 +76,7 @@ async def test_the_console_answers_a_batch_one_call_at_a_time_and_the_turn_resum
     fake_anthropic.script(reply(text("Both."), tool_use("fs_write", {"path": "a.txt", "content": "x"}),
                                 tool_use("fs_write", {"path": "b.txt", "content": "y"})))
     tg.private_message(ADA, "write both")
-    request = await tg.wait_for("sendMessage", lambda p: "Approve all" in str(p.get("reply_markup")))
+    request = await tg.wait_for_card(lambda p: "Approve all" in str(p.get("reply_markup")))
     first, second = await app.services.approvals.pending()
     await client.act(f"/approvals/{first.id}", {"choice": "deny"})
 

@@ -44,7 +44,7 @@ async def ask_to_write(tg: FakeTelegram, fake_anthropic, path: str = "notes.txt"
     fake_anthropic.script(reply(text("I'll write it."),
                                 tool_use("fs_write", {"path": path, "content": content})))
     tg.private_message(ADA, f"write {content}")
-    return await tg.wait_for("sendMessage", lambda p: has_buttons(p))
+    return await tg.wait_for_card(lambda p: has_buttons(p))
 
 
 def data_of(request: Call, label_start: str) -> str:
@@ -60,8 +60,7 @@ def answers(tg: FakeTelegram) -> list[str]:
 
 
 def edits_of(tg: FakeTelegram, request: Call) -> list[Call]:
-    message_id = request.result["message_id"]
-    return tg.of("editMessageText", lambda p: p["message_id"] == message_id)
+    return tg.redraws(request)
 
 
 async def receipts(app) -> int:
@@ -86,7 +85,7 @@ async def test_approve_runs_the_tool_once_and_edits_the_request_without_buttons(
     assert not (app.config.workspace / "notes.txt").exists()
     fake_anthropic.script(text("Written."))
     tg.tap(ADA, data_of(request, "Approve"), request.result)
-    edit = await tg.wait_for("editMessageText", lambda p: p["message_id"] == request.result["message_id"])
+    edit = await tg.wait_for_redraw(request)
     assert "Approved by Ada (telegram:4242) at" in edit.params["text"]
     assert "reply_markup" not in edit.params
     assert answers(tg) == ["Approved"]
@@ -100,7 +99,7 @@ async def test_deny_does_not_run_the_tool_and_tells_the_model(bot, tg, fake_anth
     request = await ask_to_write(tg, fake_anthropic)
     fake_anthropic.script(text("Fine, I won't."))
     tg.tap(ADA, data_of(request, "Deny"), request.result)
-    edit = await tg.wait_for("editMessageText", lambda p: p["message_id"] == request.result["message_id"])
+    edit = await tg.wait_for_redraw(request)
     assert "❌ Denied by Ada (telegram:4242)" in edit.params["text"]
     await tg.wait_until(lambda: any(m["text"] == "Fine, I won't." for m in tg.messages.values()))
     assert answers(tg) == ["Denied"]
@@ -151,6 +150,43 @@ async def test_an_expired_request_cannot_be_approved(bot, tg, fake_anthropic):
     assert len(fake_anthropic.requests) == 1
 
 
+async def test_a_new_message_cancels_the_pending_request_and_takes_its_buttons_away(
+        bot, tg, fake_anthropic):
+    app, channel = await bot()
+    app.agent.add_approval_surface("telegram", channel)   # as the App does
+    request = await ask_to_write(tg, fake_anthropic)
+    fake_anthropic.script(text("Sure, forget the note."))
+    tg.private_message(ADA, "never mind")
+    edit = await tg.wait_for_redraw(request)
+    assert "Cancelled (a newer message arrived) — nothing ran." in edit.params["text"]
+    assert "reply_markup" not in tg.messages[(ADA, request.result["message_id"])]
+    await tg.wait_until(lambda: any(m["text"] == "Sure, forget the note."
+                                    for m in tg.messages.values()))
+    assert not (app.config.workspace / "notes.txt").exists()
+
+
+async def test_a_tap_on_buttons_left_on_an_ended_request_says_why_and_takes_them_away(
+        bot, tg, fake_anthropic):
+    app, channel = await bot()
+    app.agent.add_approval_surface("telegram", channel)
+    request = await ask_to_write(tg, fake_anthropic)
+    message_id = request.result["message_id"]
+    tg.fail("editMessageText", times=2,   # the formatted edit and its plain retry
+            when=lambda p: int(p["message_id"]) == message_id)
+    fake_anthropic.script(text("Sure, forget the note."))
+    tg.private_message(ADA, "never mind")       # its redraw is lost: the buttons stay
+    await tg.wait_until(lambda: any(m["text"] == "Sure, forget the note."
+                                    for m in tg.messages.values()))
+    assert "reply_markup" in tg.messages[(ADA, message_id)]
+    tg.tap(ADA, data_of(request, "Approve"), tg.messages[(ADA, message_id)])
+    refusal = await tg.wait_for("answerCallbackQuery")
+    assert refusal.params["text"] == "This request was cancelled because a newer message arrived."
+    redrawn = await tg.wait_for_redraw(request)
+    assert "Cancelled (a newer message arrived)" in redrawn.params["text"]
+    assert "reply_markup" not in tg.messages[(ADA, message_id)]
+    assert not (app.config.workspace / "notes.txt").exists()
+
+
 async def test_unknown_and_malformed_buttons_are_answered_and_change_nothing(bot, tg, fake_anthropic):
     app, _ = await bot()
     request = await ask_to_write(tg, fake_anthropic)
@@ -169,7 +205,7 @@ async def test_always_approves_this_call_and_later_ones_in_the_session(bot, tg, 
     request = await ask_to_write(tg, fake_anthropic)
     fake_anthropic.script(text("Written."))
     tg.tap(ADA, data_of(request, "Always"), request.result)
-    edit = await tg.wait_for("editMessageText", lambda p: p["message_id"] == request.result["message_id"])
+    edit = await tg.wait_for_redraw(request)
     assert "Approved, and always from now on by" in edit.params["text"]
     await tg.wait_until(lambda: (app.config.workspace / "notes.txt").exists())
     await tg.wait_until(lambda: any(m["text"] == "Written." for m in tg.messages.values()))
@@ -178,7 +214,7 @@ async def test_always_approves_this_call_and_later_ones_in_the_session(bot, tg, 
     tg.private_message(ADA, "write eggs too")
     await tg.wait_until(lambda: any(m["text"] == "Also written." for m in tg.messages.values()))
     assert (app.config.workspace / "more.txt").read_text() == "eggs"
-    assert len(tg.of("sendMessage", has_buttons)) == 1
+    assert len(tg.cards(has_buttons)) == 1
 
 
 async def test_the_dry_run_summary_is_escaped_because_it_may_carry_untrusted_text(bot, tg, fake_anthropic):

@@ -66,8 +66,8 @@ async def test_a_request_and_its_approvers_copy_each_speak_their_readers_languag
     await tg.wait_until(lambda: any("Remitente" in t for t in texts_in(tg, DIEGO)))
     fake_anthropic.script(reply(tool_use("fs_write", {"path": "nota.txt", "content": "latte"})))
     tg.private_message(GIULIA, "scrivi nota.txt")
-    await tg.wait_until(lambda: len(tg.of("sendMessage", has_buttons)) == 2)
-    copies = {call.params["chat_id"]: call for call in tg.of("sendMessage", has_buttons)}
+    await tg.wait_until(lambda: len(tg.cards(has_buttons)) == 2)
+    copies = {call.params["chat_id"]: call for call in tg.cards(has_buttons)}
     mine, approvers = copies[GIULIA], copies[DIEGO]
     assert "Approvazione richiesta" in mine.params["text"]
     assert "Richiesta da: telegram:4242" in mine.params["text"]
