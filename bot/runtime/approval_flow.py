@@ -121,6 +121,9 @@ class ApprovalFlow:
     async def show_outcome(self, request: Any, choice: str, resolver: str, note: str = "") -> None:
         await self.display.show_outcome(request, choice, resolver, note)
 
+    async def show_pending(self, request: ApprovalRequest) -> None:
+        await self.display.show_pending(request)
+
     async def close_superseded(self, requests: list[ApprovalRequest]) -> None:
         """Requests a newer message (or a restart) ended lose their buttons on every message
         showing them (a batch is redrawn once, whole)."""

@@ -48,6 +48,7 @@ class Agent(Protocol):
     async def continue_turn(self, *args: Any, **kwargs: Any) -> Any: ...
     async def show_outcome(self, *args: Any, **kwargs: Any) -> Any: ...
     async def close_superseded(self, *args: Any, **kwargs: Any) -> Any: ...
+    async def show_pending(self, *args: Any, **kwargs: Any) -> Any: ...
     async def notify_approvers(self, *args: Any, **kwargs: Any) -> Any: ...
     async def run_answered(self, *args: Any, **kwargs: Any) -> Any: ...
 
@@ -261,8 +262,12 @@ class Recovery:
         to the requester and the approvers, so the turn does not wait for a tap nobody can
         make."""
         approvals = self.services.approvals
-        unshown = [request.view() for request in await approvals.pending_for_session(row.session_id)
-                   if not await approvals.message_refs(request.id)]
+        unshown = []
+        for request in await approvals.pending_for_session(row.session_id):
+            if await approvals.message_refs(request.id):
+                await self.agent.show_pending(request)   # its buttons, if they were cut off
+            else:
+                unshown.append(request.view())
         if not unshown:
             return
         turn = await self.agent.stored_turn(row, sink)

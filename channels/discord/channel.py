@@ -237,8 +237,8 @@ class DiscordChannel:
         shows the outcome and loses its buttons, as after a click (bot.core.events.ApprovalSurface)."""
         client = self.client
         shown = parse_message_ref(outcome.message_ref)
-        if client is None or shown is None:
-            return
+        if client is None or shown is None or (outcome.choice == "pending" and not outcome.batch):
+            return   # a request still pending was sent with its buttons
         chat, message_id = shown
         channel = client.get_channel(chat) or client.get_partial_messageable(chat)
         status = {"deny": "denied", "expire": "expired"}.get(outcome.choice, "approved")

@@ -306,8 +306,9 @@ class SlackChannel:
         """Every message showing the request shows the outcome, without the buttons answered
         (bot.core.events.ApprovalSurface)."""
         shown = parse_ref(outcome.message_ref)
-        if self._poster is None or shown is None:
-            return
+        if self._poster is None or shown is None or (outcome.choice == "pending"
+                                                     and not outcome.batch):
+            return   # a request still pending was sent with its buttons
         if outcome.batch:
             blocks, part = batch_redrawn(outcome)
         else:

@@ -42,7 +42,7 @@ from bot.core.identity import Sender
 from bot.core.listeners import Listeners
 from bot.language.names import SUPPORTED
 from channels.telegram import buttons
-from channels.telegram.approvals import outcome_message
+from channels.telegram.approvals import keyboard, outcome_message, request_message
 from channels.telegram.batch import redrawn as batch_redrawn
 from channels.telegram.http import AiohttpRequest
 from channels.telegram.intake import TelegramIntake
@@ -272,6 +272,8 @@ class TelegramChannel:
         markup = None
         if outcome.batch:
             part, markup = batch_redrawn(outcome, tr)
+        elif outcome.choice == "pending":    # still waiting: shown with its buttons again
+            part, markup = request_message(outcome.approval, tr), keyboard(outcome.approval, tr)
         try:
             await self._messenger.edit(chat, message_id, part, markup=markup)
         except DeliveryError:
