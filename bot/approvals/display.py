@@ -60,23 +60,6 @@ class ApprovalDisplay:
                 log.info("approval %s: %s is down; its message keeps its buttons", request.id,
                          channel)
 
-    async def show_pending(self, request: ApprovalRequest) -> None:
-        """Every message showing a request still pending shows it with its buttons again (a
-        restart may have cut off the edit that gives a recorded request its buttons)."""
-        if request.batch:
-            await self._show_batch(request.batch)
-            return
-        for channel, ref in await self.approvals.message_refs(request.id):
-            surface = self._surfaces.get(channel)
-            if surface is None:
-                continue
-            try:
-                await surface.approval_resolved(ApprovalResolved(
-                    request.view(), "pending", "", 0.0, ref))
-            except ChannelError:
-                log.info("approval %s: %s is down; its buttons come back with it", request.id,
-                         channel)
-
     async def _show_batch(self, batch: str) -> None:
         """Redraw every message of a batch (each copy) from the store: answered calls show
         their outcome, pending ones keep their buttons."""

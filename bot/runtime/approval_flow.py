@@ -122,7 +122,9 @@ class ApprovalFlow:
         await self.display.show_outcome(request, choice, resolver, note)
 
     async def show_pending(self, request: ApprovalRequest) -> None:
-        await self.display.show_pending(request)
+        """A request still pending is shown with its buttons again on every message showing it
+        (a restart may have cut off the edit that gives a recorded request its buttons)."""
+        await self.display.show_outcome(request, "pending", "")
 
     async def close_superseded(self, requests: list[ApprovalRequest]) -> None:
         """Requests a newer message (or a restart) ended lose their buttons on every message
