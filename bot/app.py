@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.approvals.expiry import ExpirySweeper
-from bot.config.settings import SECRET_ENV_VARS, Config
+from bot.config.settings import SECRET_ENV_VARS, Config, model_names
 from bot.core.errors import ChannelError, ConfigError
 from bot.core.events import ApprovalSurface
 from bot.core.identity import CONSOLE_OPERATOR, OPERATOR, Level, Sender
@@ -136,7 +136,13 @@ def tool_ports(config: Config, store: Any, registry: Registry, llm: Any, jobs: A
         return {tool.meta.name for tool in registry.list_for_sender(str(sender), level)}
 
     return Ports(memory=Memories(store), model=MeteredModel(llm), quota=ToolQuota(store),
-                 jobs=JobPlanner(jobs, preferences, catalog, config["agent"]["timezone"]))
+                 jobs=JobPlanner(jobs, preferences, catalog, config["agent"]["timezone"],
+                                 job_models(config)))
+
+
+def job_models(config: Config) -> set[str]:
+    """The models a job may name: every alias, and every model id the config names."""
+    return set(config["models"]) | {name for _, name in model_names(config)}
 
 
 def approvers(config: Config) -> list[str]:

@@ -25,7 +25,8 @@ class ScheduleTool(BaseTool):
             "'2026-12-02 09:00', '09:00' in the user's time zone) or `cron` (5 fields, e.g. "
             "'0 8 * * 1' for Mondays at 08:00), a short `name`, and either `message` (a plain "
             "reminder sent as written) or `prompt` (what you should do when it runs, with the "
-            "`tools` it may use). action=list shows the user's jobs; action=cancel takes `job_id`."),
+            "`tools` it may use, and optionally a configured `model` to run it on). action=list "
+            "shows the user's jobs; action=cancel takes `job_id`."),
         schema={
             "type": "object",
             "properties": {
@@ -37,6 +38,7 @@ class ScheduleTool(BaseTool):
                 "prompt": {"type": "string", "minLength": 1, "maxLength": 4000},
                 "tools": {"type": "array", "items": {"type": "string", "maxLength": 80},
                           "maxItems": 20, "uniqueItems": True},
+                "model": {"type": "string", "minLength": 1, "maxLength": 100},
                 "job_id": {"type": "string", "minLength": 1, "maxLength": 40},
             },
             "required": ["action"],
@@ -83,7 +85,7 @@ def _request(ctx: CallContext, args: dict[str, Any]) -> JobRequest:
     return JobRequest(owner=ctx.sender, level=ctx.level, chat=ctx.chat, name=args.get("name", ""),
                       at=args.get("at"), cron=args.get("cron"), message=args.get("message", ""),
                       prompt=args.get("prompt", ""), tools=tuple(args.get("tools") or ()),
-                      audience=ctx.audience)
+                      audience=ctx.audience, model=args.get("model", ""))
 
 
 def build() -> ScheduleTool:

@@ -55,6 +55,7 @@ class TurnRow:
     incarnation: str
     created_at: float
     audience: str = ""   # who else reads the conversation ("" = the sender alone)
+    model: str = ""      # the model a scheduled run named ("" = the configured choice)
 
 
 def _from_row(row: Row) -> TurnRow:
@@ -62,12 +63,12 @@ def _from_row(row: Row) -> TurnRow:
     return TurnRow(row["id"], row["session_id"], row["sender"], row["chat"], row["channel"],
                    row["level"], None if allowlist is None else frozenset(json.loads(allowlist)),
                    row["inbox_id"], row["state"], row["owner"], row["incarnation"],
-                   row["created_at"], row["audience"] or "")
+                   row["created_at"], row["audience"] or "", row["model"] or "")
 
 
 async def begin(tx: Transaction, *, turn_id: str, session_id: str, sender: str, chat: str, channel: str,
                 level: str, allowlist: frozenset[str] | None, inbox_id: int | None,
-                owner: str, incarnation: str, audience: str = "") -> None:
+                owner: str, incarnation: str, audience: str = "", model: str = "") -> None:
     """A new turn, running, written with its user message. An earlier turn of the session still
     open ends here: the new message supersedes it (its message was answered or reported)."""
     now = time.time()
@@ -75,11 +76,11 @@ async def begin(tx: Transaction, *, turn_id: str, session_id: str, sender: str, 
                      " AND state IN (?, ?, ?)", (SUPERSEDED, now, session_id, *UNFINISHED_STATES))
     await tx.execute(
         "INSERT INTO turns(id, session_id, sender, chat, channel, level, allowlist, inbox_id,"
-        " state, owner, incarnation, created_at, updated_at, audience)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " state, owner, incarnation, created_at, updated_at, audience, model)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (turn_id, session_id, sender, chat, channel, str(level),
          None if allowlist is None else json.dumps(sorted(allowlist)), inbox_id, RUNNING, owner,
-         incarnation, now, now, audience))
+         incarnation, now, now, audience, model))
 
 
 async def set_state(tx: Transaction, turn_id: str, state: str, *, only_from: tuple[str, ...] = ()) -> bool:

@@ -112,6 +112,7 @@ class JobRequest:
     prompt: str = ""
     tools: tuple[str, ...] = ()
     audience: str = ""   # who else reads the chat it posts in (a group): its runs work there
+    model: str = ""      # a configured model its runs ask ("" = the default for jobs)
 
 
 class JobsPort(Protocol):

@@ -81,6 +81,7 @@ class Job:
     # Who else reads `chat` (a group, bot.access.audience): a run works in the group's folder
     # and memory, as a turn typed there does.
     audience: str = ""
+    model: str = ""      # the model its runs ask ("" = `[jobs] model`, else the agent's)
 
     @property
     def is_reminder(self) -> bool:
@@ -132,7 +133,8 @@ def _from_row(row: Any) -> Job:
         level=row["level"], prompt=row["prompt"], message=row["message"],
         tools=tuple(json.loads(row["tools"])), status=row["status"], next_run=row["next_run"],
         failures=row["failures"], last_run=row["last_run"], last_outcome=row["last_outcome"],
-        created_at=row["created_at"], audience=row["audience"] or "")
+        created_at=row["created_at"], audience=row["audience"] or "",
+        model=row["model"] or "")
 
 
 class Jobs:
@@ -174,10 +176,11 @@ class Jobs:
             await tx.execute(
                 "INSERT INTO jobs(id, owner, channel, chat, name, prompt, message, kind, spec,"
                 " timezone, level, tools, status, next_run, failures, last_outcome, created_at,"
-                " audience) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, 0, '', ?, ?)",
+                " audience, model)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, 0, '', ?, ?, ?)",
                 (job.id, job.owner, job.channel, job.chat, job.name, job.prompt, job.message,
                  job.schedule.kind, job.schedule.spec, job.schedule.timezone, job.level,
-                 json.dumps(list(job.tools)), job.next_run, now, job.audience))
+                 json.dumps(list(job.tools)), job.next_run, now, job.audience, job.model))
             await self._audit(tx, job, "created", job.schedule.describe())
         self.changed.set()
         return job

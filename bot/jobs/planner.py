@@ -1,12 +1,14 @@
 """The jobs port of `bot.core.ports`: what the schedule tool may do with an owner's jobs.
 
 A job is planned for its owner at the level the owner has in this turn (roles applied) and may
-use only tools that owner could use (never the schedule tool: a job does not create jobs).
+use only tools that owner could use (never the schedule tool: a job does not create jobs). A
+job may name one of the configured models (an alias or a model id the config names) for its
+runs: a cheap one for a daily digest, a local one for private notes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from bot.access.preferences import Preferences
@@ -25,8 +27,9 @@ Catalog = Callable[[Sender, Level], set[str]]   # the tools a sender may use at 
 
 class JobPlanner:
     def __init__(self, jobs: Jobs, preferences: Preferences, catalog: Catalog,
-                 default_timezone: str):
+                 default_timezone: str, models: Collection[str] = ()):
         self.jobs = jobs
+        self.models = frozenset(models)
         self.preferences = preferences
         self.catalog = catalog
         self.default_timezone = default_timezone
@@ -37,8 +40,9 @@ class JobPlanner:
         when = "; ".join(local_time(t, job.schedule.timezone) for t in runs)
         what = f"send the reminder: {job.message}" if job.is_reminder else f"run: {job.prompt}"
         tools = ", ".join(job.tools) or "none"
+        model = f"\nModel: {job.model}" if job.model else ""
         return (f"Schedule '{job.name}' {job.schedule.describe()} in this chat, "
-                f"to {what}\nTools it may use: {tools}\nNext runs: {when}")
+                f"to {what}\nTools it may use: {tools}{model}\nNext runs: {when}")
 
     async def create(self, request: JobRequest) -> dict[str, Any]:
         try:
@@ -82,14 +86,30 @@ class JobPlanner:
             raise ToolPermissionError(
                 f"A job can only use tools you may use yourself (not {', '.join(refused)}).",
                 f"Choose from: {', '.join(sorted(allowed)) or '(none)'}.")
+        self._check_model(request)
         job = Job(id="", owner=owner, channel=request.owner.channel, chat=request.chat,
                   name=request.name, schedule=when, level=request.level, prompt=request.prompt,
-                  message=request.message, tools=request.tools, audience=request.audience)
+                  message=request.message, tools=request.tools, audience=request.audience,
+                  model=request.model)
         try:
             self.jobs.check(job, now)
         except JobError as exc:
             raise ToolInvalidArgsError(str(exc), HINT) from exc
         return job
+
+    def _check_model(self, request: JobRequest) -> None:
+        """Only a model the operator configured: a job cannot send the owner's data, or spend
+        their budget, on a model nobody chose."""
+        if not request.model:
+            return
+        if request.message and not request.prompt:
+            raise ToolInvalidArgsError("A plain reminder is sent as written: it uses no model.",
+                                       "Leave out `model`, or give a `prompt` instead.")
+        if request.model not in self.models:
+            raise ToolInvalidArgsError(
+                f"No model {request.model!r} is configured.",
+                f"Choose from: {', '.join(sorted(self.models)) or '(none)'}; or leave out "
+                "`model` for the default.")
 
     async def _own_job(self, owner: Sender, job_id: str) -> Job:
         job = await self.jobs.get(job_id) if job_id else None
@@ -104,6 +124,8 @@ def describe(job: Job) -> dict[str, Any]:
                              "status": job.status}
     if job.next_run is not None:
         shown["next_run"] = local_time(job.next_run, job.schedule.timezone)
+    if job.model:
+        shown["model"] = job.model
     if job.last_outcome:
         shown["last_outcome"] = job.last_outcome
     return shown

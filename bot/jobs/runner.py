@@ -78,7 +78,7 @@ class AgentJobRunner:
         await self.agent.run_unattended(
             session_key=f"job:{job.id}", sender=job.owner, chat=job.chat,
             channel=job.channel, level=level, allowlist=frozenset(job.tools) - {SCHEDULE_TOOL},
-            text=job.prompt, sink=watched, in_group=bool(job.audience))
+            text=job.prompt, sink=watched, in_group=bool(job.audience), model=job.model)
         if watched.error:
             return False, watched.error
         return True, "waiting for approval" if watched.waiting else "answered"

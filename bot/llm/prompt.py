@@ -22,6 +22,7 @@ class Asker(Protocol):
     channel: str
     autonomy: str
     run_allowlist: frozenset[str] | None
+    model: str   # a model the turn itself names (a scheduled job's), or ""
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -93,7 +94,9 @@ class PromptBuilder:
 
     def model_for(self, turn: Asker) -> str:
         """The model (alias or bare id) the turn's steps are asked of."""
-        if turn.run_allowlist is not None and self.job_model:   # a scheduled job's own model
+        if turn.model:    # a scheduled job that named its own
+            return turn.model
+        if turn.run_allowlist is not None and self.job_model:   # the model for every job
             return self.job_model
         # A run allowed no tools at all (a scheduled job that only writes, say a daily quote)
         # needs no more than the small model.

@@ -137,19 +137,20 @@ class Agent(SessionControl, ApprovalFlow):
 
     async def run_unattended(self, *, session_key: str, sender: str, chat: str, channel: str,
                              level: str, allowlist: frozenset[str], text: str,
-                             sink: Sink, in_group: bool = False) -> None:
+                             sink: Sink, in_group: bool = False, model: str = "") -> None:
         """A turn nobody typed (a scheduled job): in its own session `session_key`, as `sender`
         at `level`, restricted to `allowlist`; approvals it needs are posted into `chat`, a
-        group when `in_group` (the run then works in the group's folder and memory)."""
+        group when `in_group` (the run then works in the group's folder and memory). `model`: the
+        one the job named, if any."""
         session_id = await self.journal.active_session(sender, session_key, channel)
         message = IncomingMessage(sender=sender, chat=chat, text=text, channel=channel,
                                   is_group=in_group)
         await self._queued(message, sink, lambda: self._user_turn(
-            message, level, sink, session_id=session_id, run_allowlist=allowlist))
+            message, level, sink, session_id=session_id, run_allowlist=allowlist, model=model))
 
     async def _user_turn(self, message: IncomingMessage, autonomy: Level | str, sink: Sink, *,
                          session_id: str | None = None,
-                         run_allowlist: frozenset[str] | None = None) -> None:
+                         run_allowlist: frozenset[str] | None = None, model: str = "") -> None:
         # Whatever another process wrote before this turn's place in the order is in the caches.
         await self.services.store.catch_up()
         store, approvals = self.services.store, self.services.approvals
@@ -165,7 +166,7 @@ class Agent(SessionControl, ApprovalFlow):
         if content is None:
             return      # every part was refused and there was no text: the sender was told
         turn = await self._turn(session_id, message.sender, message.chat, autonomy, sink,
-                                run_allowlist)
+                                run_allowlist, model)
         turn.turn_id = turns.new_turn_id()
         turn.audience = audience
         stored, size, cached = await self.journal.history(session_id)
@@ -191,7 +192,7 @@ class Agent(SessionControl, ApprovalFlow):
                               sender=message.sender, chat=message.chat, channel=turn.channel,
                               level=str(autonomy), allowlist=run_allowlist,
                               inbox_id=message.inbox_id, owner=self.replica,
-                              incarnation=self.incarnation, audience=audience)
+                              incarnation=self.incarnation, audience=audience, model=model)
             await self.journal.append(tx, session_id, [user])
         await self.close_superseded(superseded)
         messages = [*base, user]
@@ -248,11 +249,12 @@ class Agent(SessionControl, ApprovalFlow):
         return True
 
     async def _turn(self, session_id: str, sender: str, chat: str, autonomy: Level | str,
-                    sink: Sink, run_allowlist: frozenset[str] | None = None) -> Turn:
+                    sink: Sink, run_allowlist: frozenset[str] | None = None,
+                    model: str = "") -> Turn:
         grants = await self.services.approvals.grants.for_session(session_id)
         # An "Always" is the tapping member's, even in a conversation others share.
         own = tuple(g for g in grants if g.sender == sender)
-        return Turn(session_id, sender, chat, autonomy, sink, own, run_allowlist,
+        return Turn(session_id, sender, chat, autonomy, sink, own, run_allowlist, model,
                     shared=self.shared_sessions)
 
     async def _prepared(self, turn: Turn, stored: list[dict[str, Any]], size: int | None,
@@ -434,7 +436,7 @@ class Agent(SessionControl, ApprovalFlow):
         the level it was started at)."""
         level = await self.capped_level(row.sender, row.level)
         turn = await self._turn(row.session_id, row.sender, row.chat, level, sink,
-                                row.allowlist)
+                                row.allowlist, row.model)
         turn.turn_id = row.id
         turn.audience = row.audience
         return turn

@@ -212,17 +212,23 @@ class ApprovalFlow:
         `on_ran(ok)` is told how the call ended (None: not run) before the loop goes on."""
         await self.services.store.catch_up()
         autonomy = await self.capped_level(request.sender, request.autonomy)
-        turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
-                                request.allowlist)
-        row = await turns.open_in_session(self.services.store, request.session_id)
-        turn.turn_id = row.id if row is not None else None
-        turn.audience = row.audience if row is not None else ""
+        turn = await self._waiting_turn(request, autonomy, sink)
         result, ok = await self._resolved_result(turn, request, resolver)
         going_on = await self._store_results(turn, [result], [(request.id, ok)])
         if on_ran is not None:
             await on_ran(ok if request.status != "denied" else None)
         if going_on:
             await self._go_on(turn)
+
+    async def _waiting_turn(self, request: Any, autonomy: Level | str, sink: Sink) -> Turn:
+        """The turn a resolved request belongs to, as it was begun: its row, who else reads
+        it, and the model a scheduled run named."""
+        row = await turns.open_in_session(self.services.store, request.session_id)
+        turn = await self._turn(request.session_id, request.sender, request.chat, autonomy, sink,
+                                request.allowlist, row.model if row is not None else "")
+        turn.turn_id = row.id if row is not None else None
+        turn.audience = row.audience if row is not None else ""
+        return turn
 
     async def _resume_batch(self, batch: str, sink: Sink) -> None:
         """Every call of the batch is decided: run the approved ones in the model's order, give
@@ -231,11 +237,7 @@ class ApprovalFlow:
         members = await self.services.approvals.batch_members(batch)
         first = members[0]
         autonomy = await self.capped_level(first.sender, first.autonomy)
-        turn = await self._turn(first.session_id, first.sender, first.chat, autonomy, sink,
-                                first.allowlist)
-        row = await turns.open_in_session(self.services.store, first.session_id)
-        turn.turn_id = row.id if row is not None else None
-        turn.audience = row.audience if row is not None else ""
+        turn = await self._waiting_turn(first, autonomy, sink)
         results, ends = [], []
         for member in members:
             if member.status in ("approved", "denied"):

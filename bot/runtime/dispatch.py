@@ -69,6 +69,7 @@ class Turn:
     sink: Sink
     grants: tuple[Grant, ...] = ()    # what "Always" taps in this session allow
     run_allowlist: frozenset[str] | None = None
+    model: str = ""   # a scheduled run's own model ("" = the configured choice)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     records: list[Record] = field(default_factory=list)  # written with the step's history
     log_calls: list[str] = field(default_factory=list)

@@ -378,6 +378,10 @@ ALTER TABLE jobs ADD COLUMN audience TEXT NOT NULL DEFAULT '';
 ALTER TABLE sender_settings ADD COLUMN language TEXT;
 ALTER TABLE sender_settings ADD COLUMN language_hint TEXT;
 """),
+    (22, "a job may name its own model, and its turns keep it (a tap or a restart goes on in it)", """
+ALTER TABLE jobs ADD COLUMN model TEXT NOT NULL DEFAULT '';
+ALTER TABLE turns ADD COLUMN model TEXT NOT NULL DEFAULT '';
+"""),
 ]
 
 
