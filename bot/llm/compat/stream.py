@@ -166,6 +166,18 @@ def _unfenced(text: str) -> str:
     return text
 
 
+# Compiled schemas by the identity of the schema dict: the catalog a turn offers is built once
+# per registry generation, so its schemas are the same objects turn after turn. Each entry keeps
+# its schema alive, so an id is never reused for another schema while it is here.
+_COMPILED: dict[int, tuple[dict[str, Any], Any]] = {}
+ANY_OBJECT: dict[str, Any] = {"type": "object"}
+
+
 def _valid(args: dict[str, Any], tool: dict[str, Any]) -> bool:
-    schema = tool.get("input_schema") or {"type": "object"}
-    return validator(schema).is_valid(args)
+    schema = tool.get("input_schema") or ANY_OBJECT
+    held = _COMPILED.get(id(schema))
+    if held is None or held[0] is not schema:
+        if len(_COMPILED) > 256:
+            _COMPILED.clear()
+        held = _COMPILED[id(schema)] = (schema, validator(schema))
+    return held[1].is_valid(args)
