@@ -23,11 +23,13 @@ PLACEHOLDER = re.compile(r"\{(\w*)[^{}]*\}")
 
 
 def extracted() -> dict[str, str | None]:
-    """Every message the source marks: id -> plural id (None for a plain message)."""
+    """Every message the source marks (the console's templates too): id -> plural id (None for
+    a plain message)."""
     found: dict[str, str | None] = {}
     for folder in ("bot", "channels"):
         for _file, _line, message, _comments, _context in extract_from_dir(
-                ROOT / folder, method_map=[("**.py", "python")], keywords=KEYWORDS):
+                ROOT / folder, method_map=[("**.py", "python"), ("**/templates/**.html", "jinja2")],
+                keywords=KEYWORDS):
             if isinstance(message, tuple):
                 found[message[0]] = message[1]
             elif message:

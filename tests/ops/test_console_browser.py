@@ -49,11 +49,11 @@ async def console(app_factory, tg):
     await app.stop_channels()
 
 
-async def logged_in_page(browser, app, base: str, width: int = PHONE):
+async def logged_in_page(browser, app, base: str, width: int = PHONE, locale: str = "en-US"):
     token = await app.console.context.auth.issue_login()
 
     def open_and_log_in():
-        watched = new_page(browser, width)
+        watched = new_page(browser, width, locale)
         watched.page.goto(f"{base}/login/{token}")
         return watched
     return await browser.run(open_and_log_in)
@@ -237,6 +237,27 @@ async def test_every_page_fits_a_phone_and_is_photographed_at_both_widths(browse
     widths = await browser.run(photograph)
     assert widths == {name: PHONE for name in PAGES}, "a page scrolls sideways on a phone"
     assert phone.dialogs == desktop.dialogs == [] and phone.errors == desktop.errors == []
+
+
+async def test_every_page_in_italian_fits_a_phone_and_is_photographed(browser, console):
+    app, base = console
+    await seed(app)
+    phone = await logged_in_page(browser, app, base, PHONE, locale="it-IT")
+
+    def photograph():
+        seen = {}
+        for name, path in PAGES.items():
+            assert phone.page.goto(f"{base}{path}").status == 200, path
+            screenshot(phone, f"{name}-it-{PHONE}")
+            seen[name] = (phone.page.evaluate("document.documentElement.lang"),
+                          phone.page.evaluate("document.documentElement.scrollWidth"),
+                          phone.page.locator("h1").inner_text())
+        return seen
+    seen = await browser.run(photograph)
+    assert {name: (lang, width) for name, (lang, width, _) in seen.items()} == {
+        name: ("it", PHONE) for name in PAGES}, "a page is not Italian or scrolls sideways"
+    assert seen["approvals"][2] == "Approvazioni" and seen["jobs"][2] == "Job pianificati"
+    assert phone.dialogs == [] and phone.errors == []
 
 
 async def test_chart_labels_are_readable_and_times_name_their_zone_at_both_widths(browser, console):

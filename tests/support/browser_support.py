@@ -90,10 +90,12 @@ class Watched:
         dialog.dismiss()
 
 
-def new_page(browser: Browser, width: int) -> Watched:
-    """Call on the browser thread. A fresh context: no cookies shared between pages."""
+def new_page(browser: Browser, width: int, locale: str = "en-US") -> Watched:
+    """Call on the browser thread. A fresh context: no cookies shared between pages. `locale`
+    is the browser's language (its Accept-Language)."""
     height = 844 if width == PHONE else 900
-    context = browser.chromium.new_context(viewport={"width": width, "height": height})
+    context = browser.chromium.new_context(viewport={"width": width, "height": height},
+                                           locale=locale)
     context.set_default_timeout(10_000)
     return Watched(context.new_page())
 

@@ -4,7 +4,9 @@ Every response carries a strict Content-Security-Policy (scripts and styles only
 static files, no inline code, no framing), `nosniff` and `no-referrer`. Every route but the
 login link and the static files needs a live session cookie (else 401 and how to log in);
 every POST also needs the session's CSRF token and must not come from another site. Actions
-are audited with their outcome, then redirect back to their page (shown there once).
+are audited with their outcome, then redirect back to their page (shown there once). Every page
+is in the operator's language: the one they chose with /language in the terminal, else the
+browser's Accept-Language, else `[agent] language`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ import jinja2
 from aiohttp import web
 
 from bot.core.errors import MyclawError
+from bot.core.identity import OPERATOR as TERMINAL_SENDER
+from bot.language.catalogs import N_
+from bot.language.names import from_accept_language
+from bot.language.translator import Translator
 from bot.ops.console.auth import OPERATOR, ConsoleSession, csrf_matches
 from bot.ops.console.pages import PAGES
 from bot.ops.console.web import Action, ConsoleContext, Outcome, Page, utc_text
@@ -40,6 +46,13 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Cross-Origin-Opener-Policy": "same-origin",
 }
+
+
+# Words the templates look up by value (a request's or a job's status, a risk).
+STATUS_WORDS = (N_("pending"), N_("approved"), N_("denied"), N_("expired"), N_("started"),
+                N_("executed"), N_("failed"), N_("in_doubt"), N_("active"), N_("paused"),
+                N_("done"), N_("cancelled"))
+STALE_FORM = N_("This form is stale or came from another site; reload the page and try again.")
 
 
 class ConsoleError(MyclawError):
@@ -109,15 +122,14 @@ class ConsoleServer:
         async def guarded(request: web.Request) -> web.StreamResponse:
             session = await self.context.auth.session(request.cookies.get(COOKIE))
             if session is None:
-                return await self._render("login.html", {"reason": None}, status=401)
+                return await self._render(request, "login.html", {"reason": None}, status=401)
             if request.method == "POST":
                 form = await request.post()
                 if _cross_site(request) or not csrf_matches(session, form.get("csrf")):
                     await self._audit(AuditEntry(
                         sender=OPERATOR, decision="console:csrf", outcome="refused",
                         detail=f"{request.method} {request.path[:80]}"))
-                    raise web.HTTPForbidden(text="This form is stale or came from another site; "
-                                                 "reload the page and try again.")
+                    raise web.HTTPForbidden(text=self._reader(request)._(STALE_FORM))
             return await handler(request, session)
         return guarded
 
@@ -125,7 +137,7 @@ class ConsoleServer:
         client = request.headers.get("User-Agent", "")
         session_token = await self.context.auth.redeem(request.match_info["token"], client)
         if session_token is None:
-            return await self._render("login.html", {"reason": "used"}, status=401)
+            return await self._render(request, "login.html", {"reason": "used"}, status=401)
         response = _see_other("/")
         response.set_cookie(COOKIE, session_token, httponly=True, samesite="Strict", path="/",
                             secure=self._secure_cookie(request),
@@ -150,7 +162,7 @@ class ConsoleServer:
         async def handler(request: web.Request, session: ConsoleSession) -> web.StreamResponse:
             variables = await page.load(self.context, request.query)
             flash = self._flashes.pop(session.id, None)
-            return await self._render(page.template, {
+            return await self._render(request, page.template, {
                 **variables, "page": page, "flash": flash, "csrf": session.csrf,
                 "operator": session.operator})
         return handler
@@ -174,8 +186,16 @@ class ConsoleServer:
         async with self.context.services.store.transaction() as tx:
             await write_audit(tx, entry)
 
-    async def _render(self, name: str, variables: dict[str, Any], status: int = 200) -> web.Response:
-        base = {"pages": self.pages, "page": None, "flash": None, "csrf": "", "operator": None}
+    def _reader(self, request: web.Request) -> Translator:
+        """The operator's language for this request (see the module's docstring)."""
+        hint = from_accept_language(request.headers.get("Accept-Language"))
+        return self.context.services.languages.translator(str(TERMINAL_SENDER), hint)
+
+    async def _render(self, request: web.Request, name: str, variables: dict[str, Any],
+                      status: int = 200) -> web.Response:
+        tr = self._reader(request)
+        base = {"pages": self.pages, "page": None, "flash": None, "csrf": "", "operator": None,
+                "tr": tr, "_": tr._, "ngettext": tr.ngettext}
         template = self._env.get_template(name)
         # Rendering cost grows with what is shown (previews, audit details): off the loop.
         html = await asyncio.to_thread(template.render, **{**base, **variables})

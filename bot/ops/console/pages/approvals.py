@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 from bot.ops.console.auth import OPERATOR
 from bot.ops.console.web import Action, ConsoleContext, Outcome, Page
 
@@ -27,10 +29,10 @@ async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
 async def resolve(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[str, str]) -> Outcome:
     choice = form.get("choice", "")
     if choice not in CHOICES:
-        return Outcome(False, "Unknown answer; use Approve or Deny.")
+        return Outcome(False, Phrase("Unknown answer; use Approve or Deny."))
     resolution = await ctx.agent.resolve_elsewhere(route["id"], OPERATOR, choice)
     return Outcome(resolution.ok, resolution.reason)
 
 
-PAGE = Page("/", "Approvals", "approvals.html", load,
+PAGE = Page("/", N_("Approvals"), "approvals.html", load,
             actions=(Action("/approvals/{id}", "approval", resolve),))

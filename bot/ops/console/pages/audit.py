@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 from bot.ops.console.web import ConsoleContext, Page, day_start
 from bot.store.audit import AuditQuery, audit_decisions, count_audit, recent_audit
 
@@ -38,7 +40,8 @@ def _query(filters: dict[str, str]) -> tuple[AuditQuery, list[str]]:
             continue
         start = day_start(filters[name])
         if start is None:
-            problems.append(f"'{filters[name]}' is not a date (YYYY-MM-DD); ignored.")
+            problems.append(Phrase("'{value}' is not a date (YYYY-MM-DD); ignored.",
+                                   value=filters[name]))
             continue
         bounds[name] = start + shift
     fold = filters["logins"] != "1" and not filters["decision"].startswith(CONSOLE_ROWS)
@@ -66,4 +69,4 @@ async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
             "newest": urlencode(kept), "with_logins": urlencode({**kept, "logins": "1"})}
 
 
-PAGE = Page("/audit", "Audit", "audit.html", load)
+PAGE = Page("/audit", N_("Audit"), "audit.html", load)

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.approvals.grants import GrantError
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 from bot.ops.console.auth import OPERATOR
 from bot.ops.console.web import Action, ConsoleContext, Outcome, Page
 
@@ -19,8 +21,9 @@ async def revoke(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[st
         grant = await ctx.services.approvals.grants.revoke(route["id"], OPERATOR, any_sender=True)
     except GrantError as exc:
         return Outcome(False, str(exc))
-    return Outcome(True, f"Revoked grant {grant.id} of {grant.sender}: {grant.description}.")
+    return Outcome(True, Phrase("Revoked grant {id} of {sender}: {what}.", id=grant.id,
+                                 sender=grant.sender, what=grant.description))
 
 
-PAGE = Page("/grants", "Grants", "grants.html", load,
+PAGE = Page("/grants", N_("Grants"), "grants.html", load,
             actions=(Action("/grants/{id}/revoke", "grant-revoke", revoke),))

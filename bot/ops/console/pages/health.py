@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from bot.language.catalogs import N_
 from bot.ops.console.web import ConsoleContext, Page
 from bot.ops.health import channel_states
 from bot.store.factory import store_location
@@ -31,4 +32,4 @@ async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-PAGE = Page("/health", "Health", "health.html", load)
+PAGE = Page("/health", N_("Health"), "health.html", load)

@@ -7,6 +7,8 @@ from typing import Any
 
 from bot.access.senders import PairingError
 from bot.core.identity import LEVELS
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 from bot.ops.console.auth import OPERATOR
 from bot.ops.console.web import Action, ConsoleContext, Outcome, Page
 
@@ -22,7 +24,7 @@ async def allow(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[str
         sender = await ctx.services.senders.approve(route["code"], level, by=OPERATOR)
     except PairingError as exc:
         return Outcome(False, str(exc))
-    return Outcome(True, f"Granted {level} to {sender}.")
+    return Outcome(True, Phrase("Granted {level} to {sender}.", level=level, sender=sender))
 
 
 async def deny(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[str, str]) -> Outcome:
@@ -30,9 +32,9 @@ async def deny(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[str,
         sender = await ctx.services.senders.deny(route["code"], by=OPERATOR)
     except PairingError as exc:
         return Outcome(False, str(exc))
-    return Outcome(True, f"Denied pairing for {sender}.")
+    return Outcome(True, Phrase("Denied pairing for {sender}.", sender=sender))
 
 
-PAGE = Page("/pairing", "Pairing", "pairing.html", load,
+PAGE = Page("/pairing", N_("Pairing"), "pairing.html", load,
             actions=(Action("/pairing/{code}/allow", "pair-allow", allow),
                      Action("/pairing/{code}/deny", "pair-deny", deny)))

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.approvals.receipts import latest_receipts
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 from bot.ops.console.web import Action, ConsoleContext, Outcome, Page
 
 LATEST = 50
@@ -21,12 +23,14 @@ async def verify(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[st
     total = await ctx.services.receipts.count()
     problems = await ctx.services.receipts.verify_all()
     if not problems:
-        return Outcome(True, f"All {total} receipts verify.")
+        return Outcome(True, Phrase("All {total} receipts verify.", total=total))
     shown = tuple(problems[:MAX_PROBLEM_LINES])
     more = len(problems) - len(shown)
-    tail = (f"… and {more} more (myclaw receipts verify lists them all)",) if more else ()
-    return Outcome(False, f"{len(problems)} problem(s) in {total} receipts.", shown + tail)
+    tail = (Phrase("… and {more} more (myclaw receipts verify lists them all)", more=more),) \
+        if more else ()
+    return Outcome(False, Phrase("{problems} problem(s) in {total} receipts.",
+                                  problems=len(problems), total=total), shown + tail)
 
 
-PAGE = Page("/receipts", "Receipts", "receipts.html", load,
+PAGE = Page("/receipts", N_("Receipts"), "receipts.html", load,
             actions=(Action("/receipts/verify", "verify-receipts", verify),))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bot.language.catalogs import N_
 from bot.ops.console.web import ConsoleContext, Page
 
 
@@ -19,4 +20,4 @@ async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-PAGE = Page("/senders", "Senders", "senders.html", load)
+PAGE = Page("/senders", N_("Senders"), "senders.html", load)

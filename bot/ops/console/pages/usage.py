@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from bot.language.catalogs import N_
 from bot.money.spend import usage_since
 from bot.ops.console import charts
 from bot.ops.console.web import ConsoleContext, Page, day_of, day_start, last_days
@@ -51,4 +52,4 @@ async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
             "spend": spend.view(days, money=True) if priced else None}
 
 
-PAGE = Page("/usage", "Usage", "usage.html", load)
+PAGE = Page("/usage", N_("Usage"), "usage.html", load)
