@@ -105,13 +105,16 @@ class MediaIntake:
         spoken: list[Block] = []
         notes: list[str] = []
         for part in message.parts:
-            # The name is the sender's (or whoever made the file): from here on only its shown form.
-            part = dataclasses.replace(part, name=shown_name(part.name))
+            # The name is the sender's (or whoever made the file): from here on only its shown
+            # form. A Phrase is the channel's own words for it ("a sticker"): said in the
+            # sender's language.
+            if not isinstance(part.name, Phrase):
+                part = dataclasses.replace(part, name=shown_name(part.name))
             origin = part_origin(part, forwarded=bool(message.forwarded_from))
             try:
                 blocks = await self._part(payer, uploader, part, origin, sink)
             except MediaRefused as exc:
-                await sink.emit(Notice(f"⚠️ {exc.message}"))
+                await sink.emit(Notice(Phrase("⚠️ {message}", message=exc.message)))
                 notes.append(f"[The user also sent {_name(part)}, which could not be used: "
                              f"{exc.message}]")
                 continue
@@ -135,7 +138,9 @@ class MediaIntake:
             return [await self._document(uploader, document, origin, sink)]
         if isinstance(part, AudioPart):
             return await self._audio(payer, uploader, part, origin, sink)
-        raise MediaRefused(f"I could not fetch {part.name or 'an attachment'}: {part.reason}")
+        # The channel's reason may be a Phrase: the sender reads all of it in their language.
+        raise MediaRefused(Phrase("I could not fetch {name}: {reason}",
+                                  name=part.name or Phrase("an attachment"), reason=part.reason))
 
     async def _image(self, uploader: Uploader, data: bytes, name: str, origin: Origin,
                      sink: Sink) -> Block:

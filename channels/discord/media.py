@@ -15,12 +15,10 @@ import aiohttp
 import discord
 
 from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
+from bot.language.phrase import Phrase
+from bot.media.limits import size_phrase
 
 log = logging.getLogger(__name__)
-
-
-def _mb(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB"
 
 
 async def attachment_parts(attachments: list[discord.Attachment], media: dict[str, Any]) -> tuple[Part, ...]:
@@ -37,12 +35,16 @@ async def _part(attachment: discord.Attachment, media: dict[str, Any]) -> Part:
     else:
         limit = media["max_document_bytes"]
     if attachment.size > limit:
-        return UnavailablePart(name, f"it is {_mb(attachment.size)}; the limit is {_mb(limit)}")
+        # A Phrase: the core tells the sender why, in their language.
+        return UnavailablePart(name, Phrase("it is {size}; the limit is {limit}",
+                                            size=size_phrase(attachment.size),
+                                            limit=size_phrase(limit)))
     try:
         data = await attachment.read()
     except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
         log.warning("discord: downloading an attachment failed (%s)", type(exc).__name__)
-        return UnavailablePart(name, "the download from Discord failed; please send it again")
+        return UnavailablePart(name, Phrase("the download from Discord failed; please send it "
+                                            "again"))
     if kind.startswith("image/"):
         return ImagePart(data, kind, name, attachment.width or 0, attachment.height or 0)
     if attachment.is_voice_message():       # recorded by the sender: their own words

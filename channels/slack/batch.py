@@ -5,8 +5,9 @@ preview, "Approve all" / "Deny all", and Approve / Deny (and "Always N" where of
 `ap:<id>:a|d|s`, so they take exactly the path of a request asked alone. A batch with more calls
 than a card holds comfortably is shown on several cards (pages). A page whose blocks would pass
 Slack's 50 moves its longest previews out, into snippet files uploaded before it: a preview is
-never cut. The layout is a function of the calls alone, so a card can be redrawn as answers
-arrive (bot.approvals.display redraws every copy from the store).
+never cut. The layout is a function of the calls and the reader's language alone, so a card can
+be redrawn (for the same reader) as answers arrive (bot.approvals.display redraws every copy
+from the store).
 """
 
 from __future__ import annotations
@@ -17,20 +18,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.approvals.display import batch_heading, previews_moved_out
-from bot.approvals.records import ID_PATTERN, SUPERSEDED, SUPERSEDED_LABEL
+from bot.approvals.records import ID_PATTERN
 from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
-from bot.language.catalogs import translator
+from bot.language.translator import Translator
 from channels.slack import texts
 from channels.slack.approvals import (
     MAX_BLOCKS,
-    RISK_ICON,
     action_id,
+    always_line,
     button,
-    clock,
     context,
-    mention_of,
+    expires_line,
     outcome_line,
     preview_blocks,
+    risk_name,
+    risk_text,
     section,
 )
 from channels.slack.rendering import Part, escape
@@ -56,98 +58,87 @@ def parse_batch_action(action: str | None) -> tuple[str, str] | None:
     return (match.group(1), CHOICE_BY_LETTER[match.group(2)]) if match else None
 
 
-def pages(views: Sequence[ApprovalView]) -> list[Page]:
-    return [_page(views, start) for start in range(0, len(views), CALLS_PER_PAGE)]
+def pages(views: Sequence[ApprovalView], tr: Translator) -> list[Page]:
+    return [_page(views, start, tr) for start in range(0, len(views), CALLS_PER_PAGE)]
 
 
-def _page(views: Sequence[ApprovalView], start: int) -> Page:
+def _page(views: Sequence[ApprovalView], start: int, tr: Translator) -> Page:
     calls = tuple(views[start:start + CALLS_PER_PAGE])
     pending = [CallOutcome(view, "") for view in calls]
 
     def fits(outside: frozenset[str]) -> bool:
         # One block per call kept free for the outcome line an answer adds later.
-        blocks = page_blocks(Page(calls, start + 1, outside), pending, len(views), True)
+        blocks = page_blocks(Page(calls, start + 1, outside), pending, len(views), True, tr)
         return len(blocks) + len(calls) <= MAX_BLOCKS
     outside = previews_moved_out(calls, fits)
     return Page(calls, start + 1, frozenset(v.id for v in calls) if outside is None else outside)
 
 
-def page_of(views: Sequence[ApprovalView], approval_id: str) -> Page | None:
-    return next((p for p in pages(views) if any(v.id == approval_id for v in p.calls)), None)
+def page_of(views: Sequence[ApprovalView], approval_id: str, tr: Translator) -> Page | None:
+    return next((p for p in pages(views, tr) if any(v.id == approval_id for v in p.calls)), None)
 
 
-def page_blocks(page: Page, calls: Sequence[CallOutcome], total: int,
-                batch_pending: bool) -> list[dict[str, Any]]:
+def page_blocks(page: Page, calls: Sequence[CallOutcome], total: int, batch_pending: bool,
+                tr: Translator) -> list[dict[str, Any]]:
     first = calls[0].approval
-    # Slack speaks English for now (the per-person language covers Telegram, Discord, terminal).
-    pending, title, span = batch_heading(page.first, calls, total, translator("en"))
-    blocks = [section(texts.BATCH_TITLE.format(title=title, total=total, span=escape(span))
-                      + "\n" + texts.BATCH_REQUESTED_BY.format(sender=escape(first.sender)))]
+    pending, title, span = batch_heading(page.first, calls, total, tr)
+    blocks = [section(f"🔐 *{escape(title)}*{escape(span)}\n"
+                      + tr._("Requested by: {who}", who=escape(first.sender)))]
     for number, call in enumerate(calls, start=page.first):
         view = call.approval
-        blocks.append(section(texts.BATCH_CALL.format(number=number, tool=escape(view.tool),
-                                                      icon=RISK_ICON.get(view.risk, "⚪"),
-                                                      risk=escape(view.risk))))
+        blocks.append(section(f"*{number}. `{escape(view.tool)}`* — {risk_text(view.risk, tr)}"))
         if view.id in page.outside:
-            blocks.append(context(texts.BATCH_PREVIEW_IN_FILE.format(number=number)))
+            blocks.append(context(tr._(texts.BATCH_PREVIEW_IN_FILE, number=number)))
         else:
-            blocks.extend(preview_blocks(view.summary))
-        line = _outcome(call)
-        if line:
-            blocks.append(context(line))
+            blocks.extend(preview_blocks(view.summary, tr))
+        if call.choice:
+            blocks.append(context(outcome_line(call.choice, call.resolver, call.resolved_at, tr)))
     if pending:
-        tail = [texts.EXPIRES.format(clock=clock(first.expires_at))]
-        tail += [texts.BATCH_ALWAYS_EXPLAINED.format(number=n, scope=escape(c.approval.always),
-                                                     risk=c.approval.risk)
+        tail = [expires_line(first, tr)]
+        tail += [always_line(c.approval, tr, n)
                  for n, c in enumerate(calls, start=page.first) if c.approval.always and not c.choice]
         blocks.append(context("\n".join(tail)))
-    return blocks + _buttons(page, calls, batch_pending)
+    return blocks + _buttons(page, calls, batch_pending, tr)
 
 
-def _buttons(page: Page, calls: Sequence[CallOutcome], batch_pending: bool) -> list[dict[str, Any]]:
+def _buttons(page: Page, calls: Sequence[CallOutcome], batch_pending: bool,
+             tr: Translator) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if batch_pending:
         batch = calls[0].approval.batch
         blocks.append({"type": "actions", "block_id": f"ab:{batch}:{page.first}", "elements": [
-            button(texts.BUTTON_APPROVE_ALL, batch_action(batch, "a"), style="primary"),
-            button(texts.BUTTON_DENY_ALL, batch_action(batch, "d"), style="danger")]})
+            button(tr._("Approve all"), batch_action(batch, "a"), style="primary"),
+            button(tr._("Deny all"), batch_action(batch, "d"), style="danger")]})
     for number, call in enumerate(calls, start=page.first):
         if call.choice:
             continue
         view = call.approval
-        row = [button(texts.BUTTON_APPROVE_N.format(number=number), action_id(view.id, "a")),
-               button(texts.BUTTON_DENY_N.format(number=number), action_id(view.id, "d"))]
+        row = [button(tr._("Approve {number}", number=number), action_id(view.id, "a")),
+               button(tr._("Deny {number}", number=number), action_id(view.id, "d"))]
         if view.always:
-            row.append(button(texts.BUTTON_ALWAYS_N.format(number=number), action_id(view.id, "s")))
+            row.append(button(tr._(texts.BUTTON_ALWAYS_N, number=number), action_id(view.id, "s")))
         blocks.append({"type": "actions", "block_id": f"ap:{view.id}", "elements": row})
     return blocks
 
 
-def _outcome(call: CallOutcome) -> str:
-    if not call.choice:
-        return ""
-    if call.choice == "expire" and call.resolver == SUPERSEDED:
-        return texts.OUTCOME_SUPERSEDED.format(label=SUPERSEDED_LABEL)
-    return outcome_line(call.choice, mention_of(call.resolver), call.resolved_at)
-
-
-def page_part(page: Page, calls: Sequence[CallOutcome], total: int) -> Part:
+def page_part(page: Page, calls: Sequence[CallOutcome], total: int, tr: Translator) -> Part:
     """The page's notification text, and its plain twin with commands to type."""
-    lines = [texts.BATCH_NOTIFICATION.format(total=total)]
+    lines = [tr.ngettext("Approval needed: {n} call", "Approval needed: {n} calls", total)]
     for number, call in enumerate(calls, start=page.first):
         view = call.approval
-        summary = texts.BATCH_PREVIEW_IN_FILE.format(number=number) if view.id in page.outside \
+        summary = tr._(texts.BATCH_PREVIEW_IN_FILE, number=number) if view.id in page.outside \
             else view.summary
-        lines.append(f"{number}. {view.tool} ({view.risk})\n{summary}\n"
+        lines.append(f"{number}. {view.tool} ({risk_name(view.risk, tr)})\n{summary}\n"
                      f"/approve {view.id} · /deny {view.id}")
     return Part(escape(lines[0]), escape("\n\n".join(lines)))
 
 
-def redrawn(outcome: ApprovalResolved) -> tuple[list[dict[str, Any]], Part]:
-    """The card showing `outcome.approval`, as the batch stands now."""
+def redrawn(outcome: ApprovalResolved, tr: Translator) -> tuple[list[dict[str, Any]], Part]:
+    """The card showing `outcome.approval`, as the batch stands now, in its reader's words."""
     views = [call.approval for call in outcome.batch]
-    page = page_of(views, outcome.approval.id) or Page((outcome.approval,), 1, frozenset())
+    page = page_of(views, outcome.approval.id, tr) or Page((outcome.approval,), 1, frozenset())
     ids = {view.id for view in page.calls}
     calls = [call for call in outcome.batch if call.approval.id in ids]
     batch_pending = any(not call.choice for call in outcome.batch)
-    return page_blocks(page, calls, len(views), batch_pending), page_part(page, calls, len(views))
+    return (page_blocks(page, calls, len(views), batch_pending, tr),
+            page_part(page, calls, len(views), tr))

@@ -30,9 +30,11 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.config.settings import Config
 from bot.core.errors import ChannelError, ShuttingDown
 from bot.core.events import AgentAPI, ApprovalResolved
+from bot.core.identity import Sender
 from bot.core.listeners import Listeners
+from bot.language.translator import Translator
 from channels.slack import texts
-from channels.slack.approvals import outcome_card, parse_ref
+from channels.slack.approvals import outcome_card, parse_ref, reader_of
 from channels.slack.batch import redrawn as batch_redrawn
 from channels.slack.events import EventsServer
 from channels.slack.groups import UserGroups
@@ -236,7 +238,7 @@ class SlackChannel:
             state.left = True
         except Exception:
             log.exception("slack: handling a message failed")
-            await sink.emit_line(texts.SOMETHING_WENT_WRONG)
+            await sink.emit_line(sink.tr._(texts.SOMETHING_WENT_WRONG))
         finally:
             await sink.close()
 
@@ -309,13 +311,21 @@ class SlackChannel:
         if self._poster is None or shown is None or (outcome.choice == "pending"
                                                      and not outcome.batch):
             return   # a request still pending was sent with its buttons
+        tr = self._reader_of(outcome)
         if outcome.batch:
-            blocks, part = batch_redrawn(outcome)
+            blocks, part = batch_redrawn(outcome, tr)
         else:
             blocks, part = outcome_card(outcome.approval, outcome.choice, outcome.resolver,
-                                        outcome.resolved_at, outcome.note)
+                                        outcome.resolved_at, tr, outcome.note)
         try:
             await self._poster.update(shown[0], shown[1], part, blocks=blocks)
         except DeliveryError:
             log.warning("slack: could not mark approval %s as answered", outcome.approval.id,
                         exc_info=True)
+
+    def _reader_of(self, outcome: ApprovalResolved) -> Translator:
+        """Whose words a copy of a request is redrawn in: the reader stored with it (the
+        requester, or the approver whose DM it is), else the requester."""
+        reader = reader_of(outcome.message_ref)
+        return self.agent.translator(Sender.of(CHANNEL, reader) if reader
+                                     else outcome.approval.sender)

@@ -6,7 +6,8 @@ in the Authorization header would go with the request. The declared size is chec
 `[media]` before downloading, the bytes after (a body larger than declared is cut off at the
 limit, never read whole). The type is read from the content: an image by its magic bytes
 (bot.media.images), audio by Slack's own audio-clip marker or the declared type, anything else
-a document that the core checks further. A voice clip recorded in Slack (`subtype
+a document that the core checks further. Why a file could not be used is a Phrase: the core
+tells the sender in their language. A voice clip recorded in Slack (`subtype
 slack_audio`) is the sender's own words; an uploaded audio file is anyone's.
 
 Nothing here runs for a stranger: the channel hands the agent a `download` that the agent calls
@@ -23,7 +24,9 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
+from bot.language.phrase import Phrase
 from bot.media.images import sniff_image
+from bot.media.limits import size_phrase
 from channels.slack import texts
 
 log = logging.getLogger(__name__)
@@ -31,10 +34,6 @@ log = logging.getLogger(__name__)
 SLACK_FILE_HOST = "files.slack.com"
 DOWNLOAD_TIMEOUT = 60.0
 CHUNK = 1 << 16
-
-
-def _mb(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB" if size >= 1_000_000 else f"{size / 1000:.0f} KB"
 
 
 def is_audio(file: dict[str, Any]) -> bool:
@@ -69,19 +68,21 @@ class Files:
         name = str(file.get("name") or file.get("title") or "file")
         url = str(file.get("url_private_download") or file.get("url_private") or "")
         if file.get("mode") in ("hidden_by_limit", "tombstone", "external") or not url:
-            return UnavailablePart(name, texts.FILE_HIDDEN)
+            return UnavailablePart(name, Phrase(texts.FILE_HIDDEN))
         split = urlsplit(url)
         if split.scheme not in ("https", "http") or split.netloc not in self._hosts:
-            return UnavailablePart(name, texts.FILE_NOT_FROM_SLACK)
+            return UnavailablePart(name, Phrase(texts.FILE_NOT_FROM_SLACK))
         limit, size = self._limit(file), int(file.get("size") or 0)
         if size > limit:
-            return UnavailablePart(name, texts.FILE_TOO_LARGE.format(size=_mb(size), limit=_mb(limit)))
+            return UnavailablePart(name, Phrase(texts.FILE_TOO_LARGE, size=size_phrase(size),
+                                                limit=size_phrase(limit)))
         data = await self._download(session, url, limit)
         if data is None:
-            return UnavailablePart(name, texts.FILE_DOWNLOAD_FAILED)
+            return UnavailablePart(name, Phrase(texts.FILE_DOWNLOAD_FAILED))
         if len(data) > limit:
-            return UnavailablePart(name, texts.FILE_TOO_LARGE.format(size=f"over {_mb(limit)}",
-                                                                    limit=_mb(limit)))
+            over = Phrase(texts.FILE_OVER, size=size_phrase(limit))
+            return UnavailablePart(name, Phrase(texts.FILE_TOO_LARGE, size=over,
+                                                limit=size_phrase(limit)))
         return _typed(data, name, file)
 
     async def _download(self, session: aiohttp.ClientSession, url: str, limit: int) -> bytes | None:

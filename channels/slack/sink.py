@@ -10,7 +10,8 @@ One `SlackSink` per incoming message (or per tap), so all per-turn state lives h
 - Notice: mrkdwn, with its command buttons; a private one in a channel goes to the sender's DM.
 - FileOut: files_upload_v2 into the conversation; SpeechOut (the spoken answer) likewise.
   Done: the answer, formatted and split.
-A failed delivery is logged and never raised into the agent's turn.
+A failed delivery is logged and never raised into the agent's turn. Every word the bot adds is
+the language of the person the sink talks to (`tr`): the sender, or the approver whose DM it is.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from bot.core.events import (
     ToolProgress,
     ToolStarted,
 )
+from bot.core.identity import Sender
+from bot.language.catalogs import N_
+from bot.language.translator import Translator
 from channels.slack import texts
 from channels.slack.approvals import button, message_ref, request_card
 from channels.slack.batch import page_blocks, page_part, pages
@@ -51,6 +55,7 @@ CHANNEL = "slack"
 PROGRESS_CHARS = 200
 COMMAND_PREFIX = "c:"
 MAX_COMMAND_CHARS = 2000      # a button's value
+DM_FIRST = N_("I have something private for you: please open a chat with me and send /start.")
 
 
 @dataclass(frozen=True)
@@ -72,9 +77,10 @@ class Target:
         return Place(self.channel, self.thread_ts, self.team_id, self.user_id)
 
 
-def command_buttons(buttons: tuple[Button, ...]) -> list[dict[str, Any]]:
-    """A notice's command buttons: the value is the command, run as typed by whoever taps."""
-    return [button(b.label, f"{COMMAND_PREFIX}{n}", value=b.command)
+def command_buttons(buttons: tuple[Button, ...], tr: Translator) -> list[dict[str, Any]]:
+    """A notice's command buttons, labelled in the reader's language: the value is the
+    command (the same in every language), run as typed by whoever taps."""
+    return [button(tr.say(b.label), f"{COMMAND_PREFIX}{n}", value=b.command)
             for n, b in enumerate(buttons) if len(b.command) <= MAX_COMMAND_CHARS][:25]
 
 
@@ -92,6 +98,12 @@ class SlackSink:
         self._status: LiveMessage | None = None
         self._status_lines: dict[str, str] = {}
         self.emitted = False
+
+    @property
+    def tr(self) -> Translator:
+        """The reader's words: the person this sink talks to (the default language otherwise)."""
+        user = self.target.user_id or self._dm_user
+        return self._agent.translator(Sender.of(CHANNEL, user) if user else "")
 
     async def emit(self, event: Event) -> None:
         self.emitted = True
@@ -142,7 +154,7 @@ class SlackSink:
                                       thread_ts=self.target.thread_ts, comment="")
         elif isinstance(event, ErrorEvent):
             await self._flush_status()
-            await self._post(plain(texts.ERROR_LINE.format(message=event.message)))
+            await self._post(plain(f"⚠️ {self.tr.say(event.message)}"))
 
     async def close(self) -> None:
         """End of the handling: stop timers, keep what was sent."""
@@ -184,14 +196,14 @@ class SlackSink:
     async def _on_tool(self, event: ToolStarted | ToolProgress | ToolFinished) -> None:
         name = event.tool
         if isinstance(event, ToolStarted):
-            line = texts.TOOL_STARTED.format(tool=name)
+            line = f"⚙️ {name}…"
         elif isinstance(event, ToolProgress):
-            line = texts.TOOL_PROGRESS.format(tool=name, text=shorten(event.text, PROGRESS_CHARS))
+            line = f"⚙️ {name}: {shorten(event.text, PROGRESS_CHARS)}"
         elif event.ok:
-            line = texts.TOOL_OK.format(tool=name)
+            line = f"✅ {name}"
         else:
-            summary = shorten(event.summary or texts.TOOL_FAILED_DEFAULT, PROGRESS_CHARS)
-            line = texts.TOOL_FAILED.format(tool=name, summary=summary)
+            said = self.tr.say(event.summary) if event.summary else self.tr._("failed")
+            line = f"⚠️ {name}: {shorten(said, PROGRESS_CHARS)}"
         self._status_lines[event.call_id] = line
         if self._status is None:
             self._status = LiveMessage(self._poster, self.target.place, interval=self._interval)
@@ -207,42 +219,46 @@ class SlackSink:
     # --- approvals and notices --------------------------------------------------------------
 
     async def _send_approval(self, view: ApprovalView) -> None:
-        card = request_card(view)
+        card = request_card(view, self.tr)
         if card.file_preview:
             await self._upload_preview(view, card.file_preview)
         ts = await self._post(card.part, card.blocks)
-        await self._agent.set_approval_message_ref(view.id, message_ref(self.target.channel, ts),
-                                                   CHANNEL)
+        await self._agent.set_approval_message_ref(view.id, self._ref(ts), CHANNEL)
+
+    def _ref(self, ts: str) -> str:
+        """Where a card went, and whose language it is in (redrawn later in the same)."""
+        return message_ref(self.target.channel, ts, self.target.user_id or self._dm_user)
 
     async def _upload_preview(self, view: ApprovalView, preview: str) -> None:
+        tr = self.tr
         await self._poster.upload(self.target.channel, f"preview-{view.id}.txt", preview.encode(),
                                   thread_ts=self.target.thread_ts,
-                                  title=texts.PREVIEW_FILE_TITLE.format(tool=view.tool),
-                                  comment=texts.PREVIEW_FILE_COMMENT, snippet_type="text")
+                                  title=tr._(texts.PREVIEW_FILE_TITLE, tool=view.tool),
+                                  comment=tr._(texts.PREVIEW_FILE_COMMENT), snippet_type="text")
 
     async def _send_batch(self, views: tuple[ApprovalView, ...]) -> None:
-        for page in pages(views):
+        tr = self.tr
+        for page in pages(views, tr):
             for view in page.calls:
                 if view.id in page.outside:
                     await self._upload_preview(view, view.summary)
             calls = [CallOutcome(view, "") for view in page.calls]
-            ts = await self._post(page_part(page, calls, len(views)),
-                                  page_blocks(page, calls, len(views), True))
+            ts = await self._post(page_part(page, calls, len(views), tr),
+                                  page_blocks(page, calls, len(views), True, tr))
             for view in page.calls:
-                await self._agent.set_approval_message_ref(
-                    view.id, message_ref(self.target.channel, ts), CHANNEL)
+                await self._agent.set_approval_message_ref(view.id, self._ref(ts), CHANNEL)
 
     async def _on_notice(self, event: Notice) -> None:
-        target = self.target
-        buttons = command_buttons(event.buttons)
+        target, tr = self.target, self.tr
+        text, buttons = tr.say(event.text), command_buttons(event.buttons, tr)
         if not (event.private and target.is_group):
-            await self._poster.post_markdown(target.channel, event.text, thread_ts=target.thread_ts,
+            await self._poster.post_markdown(target.channel, text, thread_ts=target.thread_ts,
                                              buttons=buttons)
             return
         try:
             dm = await self._poster.dm(target.user_id)
-            await self._poster.post_markdown(dm, event.text, buttons=buttons)
+            await self._poster.post_markdown(dm, text, buttons=buttons)
         except DeliveryError:
             log.info("slack: private notice to %s refused", target.user_id)
-            await self._poster.ephemeral(target.channel, target.user_id, texts.DM_FAILED,
+            await self._poster.ephemeral(target.channel, target.user_id, tr._(DM_FIRST),
                                          thread_ts=target.thread_ts)

@@ -7,6 +7,8 @@ copies) without the buttons answered, so no button can be pressed twice; when it
 stranger, a second tap, an expired or unknown request), the tapper alone is told why,
 ephemerally, and nothing changes. A command button runs its command as a message typed by the
 tapper, so it passes every check typing it would. A tap from another workspace changes nothing.
+Whatever the tapper alone is told is in the tapper's language (Slack's payload names no locale,
+so it is the language they chose, else the installation's).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.core.events import AgentAPI, IncomingMessage
+from bot.language.catalogs import N_
 from channels.slack import texts
 from channels.slack.approvals import parse_action
 from channels.slack.batch import parse_batch_action
@@ -26,8 +29,7 @@ from channels.slack.sink import SlackSink, Target
 log = logging.getLogger(__name__)
 
 SinkFactory = Callable[[Target], SlackSink]
-
-
+INVALID_BUTTON = N_("This button is not valid any more.")
 
 
 def tap_of(body: dict[str, Any]) -> tuple[str, str, str, str | None, str] | None:
@@ -61,20 +63,22 @@ class TapHandler:
         if tap is None:
             return
         user, channel, action, thread, _ = tap
+        resolver = sender_of(user)
+        tr = self._agent.translator(resolver)     # the tapper reads the answer to their tap
         if not self._ours(body):
-            await self._poster.ephemeral(channel, user, texts.WRONG_WORKSPACE, thread_ts=thread)
+            await self._poster.ephemeral(channel, user, tr._(texts.WRONG_WORKSPACE),
+                                         thread_ts=thread)
             return
         single, every = parse_action(action), parse_batch_action(action)
-        resolver = sender_of(user)
         if every is not None:
             resolution = await self._agent.resolve_batch(every[0], resolver, every[1])
         elif single is not None:
             resolution = await self._agent.resolve_approval(single[0], resolver, single[1])
         else:
-            await self._poster.ephemeral(channel, user, texts.INVALID_BUTTON, thread_ts=thread)
+            await self._poster.ephemeral(channel, user, tr._(INVALID_BUTTON), thread_ts=thread)
             return
         if not resolution.ok or resolution.request is None:
-            await self._poster.ephemeral(channel, user, resolution.reason, thread_ts=thread)
+            await self._poster.ephemeral(channel, user, tr.say(resolution.reason), thread_ts=thread)
             return
         request = resolution.request
         # The conversation goes on where it was asked, whichever copy was tapped.
@@ -90,12 +94,13 @@ class TapHandler:
         if tap is None:
             return
         user, channel, _, thread, command = tap
+        tr = self._agent.translator(sender_of(user))
         if not self._ours(body) or not command.startswith("/"):
-            await self._poster.ephemeral(channel, user, texts.INVALID_BUTTON, thread_ts=thread)
+            await self._poster.ephemeral(channel, user, tr._(INVALID_BUTTON), thread_ts=thread)
             return
         is_dm = channel.startswith("D")
         if not is_dm and channel not in self._channels:
-            await self._poster.ephemeral(channel, user, texts.NOT_HERE, thread_ts=thread)
+            await self._poster.ephemeral(channel, user, tr._(texts.NOT_HERE), thread_ts=thread)
             return
         target = Target(channel, thread, user_id=user, team_id=self._team, is_group=not is_dm)
         sink = self._sink_for(target)

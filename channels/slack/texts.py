@@ -1,60 +1,31 @@
-"""Every sentence of the Slack channel that a person reads, in one place, so that the texts can
-move into the translation catalogs without hunting through the modules. Placeholders are named
-(`str.format`), never assembled from pieces elsewhere.
+"""The sentences only the Slack channel says, marked for the catalog (`N_`) and rendered where
+they are shown, with the reader's translator (`tr._(texts.X, **values)`). Sentences every
+channel says (Approve, "Expires at {time}.", outcomes, batch headings) are the shared catalog
+messages, written where they are used, so one translation serves every channel. Slack mrkdwn
+marks (`*bold*`, backticks) stay in the catalog's text: translations keep them.
 """
 
 from __future__ import annotations
 
+from bot.language.catalogs import N_
+
 # --- approvals ---------------------------------------------------------------------------------
-APPROVAL_TITLE = "🔐 *Approval needed*"
-APPROVAL_FIELDS = "*Tool:* `{tool}`\n*Risk:* {icon} {risk}\n*Requested by:* <@{user}> ({sender})"
-APPROVAL_FIELDS_OTHER = "*Tool:* `{tool}`\n*Risk:* {icon} {risk}\n*Requested by:* {sender}"
-APPROVAL_NOTIFICATION = "Approval needed: {tool} ({risk} risk)"
-NO_SUMMARY = "(no summary)"
-PREVIEW_IN_FILE = "The full preview ({chars:,} characters) is in the file above."
-PREVIEW_FILE_TITLE = "Preview of {tool} waiting for approval"
-PREVIEW_FILE_COMMENT = "🔎 The whole preview of the call waiting for approval (below)."
-EXPIRES = "Expires at {clock}."
-ALWAYS_EXPLAINED = "\"Always\" would allow {scope}, up to {risk} risk, until /new."
-BUTTON_APPROVE = "Approve"
-BUTTON_DENY = "Deny"
-BUTTON_ALWAYS = "Always: {scope}"
-OUTCOME_BY = "{icon} {label} by {who} at {clock}."
-OUTCOME_EXPIRED = "⌛ Expired at {clock} — nothing ran."
-OUTCOME_SUPERSEDED = "⌛ {label} — nothing ran."
+APPROVAL_NOTIFICATION = N_("Approval needed: {tool} ({risk} risk)")
+PREVIEW_FILE_TITLE = N_("Preview of {tool} waiting for approval")
+PREVIEW_FILE_COMMENT = N_("🔎 The whole preview of the call waiting for approval (below).")
 
 # --- batches -----------------------------------------------------------------------------------
-BATCH_TITLE = "🔐 *{title}: {total} calls*{span}"
-BATCH_REQUESTED_BY = "*Requested by:* {sender}"
-BATCH_CALL = "*{number}. `{tool}`* — {icon} {risk}"
-BATCH_PREVIEW_IN_FILE = "The full preview of call {number} is in the file above."
-BATCH_ALWAYS_EXPLAINED = "\"Always {number}\" would allow {scope}, up to {risk} risk, until /new."
-BUTTON_APPROVE_ALL = "Approve all"
-BUTTON_DENY_ALL = "Deny all"
-BUTTON_APPROVE_N = "Approve {number}"
-BUTTON_DENY_N = "Deny {number}"
-BUTTON_ALWAYS_N = "Always {number}"
-BATCH_NOTIFICATION = "Approval needed: {total} calls"
+BATCH_PREVIEW_IN_FILE = N_("The full preview of call {number} is in the file above.")
+BUTTON_ALWAYS_N = N_("Always {number}")      # what it allows is said above the buttons
 
-# --- taps --------------------------------------------------------------------------------------
-INVALID_BUTTON = "This button is not valid any more."
-WRONG_WORKSPACE = "This button belongs to another workspace."
+# --- taps and the channel ----------------------------------------------------------------------
+WRONG_WORKSPACE = N_("This button belongs to another workspace.")
+SOMETHING_WENT_WRONG = N_("⚠️ Something went wrong on my side. Nothing was lost; please try again.")
+NOT_HERE = N_("I don't answer in this channel.")
 
-# --- the channel -------------------------------------------------------------------------------
-ERROR_LINE = "⚠️ {message}"
-SOMETHING_WENT_WRONG = "⚠️ Something went wrong on my side. Nothing was lost; please try again."
-DM_FAILED = ("I have something private for you, but I cannot message you directly. Please open a "
-             "DM with me and write /start.")
-NOT_HERE = "I don't answer in this channel."
-TOOL_STARTED = "⚙️ {tool}…"
-TOOL_PROGRESS = "⚙️ {tool}: {text}"
-TOOL_OK = "✅ {tool}"
-TOOL_FAILED = "⚠️ {tool}: {summary}"
-TOOL_FAILED_DEFAULT = "failed"
-FILE_ATTACHED = "[the user attached a file]"
-
-# --- files in ----------------------------------------------------------------------------------
-FILE_TOO_LARGE = "it is {size}; the limit is {limit}"
-FILE_DOWNLOAD_FAILED = "the download from Slack failed; please send it again"
-FILE_NOT_FROM_SLACK = "it is not stored on Slack"
-FILE_HIDDEN = "Slack did not let me read it (external or hidden file)"
+# --- files in (the core says "I could not fetch <name>: <reason>") -----------------------------
+FILE_TOO_LARGE = N_("it is {size}; the limit is {limit}")
+FILE_OVER = N_("over {size}")
+FILE_DOWNLOAD_FAILED = N_("the download from Slack failed; please send it again")
+FILE_NOT_FROM_SLACK = N_("it is not stored on Slack")
+FILE_HIDDEN = N_("Slack did not let me read it (external or hidden file)")

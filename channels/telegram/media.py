@@ -19,6 +19,8 @@ from telegram import Bot, Message
 from telegram.error import TelegramError
 
 from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
+from bot.language.phrase import Phrase
+from bot.media.limits import size_phrase
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +28,10 @@ BOT_API_DOWNLOAD_LIMIT = 20 * 1024 * 1024
 DOWNLOAD_READ_TIMEOUT = 60.0
 
 
-def _mb(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB"
+def _too_large(name: str, size: int, limit: int) -> UnavailablePart:
+    # A Phrase: the core tells the sender why, in their language.
+    return UnavailablePart(name, Phrase("it is {size}; the limit is {limit}",
+                                        size=size_phrase(size), limit=size_phrase(limit)))
 
 
 def has_attachments(message: Message) -> bool:
@@ -79,18 +83,20 @@ class Attachments:
 
     async def _fetch(self, file_id: str, size: int | None, name: str, limit: int) -> bytes | UnavailablePart:
         if size and size > limit:
-            return UnavailablePart(name, f"it is {_mb(size)}; the limit is {_mb(limit)}")
+            return _too_large(name, size, limit)
         if size and size > BOT_API_DOWNLOAD_LIMIT:
-            return UnavailablePart(name, f"it is {_mb(size)}, and Telegram lets bots download "
-                                         f"files up to {_mb(BOT_API_DOWNLOAD_LIMIT)}")
+            return UnavailablePart(name, Phrase(
+                "it is {size}, and Telegram lets bots download files up to {limit}",
+                size=size_phrase(size), limit=size_phrase(BOT_API_DOWNLOAD_LIMIT)))
         try:
             handle = await self.bot.get_file(file_id)
             out = io.BytesIO()
             await handle.download_to_memory(out, read_timeout=DOWNLOAD_READ_TIMEOUT)
         except TelegramError as exc:
             log.warning("telegram: downloading an attachment failed (%s)", type(exc).__name__)
-            return UnavailablePart(name, "the download from Telegram failed; please send it again")
+            return UnavailablePart(name, Phrase("the download from Telegram failed; please send "
+                                                "it again"))
         data = out.getvalue()
         if len(data) > limit:
-            return UnavailablePart(name, f"it is {_mb(len(data))}; the limit is {_mb(limit)}")
+            return _too_large(name, len(data), limit)
         return data

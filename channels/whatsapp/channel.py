@@ -244,7 +244,7 @@ class WhatsAppChannel:
             raise
         except Exception:
             log.exception("whatsapp: handling a message of %s failed", wa_id)
-            await self._say(wa_id, texts.SOMETHING_WRONG)
+            await self._say(wa_id, sink.tr._(texts.SOMETHING_WRONG))
         finally:
             await sink.close()
         return None
@@ -274,9 +274,11 @@ class WhatsAppChannel:
         if len(self._announced) > MAX_ANNOUNCED:
             self._announced.clear()   # a repeat after this is one more reply, never a loss
         self._announced.add(key)
-        line = approvals.outcome_line(outcome.choice, outcome.resolver, outcome.resolved_at)
+        # A chat is one person's: the card and its outcome are that person's language.
+        tr = self.agent.translator(Sender.of(CHANNEL, wa_id))
+        line = approvals.outcome_line(outcome.choice, outcome.resolver, outcome.resolved_at, tr)
         if outcome.note:
-            line += f"\n{outcome.note}"
+            line += f"\n{tr.say(outcome.note)}"
         await self._say(wa_id, line, reply_to=card)
 
 

@@ -10,7 +10,8 @@ works for a message sent before a restart or by another replica; a failed messag
 does not hold (older than a week) is logged as an error: reported, never silent.
 
 When the person writes again, `deliver_held` first says what was held for them: texts under
-a short introduction, approval requests as their cards again (while still pending).
+a short introduction, approval requests as their cards again (while still pending), in the
+person's language.
 """
 
 from __future__ import annotations
@@ -85,16 +86,17 @@ class Followups:
         if not held:
             return
         sink = self._make_sink(wa_id)
+        tr = sink.tr
         try:
             for message in held:
                 if message.kind == "approval":
                     view = ApprovalView(**json.loads(message.text))
                     if view.id in await pending(view.channel):
-                        await self._say(wa_id, texts.HELD_APPROVAL)
+                        await self._say(wa_id, tr._(texts.HELD_APPROVAL))
                         await sink.emit(ApprovalNeeded(view))
                     continue
-                intro = texts.FAILED_REPLY.format(reason=message.reason) \
-                    if message.kind == "failed" else texts.HELD_INTRO
+                intro = tr._(texts.FAILED_REPLY, reason=message.reason) \
+                    if message.kind == "failed" else tr._(texts.HELD_INTRO)
                 await self._say(wa_id, f"{intro}\n\n{message.text}")
         finally:
             await sink.close()

@@ -8,7 +8,7 @@ is only a hint: the core reads the content (bot/media). This runs only once the 
 admitted the sender (`IncomingMessage.download`), so a stranger's file is never fetched.
 
 Stickers, locations and other kinds the bot cannot use become `UnavailablePart`s with a polite
-reason; the core tells the sender and makes no model call.
+reason (a Phrase: the core tells the sender in their language) and makes no model call.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import logging
 from typing import Any
 
 from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
+from bot.language.phrase import Phrase
+from bot.media.limits import size_phrase
 from channels.whatsapp import texts
 from channels.whatsapp.graph import Graph, GraphError
 
@@ -30,10 +32,6 @@ REFUSED = {"sticker": (texts.STICKER_NAME, texts.STICKER_REFUSED),
 USED_KINDS = ("text", "interactive", "button", *MEDIA_KINDS)
 
 
-def _mb(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB"
-
-
 def has_attachments(message: dict[str, Any]) -> bool:
     """Whether the message carries something `Attachments.parts` turns into parts."""
     kind = message.get("type", "")
@@ -41,9 +39,12 @@ def has_attachments(message: dict[str, Any]) -> bool:
 
 
 def refusal(kind: str) -> UnavailablePart:
-    name, reason = REFUSED.get(kind, (texts.UNSUPPORTED_NAME.format(kind=kind or "unknown"),
-                                      texts.UNSUPPORTED_REFUSED))
-    return UnavailablePart(name, reason)
+    if kind in REFUSED:
+        name, reason = REFUSED[kind]
+        return UnavailablePart(Phrase(name), Phrase(reason))
+    # The kind is WhatsApp's own word for it ("video", "contacts"): shown as it is.
+    return UnavailablePart(Phrase(texts.UNSUPPORTED_NAME, kind=kind or "?"),
+                           Phrase(texts.UNSUPPORTED_REFUSED))
 
 
 class Attachments:
@@ -90,20 +91,21 @@ class Attachments:
             info = await self.graph.media_info(media_id)
             size = info.get("file_size")
             if isinstance(size, int) and size > limit:
-                return UnavailablePart(name, texts.MEDIA_TOO_LARGE.format(size=_mb(size),
-                                                                          limit=_mb(limit)))
+                return UnavailablePart(name, Phrase(texts.MEDIA_TOO_LARGE, size=size_phrase(size),
+                                                    limit=size_phrase(limit)))
             data = await self.graph.download(info["url"], limit)
         except GraphError as exc:
             log.warning("whatsapp: downloading an attachment failed (%s)", exc.code or "network")
-            return UnavailablePart(name, texts.MEDIA_FAILED)
+            return UnavailablePart(name, Phrase(texts.MEDIA_FAILED))
         if data is None:
-            return UnavailablePart(name, texts.MEDIA_TOO_LARGE.format(size=f"over {_mb(limit)}",
-                                                                      limit=_mb(limit)))
+            over = Phrase(texts.MEDIA_OVER, size=size_phrase(limit))
+            return UnavailablePart(name, Phrase(texts.MEDIA_TOO_LARGE, size=over,
+                                                limit=size_phrase(limit)))
         expected = str(info.get("sha256") or "")
         digest = hashlib.sha256(data).digest()
         # Meta writes the hash in hex in some answers and in base64 in others.
         if expected and expected.lower() != digest.hex() and expected != base64.b64encode(
                 digest).decode():
             log.warning("whatsapp: an attachment did not match its declared SHA-256")
-            return UnavailablePart(name, texts.MEDIA_FAILED)
+            return UnavailablePart(name, Phrase(texts.MEDIA_FAILED))
         return data

@@ -140,14 +140,15 @@ class Messenger:
         except GraphError as exc:
             raise DeliveryError(f"whatsapp voice note failed: {exc}") from exc
 
-    async def template(self, to: str, kind: str, text: str) -> bool:
-        """The approved template for `kind` carrying `text` (False when none is configured).
-        Templates may be sent outside the window: that is what they are for."""
+    async def template(self, to: str, kind: str, text: str, *, more: str) -> bool:
+        """The approved template for `kind` carrying `text` (False when none is configured),
+        cut with `more` (the reader's words) when longer than a template takes. Templates may
+        be sent outside the window: that is what they are for."""
         name = self.templates.get(kind, "")
         if not name:
             return False
         if len(text) > TEMPLATE_TEXT_LIMIT:
-            text = text[:TEMPLATE_TEXT_LIMIT - len(texts.TEMPLATE_MORE)] + texts.TEMPLATE_MORE
+            text = text[:TEMPLATE_TEXT_LIMIT - len(more)] + more
         # A template parameter may not hold newlines or long runs of spaces.
         flat = " · ".join(line.strip() for line in text.splitlines() if line.strip())
         payload = {"to": to, "type": "template", "template": {

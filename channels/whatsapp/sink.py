@@ -17,6 +17,9 @@ person just wrote. Any other sink (a job's run, an approver's copy, a note about
 outside it: what cannot be sent is gathered, and on `close` goes out as one approved template
 of its kind (`[whatsapp] templates`: approval, job or reminder), or, without one, is held for
 the person's next message; `undelivered()` then says so, for the job's record.
+
+Every word the bot adds is the language of the person the chat is with (`tr`; WhatsApp names no
+locale, so it is the language they chose, else the installation's).
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ from bot.core.events import (
     TextDelta,
     ToolStarted,
 )
+from bot.core.identity import Sender
 from bot.core.ports import HeldPort
+from bot.language.translator import Translator
 from channels.whatsapp import approvals, texts
 from channels.whatsapp.rendering import Part, plain_of
 from channels.whatsapp.sending import DeliveryError, Messenger, OutsideWindow
@@ -65,22 +70,25 @@ class SinkSettings:
     typing_idle_limit: float = 150.0   # stop if nothing happened for this long
 
 
-def notice_buttons(text: str, buttons: tuple[Button, ...]) -> dict | None:
-    """Reply buttons (≤ 3) or a list (≤ 10 rows) for a notice's command buttons; None when
-    there are none that fit (the notice's text names every command anyway)."""
+def notice_buttons(text: str, buttons: tuple[Button, ...], tr: Translator) -> dict | None:
+    """Reply buttons (≤ 3) or a list (≤ 10 rows) for a notice's command buttons, labelled in
+    the reader's language; None when there are none that fit (the notice's text names every
+    command anyway)."""
     usable = [b for b in buttons if len(("c:" + b.command).encode()) <= LIST_ID_LIMIT]
-    body = {"text": text if len(text) <= approvals.BODY_LIMIT else texts.BUTTONS_BODY}
+    choose = tr._(texts.BUTTONS_BODY)
+    body = {"text": text if len(text) <= approvals.BODY_LIMIT else choose}
     if not usable:
         return None
     if len(usable) <= MAX_REPLY_BUTTONS:
         return {"type": "interactive", "interactive": {"type": "button", "body": body, "action": {
-            "buttons": [{"type": "reply", "reply": {"id": "c:" + b.command,
-                                                    "title": b.label[:approvals.TITLE_LIMIT]}}
-                        for b in usable]}}}
-    rows = [{"id": "c:" + b.command, "title": b.label[:approvals.ROW_TITLE_LIMIT]}
+            "buttons": [{"type": "reply", "reply": {
+                "id": "c:" + b.command, "title": tr.say(b.label)[:approvals.TITLE_LIMIT]}}
+                for b in usable]}}}
+    rows = [{"id": "c:" + b.command, "title": tr.say(b.label)[:approvals.ROW_TITLE_LIMIT]}
             for b in usable[:MAX_LIST_ROWS]]
     return {"type": "interactive", "interactive": {"type": "list", "body": body, "action": {
-        "button": texts.BUTTONS_BODY, "sections": [{"title": texts.BUTTONS_BODY, "rows": rows}]}}}
+        "button": choose[:approvals.TITLE_LIMIT],
+        "sections": [{"title": choose[:approvals.ROW_TITLE_LIMIT], "rows": rows}]}}}
 
 
 class ChatSink:
@@ -106,6 +114,11 @@ class ChatSink:
     @property
     def recipient(self) -> str:
         return f"{CHANNEL}:{self.wa_id}"
+
+    @property
+    def tr(self) -> Translator:
+        """The reader's words: a WhatsApp chat is one person's."""
+        return self._agent.translator(Sender.of(CHANNEL, self.wa_id))
 
     # --- the Sink protocol ------------------------------------------------------------------
 
@@ -146,7 +159,7 @@ class ChatSink:
                 log.info("whatsapp: voice note to %s not sent (outside the 24-hour window)",
                          self.wa_id)
         elif isinstance(event, ErrorEvent):
-            await self._markdown(texts.ERROR_LINE.format(message=event.message), "job")
+            await self._markdown(f"⚠️ {self.tr.say(event.message)}", "job")
             await self.stop_typing()
         elif not isinstance(event, ToolStarted):
             return   # tool progress: the typing indicator says the agent is working
@@ -179,26 +192,29 @@ class ChatSink:
     # --- approvals --------------------------------------------------------------------------
 
     async def _approval(self, view: ApprovalView, number: int = 0, total: int = 0) -> None:
-        if not approvals.preview_fits(view, number, total):
-            sent = await self._preview(view)
+        tr = self.tr
+        if not approvals.preview_fits(view, tr, number, total):
+            sent = await self._preview(view, tr)
             if not sent:
                 self._held_cards.append(view)
-                self._outside.append(("approval", plain_of(approvals.card_body(view, number, total))))
+                self._outside.append(("approval",
+                                      plain_of(approvals.card_body(view, tr, number, total))))
                 return
-        await self._card(view, number, total)
+        await self._card(view, tr, number, total)
 
-    async def _preview(self, view: ApprovalView) -> bool:
+    async def _preview(self, view: ApprovalView, tr: Translator) -> bool:
         if approvals.preview_in_message(view):
-            part = Part(approvals.preview_message(view), approvals.preview_message(view))
+            text = approvals.preview_message(view, tr)
             return await self._guarded("approval", "", lambda: self._messenger.send_part(
-                self.wa_id, part, kind=self._kind("approval")))
-        caption = texts.APPROVAL_PREVIEW_CAPTION.format(tool=view.tool)
+                self.wa_id, Part(text, text), kind=self._kind("approval")))
+        caption = tr._(texts.PREVIEW_CAPTION, tool=view.tool)
         return await self._guarded("approval", "", lambda: self._messenger.send_file(
             self.wa_id, "preview.txt", view.summary.encode(), caption=caption,
             media_type="text/plain", kind=self._kind("approval")))
 
-    async def _card(self, view: ApprovalView, number: int = 0, total: int = 0) -> None:
-        body = approvals.card_body(view, number, total)
+    async def _card(self, view: ApprovalView, tr: Translator, number: int = 0,
+                    total: int = 0) -> None:
+        body = approvals.card_body(view, tr, number, total)
         if self._outside and not self._attended:
             self._held_cards.append(view)
             self._outside.append(("approval", plain_of(body)))
@@ -206,7 +222,8 @@ class ChatSink:
         wamid = None
         try:
             wamid = await self._messenger.send_interactive(
-                self.wa_id, approvals.card(view, number, total), body, kind=self._kind("approval"))
+                self.wa_id, approvals.card(view, tr, number, total), body,
+                kind=self._kind("approval"))
         except OutsideWindow:
             self._held_cards.append(view)
             self._outside.append(("approval", plain_of(body)))
@@ -215,18 +232,18 @@ class ChatSink:
             log.warning("whatsapp: approval buttons for %s not sent; sending commands instead",
                         view.id, exc_info=True)
         if wamid is None:
-            wamid = await self._messenger.send_part(
-                self.wa_id, Part(approvals.card_fallback(view, number, total),
-                                 approvals.card_fallback(view, number, total)))
+            fallback = approvals.card_fallback(view, tr, number, total)
+            wamid = await self._messenger.send_part(self.wa_id, Part(fallback, fallback))
         await self._agent.set_approval_message_ref(
             view.id, approvals.message_ref(self.wa_id, wamid), CHANNEL)
 
     async def _batch(self, views: tuple[ApprovalView, ...]) -> None:
-        first = views[0]
-        heading = approvals.batch_list(views)
-        await self._guarded("approval", plain_of(texts.BATCH_TITLE.format(
-            total=len(views), sender=first.sender)), lambda: self._messenger.send_interactive(
-                self.wa_id, heading, texts.BATCH_LIST_BODY, kind=self._kind("approval")))
+        tr = self.tr
+        heading = approvals.batch_list(views, tr)
+        await self._guarded("approval", approvals.batch_heading_text(views, tr),
+                            lambda: self._messenger.send_interactive(
+                                self.wa_id, heading, approvals.batch_list_body(len(views), tr),
+                                kind=self._kind("approval")))
         for number, view in enumerate(views, start=1):
             await self._approval(view, number, len(views))
 
@@ -234,14 +251,15 @@ class ChatSink:
 
     async def _notice(self, event: Notice) -> None:
         kind = "approval" if event.buttons else "reminder"
-        markup = notice_buttons(event.text, event.buttons)
+        text = self.tr.say(event.text)
+        markup = notice_buttons(text, event.buttons, self.tr)
         if markup is None:
-            await self._markdown(event.text, kind)
+            await self._markdown(text, kind)
             return
-        if len(event.text) > approvals.BODY_LIMIT:
-            await self._markdown(event.text, kind)
-        await self._guarded(kind, event.text, lambda: self._messenger.send_interactive(
-            self.wa_id, markup, event.text, kind=self._kind(kind)))
+        if len(text) > approvals.BODY_LIMIT:
+            await self._markdown(text, kind)
+        await self._guarded(kind, text, lambda: self._messenger.send_interactive(
+            self.wa_id, markup, text, kind=self._kind(kind)))
 
     # --- outside the window -----------------------------------------------------------------
 
@@ -256,9 +274,11 @@ class ChatSink:
         kind = "approval" if "approval" in kinds else "job" if "job" in kinds else "reminder"
         text = "\n\n".join(t for _, t in gathered if t.strip())
         carried = False
+        tr = self.tr
         try:
-            body = texts.TEMPLATE_APPROVAL.format(text=text) if kind == "approval" else text
-            carried = await self._messenger.template(self.wa_id, kind, body)
+            body = tr._(texts.TEMPLATE_APPROVAL, text=text) if kind == "approval" else text
+            carried = await self._messenger.template(self.wa_id, kind, body,
+                                                     more=tr._(texts.TEMPLATE_MORE))
         except DeliveryError:
             log.warning("whatsapp: the %s template to %s failed", kind, self.wa_id, exc_info=True)
         for view in cards:   # its buttons come when the person writes again

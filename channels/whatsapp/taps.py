@@ -6,7 +6,8 @@ outcome as a reply (the channel's `approval_resolved`, called by the agent). Whe
 (a stranger, a second tap on an old card, an expired request) the tapper gets the reason as a
 reply to the card they tapped, "This request was already approved by …", and nothing changes.
 A command button runs its command as a message from the tapper, passing every check typing it
-would; a button that is not ours is answered as no longer valid.
+would; a button that is not ours is answered as no longer valid. The tapper is answered in
+their own language.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Callable
 
 from bot.core.events import AgentAPI, IncomingMessage
 from bot.core.identity import Sender
-from channels.whatsapp import approvals, texts
+from bot.language.catalogs import N_
+from channels.whatsapp import approvals
 from channels.whatsapp.rendering import Part
 from channels.whatsapp.sending import DeliveryError, Messenger
 from channels.whatsapp.sink import ChatSink
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "whatsapp"
 COMMAND_PREFIX = "c:/"
+BUTTON_NOT_VALID = N_("This button is not valid any more.")
 
 MakeSink = Callable[[str, str | None], ChatSink]   # (wa_id, inbound message id) -> sink
 
@@ -47,7 +50,7 @@ class TapHandler:
         else:
             resolution = await self._agent.resolve_approval(target, resolver, choice)
         if not resolution.ok or resolution.request is None:
-            await self._say(wa_id, resolution.reason, card)
+            await self._say(wa_id, self._agent.translator(resolver).say(resolution.reason), card)
             return True
         request = resolution.request
         # The conversation continues in the request's chat; a request of another channel
@@ -69,7 +72,8 @@ class TapHandler:
                                channel=CHANNEL, message_id=inbound, display_name=name)
 
     async def not_ours(self, wa_id: str, card: str) -> None:
-        await self._say(wa_id, texts.BUTTON_NOT_VALID, card)
+        tr = self._agent.translator(Sender.of(CHANNEL, wa_id))
+        await self._say(wa_id, tr._(BUTTON_NOT_VALID), card)
 
     async def _say(self, wa_id: str, text: str, card: str) -> None:
         try:

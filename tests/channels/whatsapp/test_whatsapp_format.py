@@ -10,6 +10,7 @@ from bot.core.events import ApprovalView
 from channels.whatsapp import approvals
 from channels.whatsapp.rendering import MESSAGE_LIMIT, chunks, plain_of, split_message
 from tests.channels.whatsapp.conftest import ADA
+from tests.support.languages import EN
 
 
 def view(summary: str = "Create notes.txt", always: str = "files in notes/") -> ApprovalView:
@@ -57,7 +58,7 @@ def test_preview_chunks_join_back_to_the_whole_preview():
 
 
 def test_the_card_fits_whatsapps_limits_and_its_ids_carry_the_request_id():
-    message = approvals.card(view())
+    message = approvals.card(view(), EN)
     interactive = message["interactive"]
     assert len(interactive["body"]["text"]) <= 1024
     buttons = interactive["action"]["buttons"]
@@ -68,16 +69,16 @@ def test_the_card_fits_whatsapps_limits_and_its_ids_carry_the_request_id():
 
 
 def test_a_request_without_always_gets_two_buttons():
-    assert len(approvals.buttons(view(always=""))) == 2
+    assert len(approvals.buttons(view(always=""), EN)) == 2
 
 
 def test_a_preview_too_long_for_the_body_is_pointed_at_never_cut():
     long = view(summary="rm -rf ./build && " * 100)
-    body = approvals.card_body(long)
+    body = approvals.card_body(long, EN)
     assert len(body) <= 1024 and "rm -rf" not in body and "message above" in body
-    assert long.summary in approvals.preview_message(long)
+    assert long.summary in approvals.preview_message(long, EN)
     huge = view(summary="x" * 5000)
-    assert "document above" in approvals.card_body(huge)
+    assert "document above" in approvals.card_body(huge, EN)
     assert not approvals.preview_in_message(huge)
 
 
