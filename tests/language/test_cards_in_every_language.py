@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.events import ApprovalView, CallOutcome
+from bot.core.events import ApprovalView, Button, CallOutcome
 from channels.telegram import approvals as tg_cards
 from channels.telegram import batch as tg_batch
 from channels.telegram.rendering import MESSAGE_LIMIT, utf16_len
@@ -106,3 +106,92 @@ def test_a_discord_request_its_outcomes_and_batch_pages_fit_and_speak_only_catal
         shown = (*content(card, *views), "<@7>", "<t:", ":R>", ":T>", "```")
         for text in texts + labels:
             assert unmarked_words(text, shown) == [], text
+
+
+def slack_view(n: int = 0, summary: str = "Create notes.txt (12 bytes)",
+               always: str = "`git` cmd", batch: str = "") -> ApprovalView:
+    return ApprovalView(id=f"{n:016d}", tool="fs_write", risk="medium", summary=summary,
+                        sender="slack:UADA", chat="DADA", channel="slack", args={},
+                        expires_at=NOW + 300, always=always, batch=batch, position=n)
+
+
+def slack_shown(blocks: list[dict]) -> list[str]:
+    """What a person reads of a Slack card: its text and its buttons' labels."""
+    from tests.fakes.slack_server import buttons_of, visible_text
+
+    return [visible_text({"blocks": blocks}), *buttons_of({"blocks": blocks})]
+
+
+SLACK_CONTENT = ("<@UADA>", "slack:UADA", "<@UBOB>", "/approve", "/deny", "/new", "UTC", "PM",
+                 "AM", "fs_write", "Create notes.txt (12 bytes)", "`git` cmd")
+
+
+@pytest.mark.parametrize("language", sorted(RENDERERS))
+def test_a_slack_card_its_outcomes_and_batch_pages_fit_and_speak_only_catalog_words(language):
+    from channels.slack import approvals as sl_cards
+    from channels.slack import batch as sl_batch
+    from tests.fakes.slack_server import block_problem
+
+    tr = RENDERERS[language]
+    card = sl_cards.request_card(slack_view(), tr)
+    shown = [*slack_shown(card.blocks), card.part.plain, card.part.mrkdwn]
+    assert block_problem(card.blocks) is None
+    for choice in ("approve", "deny", "always", "expire"):
+        blocks, part = sl_cards.outcome_card(slack_view(), choice, "slack:UBOB", NOW, tr)
+        assert block_problem(blocks) is None
+        shown += [*slack_shown(blocks), part.plain]
+    views = [slack_view(n, summary=f"ls {n} " + "é" * 9000, batch="B" * 16) for n in range(9)]
+    for page in sl_batch.pages(views, tr):
+        for calls in ([CallOutcome(v, "") for v in page.calls],
+                      [CallOutcome(v, "deny", "slack:UBOB", NOW) for v in page.calls]):
+            blocks = sl_batch.page_blocks(page, calls, len(views), True, tr)
+            assert block_problem(blocks) is None and len(blocks) + len(calls) <= 50
+            shown += [*slack_shown(blocks), sl_batch.page_part(page, calls, len(views), tr).plain]
+    if language == "pseudo":
+        allowed = (*SLACK_CONTENT, *(v.id for v in views), *(v.summary for v in views))
+        for text in shown:
+            assert unmarked_words(text, allowed) == [], text
+
+
+def wa_view(n: int = 0, summary: str = "Create notes.txt (12 bytes)", always: str = "`git` cmd",
+            batch: str = "") -> ApprovalView:
+    return ApprovalView(id=f"{n:016d}", tool="fs_write", risk="medium", summary=summary,
+                        sender="whatsapp:393470000001", chat="393470000001", channel="whatsapp",
+                        args={}, expires_at=NOW + 300, always=always, batch=batch, position=n)
+
+
+@pytest.mark.parametrize("language", sorted(RENDERERS))
+def test_a_whatsapp_card_fits_its_limits_in_every_language_without_cutting_a_word(language):
+    """Body 1,024, reply-button titles 20, list rows 24, the list's button 20, its header 60:
+    each translation fits whole (a title cut to fit would read as a different word)."""
+    from channels.whatsapp import approvals as wa_cards
+    from channels.whatsapp.sink import notice_buttons
+
+    tr = RENDERERS[language]
+    for summary in ("Create notes.txt", "rm -rf ./build && " * 100, "x" * 5000):
+        for number, total in ((0, 0), (7, 9)):
+            card = wa_cards.card(wa_view(summary=summary), tr, number, total)["interactive"]
+            assert len(card["body"]["text"]) <= wa_cards.BODY_LIMIT
+            titles = [b["reply"]["title"] for b in card["action"]["buttons"]]
+            assert titles == [tr._("Approve"), tr._("Deny"), tr._("Always")]
+            assert all(len(title) <= wa_cards.TITLE_LIMIT for title in titles)
+    views = tuple(wa_view(n, batch="B" * 16) for n in range(9))
+    listing = wa_cards.batch_list(views, tr)["interactive"]
+    rows = [row["title"] for s in listing["action"]["sections"] for row in s["rows"]]
+    assert rows == [tr._("Approve all"), tr._("Deny all")]
+    assert all(len(row) <= wa_cards.ROW_TITLE_LIMIT for row in rows)
+    assert listing["action"]["button"] == tr._("Answer all") and len(tr._("Answer all")) <= 20
+    assert len(listing["action"]["sections"][0]["title"]) <= wa_cards.ROW_TITLE_LIMIT
+    assert len(listing["header"]["text"]) <= 60 and len(listing["body"]["text"]) <= 1024
+    choose = notice_buttons("x" * 2000, (Button("/a", "A"),) * 4, tr)["interactive"]
+    assert choose["action"]["button"] == tr._("Choose:") and len(tr._("Choose:")) <= 20
+    if language == "pseudo":
+        texts = [wa_cards.card_body(wa_view(), tr), wa_cards.card_fallback(wa_view(), tr, 1, 2),
+                 wa_cards.preview_message(wa_view(), tr), listing["body"]["text"],
+                 wa_cards.batch_heading_text(views, tr)]
+        texts += [wa_cards.outcome_line(c, "whatsapp:393470000002", NOW, tr)
+                  for c in ("approve", "deny", "always", "expire")]
+        allowed = ("fs_write", "Create notes.txt (12 bytes)", "`git` cmd", "whatsapp:", "/approve", "/deny",
+                   "/new", "UTC", "PM", "AM", f"{0:016d}")
+        for text in texts:
+            assert unmarked_words(text, allowed) == [], text
