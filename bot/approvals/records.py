@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from bot.approvals.grants import Scope
 from bot.core.events import ApprovalView
-from bot.core.tool import args_hash
+from bot.core.tool import NO_PREVIEW, args_hash
 from bot.language.catalogs import N_
 from bot.language.phrase import Moment, Phrase
 from bot.store.protocol import Row
@@ -37,6 +37,16 @@ UNKNOWN_REQUEST = Phrase("Unknown approval request.")
 RISK_NAMES = {"low": N_("low"), "medium": N_("medium"), "high": N_("high")}
 # bot.core.tool.NO_PREVIEW, the words channels show for a tool that cannot describe its call
 NO_PREVIEW_TEXT = N_("(preview not available for this tool)")
+
+
+def preview_text(summary: str | None, tr: Any) -> str:
+    """A preview exactly as the tool wrote it; the placeholder of a tool without one (or an
+    empty preview) in the reader's words (`tr`, a bot.language Translator)."""
+    text = summary or NO_PREVIEW
+    if text.strip().startswith(NO_PREVIEW):   # anything else is shown as written, to the space
+        text = text.strip()
+        text = tr._(NO_PREVIEW_TEXT) + text[len(NO_PREVIEW):]
+    return text
 
 
 @dataclass

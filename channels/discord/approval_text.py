@@ -11,13 +11,12 @@ import discord
 from bot.approvals.records import (
     ANSWER_LABELS,
     EXPIRED_LABEL,
-    NO_PREVIEW_TEXT,
     RISK_NAMES,
     SUPERSEDED,
     SUPERSEDED_LABEL,
+    preview_text,
 )
 from bot.core.identity import Sender
-from bot.core.tool import NO_PREVIEW
 from bot.language.translator import Translator
 
 
@@ -69,7 +68,4 @@ def risk_text(risk: str, tr: Translator) -> str:
 def summary_text(summary: str | None, tr: Translator) -> str:
     """A preview exactly as the tool wrote it; the placeholder of a tool without one in the
     reader's words."""
-    text = (summary or NO_PREVIEW).strip()
-    if text.startswith(NO_PREVIEW):
-        text = tr._(NO_PREVIEW_TEXT) + text[len(NO_PREVIEW):]
-    return text
+    return preview_text(summary, tr)

@@ -20,7 +20,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.approvals.records import ANSWER_LABELS, ID_PATTERN, RISK_NAMES, SUPERSEDED, SUPERSEDED_LABEL
+from bot.approvals.records import (
+    ANSWER_LABELS,
+    ID_PATTERN,
+    RISK_NAMES,
+    SUPERSEDED,
+    SUPERSEDED_LABEL,
+    preview_text,
+)
 from bot.core.events import ApprovalView
 from bot.core.identity import Sender
 from bot.language.translator import Translator
@@ -85,7 +92,7 @@ def context(mrkdwn: str) -> dict[str, Any]:
 def preview_blocks(summary: str, tr: Translator) -> list[dict[str, Any]]:
     """The preview, whole, as preformatted rich text (one block per 3,000 characters)."""
     return [{"type": "rich_text", "elements": [{"type": "rich_text_preformatted", "elements": [
-        {"type": "text", "text": piece}]}]} for piece in cut(summary or tr._("(no summary)"),
+        {"type": "text", "text": piece}]}]} for piece in cut(preview_text(summary, tr),
                                                              SECTION_LIMIT)]
 
 
@@ -145,7 +152,7 @@ class Card:
 
 def _body(view: ApprovalView, tr: Translator) -> tuple[list[dict[str, Any]], str, bool]:
     """The card's body blocks, its plain text and whether the preview goes in a file."""
-    summary = view.summary or tr._("(no summary)")
+    summary = preview_text(view.summary, tr)
     inline = fits_inline(summary, MAX_BLOCKS - CARD_FRAME_BLOCKS, tr)
     head = f"{title(tr)}\n{fields(view, tr)}"
     blocks = [section(head)]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.approvals.display import batch_heading, previews_moved_out
-from bot.approvals.records import ID_PATTERN
+from bot.approvals.records import ID_PATTERN, preview_text
 from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
 from bot.language.translator import Translator
 from channels.slack import texts
@@ -127,7 +127,7 @@ def page_part(page: Page, calls: Sequence[CallOutcome], total: int, tr: Translat
     for number, call in enumerate(calls, start=page.first):
         view = call.approval
         summary = tr._(texts.BATCH_PREVIEW_IN_FILE, number=number) if view.id in page.outside \
-            else view.summary
+            else preview_text(view.summary, tr)
         lines.append(f"{number}. {view.tool} ({risk_name(view.risk, tr)})\n{summary}\n"
                      f"/approve {view.id} · /deny {view.id}")
     return Part(escape(lines[0]), escape("\n\n".join(lines)))

@@ -21,7 +21,14 @@ import re
 from typing import Any
 
 from bot.approvals.display import batch_heading
-from bot.approvals.records import ANSWER_LABELS, ID_PATTERN, RISK_NAMES, SUPERSEDED, SUPERSEDED_LABEL
+from bot.approvals.records import (
+    ANSWER_LABELS,
+    ID_PATTERN,
+    RISK_NAMES,
+    SUPERSEDED,
+    SUPERSEDED_LABEL,
+    preview_text,
+)
 from bot.core.events import ApprovalView, CallOutcome
 from bot.language.translator import Translator
 from channels.whatsapp import texts
@@ -78,7 +85,7 @@ def _compose(view: ApprovalView, summary_block: str, tr: Translator, number: int
 
 
 def _inline(view: ApprovalView, tr: Translator) -> str:
-    return _code(view.summary or tr._("(no summary)"))
+    return _code(preview_text(view.summary, tr))
 
 
 def preview_fits(view: ApprovalView, tr: Translator, number: int = 0, total: int = 0) -> bool:

@@ -195,3 +195,19 @@ def test_a_whatsapp_card_fits_its_limits_in_every_language_without_cutting_a_wor
                    "/new", "UTC", "PM", "AM", f"{0:016d}")
         for text in texts:
             assert unmarked_words(text, allowed) == [], text
+
+
+def test_a_tool_without_a_preview_says_so_in_the_readers_words_on_slack_and_whatsapp():
+    from bot.core.tool import NO_PREVIEW
+    from channels.slack import approvals as sl_cards
+    from channels.whatsapp import approvals as wa_cards
+    from tests.fakes.slack_server import visible_text
+    from tests.support.languages import IT
+
+    slack = visible_text({"blocks": sl_cards.request_card(slack_view(summary=NO_PREVIEW),
+                                                          IT).blocks})
+    assert "(anteprima non disponibile per questo strumento)" in slack
+    assert "(anteprima non disponibile per questo strumento)" in wa_cards.card_body(
+        wa_view(summary=NO_PREVIEW), IT)
+    assert "  keep my indentation" in wa_cards.card_body(wa_view(summary="  keep my indentation"),
+                                                         IT)
