@@ -164,7 +164,14 @@ class _Stream:
     async def stop(self, extra: str = "") -> None:
         task, self._flush = self._flush, None
         if task is not None and not task.done():
-            await asyncio.wait({task})   # a request in flight completes; pending text stays
+            if self._lock.locked():
+                await asyncio.wait({task})   # a request in flight completes; pending text stays
+            else:
+                # Still waiting for its turn: its text has not been taken, so it goes with the
+                # stop (one call fewer, and the answer ends now rather than after the wait).
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         async with self._lock:
             text, self._pending = "".join(self._pending) + extra, []
             await self._client.chat_stopStream(channel=self._place.channel, ts=self.ts,
@@ -174,11 +181,13 @@ class _Stream:
 class StreamedAnswer:
     """One segment of streamed answer text (until a tool starts or the turn ends)."""
 
-    def __init__(self, poster: Poster, place: Place, streaming: Streaming, *, interval: float):
+    def __init__(self, poster: Poster, place: Place, streaming: Streaming, *, interval: float,
+                 stream_interval: float):
         self._poster = poster
         self._place = place
         self._streaming = streaming
-        self._interval = interval
+        self._interval = interval                  # chat.update, when it cannot stream
+        self._stream_interval = stream_interval    # chat.appendStream
         self._text: list[str] = []
         self._head = ""
         self._stream: _Stream | None = None
@@ -211,7 +220,7 @@ class StreamedAnswer:
         if self._stream is None:
             if not self.text[self._streamed:].strip():
                 return   # whitespace alone cannot start a stream; it goes with the next text
-            stream = _Stream(self._poster, self._place, interval=self._interval)
+            stream = _Stream(self._poster, self._place, interval=self._stream_interval)
             await stream.start(self.text[self._streamed:])
             self._stream = stream
         else:

@@ -171,7 +171,8 @@ class SlackSink:
     async def _on_delta(self, text: str) -> None:
         if self._segment is None:
             self._segment = StreamedAnswer(self._poster, self.target.place, self._streaming,
-                                           interval=self._interval)
+                                           interval=self._interval,
+                                           stream_interval=self._settings.stream_interval)
         await self._segment.add(text)
 
     @property

@@ -71,3 +71,29 @@ async def test_tool_progress_is_one_status_line_updated_in_place(bot, slack, fak
     assert len(status) == 1 and status[0]["text"].startswith("✅ time_now")
     texts = slack.texts_in(dm_of(ADA))
     assert texts.index("Checking.") < texts.index(status[0]["text"]) < texts.index("It is late.")
+
+
+async def test_an_answer_that_ends_before_the_next_append_is_due_ends_with_the_stop_at_once(
+        bot, slack, fake_anthropic):
+    """Appends wait for Slack's rate; the end of the answer does not wait for them: the text
+    an append was holding goes out with chat.stopStream, and no append is sent after it."""
+    from contextlib import AsyncExitStack
+
+    from channels.slack.sink import SinkSettings
+    from tests.support.slack_support import running
+
+    app, channel = await bot()
+    await channel.stop()
+    app.services.delivery.unregister("slack")
+    slow = SinkSettings(edit_interval=600.0, stream_interval=600.0)   # an append never comes due
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(running(app, slow))
+        fake_anthropic.script(reply(text(ANSWER)))
+        await mention(slack, "tell me")
+        await slack.wait_for("chat.stopStream")
+        assert len(slack.of("chat.startStream")) == 1 and slack.of("chat.appendStream") == []
+        stop = slack.of("chat.stopStream")[0].params
+        start = slack.of("chat.startStream")[0].params
+        assert start["markdown_text"] + stop["markdown_text"] == ANSWER
+        message = in_thread(slack, ANSWER)
+        assert message is not None and not message["streaming"]
