@@ -11,6 +11,10 @@
   channel starts a thread under it. A DM's main view is one conversation (`chat` = the DM id).
 - Text commands: `/word` at the start, after the mention in a channel (Slack's own client
   takes a leading `/` in the box for a slash command, so `@bot /new` is the usual form).
+- A shared message (Slack's "Forward", an attachment with `is_share`) is someone else's words:
+  alone, it is a forwarded message (`forwarded_from`, its author); under the sender's own
+  comment, it is quoted (`quoted`, `quoted_from`). Either way the model reads it as data from
+  its author, never as the sender's request.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from channels.slack.sink import Target
 READ_SUBTYPES = (None, "file_share", "thread_broadcast")
 MAX_THREADS = 10_000
 NEGATIVE_TTL = 60.0     # a thread found without the bot is looked up again after this
+MAX_SHARED = 10             # shared messages read from one event
+MAX_SHARED_CHARS = 20_000   # bot.core.events.MAX_MESSAGE_CHARS: the most the agent takes
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 
 
@@ -130,10 +136,29 @@ class Reader:
         files = tuple(f for f in event.get("files") or () if isinstance(f, dict))
         target = Target(channel=channel, thread_ts=thread, user_id=user,
                         team_id=self.team_id, is_group=not is_dm)
+        text = _unescape(text).strip()
+        shared, author = shared_message(event)
+        forwarded = author if shared and not text else ""
         message = IncomingMessage(sender=sender_of(user), chat=chat_of(channel, thread),
-                                  text=_unescape(text).strip(), channel="slack", message_id=ts,
-                                  is_group=not is_dm)
+                                  text=text or shared, channel="slack", message_id=ts,
+                                  is_group=not is_dm, forwarded_from=forwarded,
+                                  quoted=shared if text else "", quoted_from=author if text else "")
         return Reading(message, target, files)
+
+
+def shared_message(event: dict[str, Any]) -> tuple[str, str]:
+    """The text of the messages shared into this one, and who wrote them (the first one's
+    author, as Slack names them, else their user id): ("", "") when nothing was shared."""
+    shares = [a for a in event.get("attachments") or ()
+              if isinstance(a, dict) and (a.get("is_share") or a.get("is_msg_unfurl"))]
+    texts = [_unescape(str(a.get("text") or a.get("fallback") or "")).strip() for a in shares]
+    texts = [t for t in texts if t][:MAX_SHARED]
+    if not texts:
+        return "", ""
+    first = shares[0]
+    author = str(first.get("author_name") or first.get("author_subname")
+                 or first.get("author_id") or "someone on Slack")
+    return "\n\n".join(texts)[:MAX_SHARED_CHARS], author
 
 
 def _strip_mention(text: str, bot_user: str) -> str:
