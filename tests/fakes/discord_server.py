@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -245,7 +246,9 @@ class FakeDiscord:
 
     def _attachment(self, channel_id: int, filename: str, data: bytes, content_type: str) -> dict[str, Any]:
         attachment_id = self.snowflake()
-        path = f"attachments/{channel_id}/{attachment_id}/{filename}"
+        # As Discord's CDN does, the URL names the file with its unusual characters replaced
+        # (the payload keeps the name as sent).
+        path = f"attachments/{channel_id}/{attachment_id}/{re.sub(r'[^A-Za-z0-9._-]', '_', filename)}"
         self.cdn[path] = data
         url = f"http://127.0.0.1:{self.port}/cdn/{path}"
         payload: dict[str, Any] = {"id": str(attachment_id), "filename": filename, "size": len(data),

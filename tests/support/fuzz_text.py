@@ -35,6 +35,12 @@ def nasty_text(rng: random.Random, pieces: int = 12) -> str:
     return "x \udcff " + "".join(parts)   # at least one thing to repair
 
 
+def nasty_file_name(rng: random.Random) -> str:
+    """A short nasty name ending in .txt, without path separators: the bot shows only a name's
+    last path component, and the test looks for the repaired characters in it."""
+    return nasty_text(rng, 4).replace("/", "").replace("\\", "") + ".txt"
+
+
 def is_valid_text(value: str) -> bool:
     """Encodes as UTF-8 and has no NUL (what both stores and every platform accept)."""
     try:
