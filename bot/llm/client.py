@@ -24,6 +24,7 @@ from typing import Any
 
 from bot.config.settings import Config, model_names
 from bot.core.errors import LLMError
+from bot.core.events import valid_data, valid_text
 from bot.llm.degrade import Degrader
 from bot.llm.models import ANTHROPIC_KEY, Models, ModelSpec
 from bot.llm.provider import Answer, LLMResponse, Provider, TextCallback
@@ -150,10 +151,14 @@ class LLMClient:
             params = {**params, "model": spec.model,
                       "max_tokens": min(params.get("max_tokens", 1024), caps.max_output_tokens)}
         params, notices = await self.degrader.fit(params, caps, spec.alias)
-        response = await self.provider(spec).complete(params, on_text)
-        if notices:
-            response = dataclasses.replace(response, notices=(*response.notices, *notices))
-        return response
+        stream = ValidTextStream(on_text) if on_text is not None else None
+        response = await self.provider(spec).complete(params, None if stream is None else stream.send)
+        if stream is not None:
+            await stream.flush()
+        # Where the model's words enter: an API may send lone surrogates (as JSON escapes), and
+        # they must not reach a platform, a tool, the store or the next request as they are.
+        return dataclasses.replace(response, content=valid_data(response.content),
+                                   notices=(*response.notices, *notices))
 
     async def ask(self, *, sender: str, model: str, prompt: str, system: str = "",
                   max_tokens: int = 1024, level: str | None = None,
@@ -185,6 +190,28 @@ class LLMClient:
     def tools_enabled(self, model: str) -> bool:
         """Does the model take tools (and so a catalog)? /whoami and /tools say when not."""
         return self.models.resolve(model).capabilities.tools
+
+
+class ValidTextStream:
+    """Streamed text passed on as valid text (bot.core.events.valid_text). A delta ending in
+    the first half of a surrogate pair keeps it until the next delta, so a pair split between
+    two deltas is joined as it is in the whole answer rather than shown as two U+FFFD."""
+
+    def __init__(self, on_text: TextCallback):
+        self._on_text = on_text
+        self._held = ""
+
+    async def send(self, delta: str) -> None:
+        delta, self._held = self._held + delta, ""
+        if delta and "\ud800" <= delta[-1] <= "\udbff":
+            delta, self._held = delta[:-1], delta[-1]
+        if delta:
+            await self._on_text(valid_text(delta))
+
+    async def flush(self) -> None:
+        if self._held:
+            held, self._held = self._held, ""
+            await self._on_text(valid_text(held))
 
 
 def audit_to(store: Any) -> FailoverAudit:

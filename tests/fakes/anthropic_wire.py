@@ -343,5 +343,17 @@ def sse_events(message: dict[str, Any], chunks: int) -> Iterable[tuple[str, dict
     yield "message_stop", {"type": "message_stop"}
 
 
+def wire_json(value: Any) -> str:
+    """`value` as JSON the way an API sends it: UTF-8 as it is, except that a string which is
+    not valid text (a lone surrogate a model may emit) goes out as `\\uXXXX` escapes, the only
+    way JSON can carry it."""
+    dumped = canonical(value)
+    try:
+        dumped.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return dumped
+
+
 def sse_frame(name: str, data: dict[str, Any]) -> bytes:
-    return f"event: {name}\ndata: {canonical(data)}\n\n".encode()
+    return f"event: {name}\ndata: {wire_json(data)}\n\n".encode()

@@ -17,7 +17,15 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.anthropic_wire import RETRYABLE_STATUSES, Block, ErrorReply, Reply, canonical, text
+from tests.fakes.anthropic_wire import (
+    RETRYABLE_STATUSES,
+    Block,
+    ErrorReply,
+    Reply,
+    canonical,
+    text,
+    wire_json,
+)
 
 
 def printed_call(name: str, arguments: dict[str, Any], key: str = "arguments") -> Reply:
@@ -169,7 +177,7 @@ def chunks(model: str, content: list[dict[str, Any]], usage: dict[str, Any] | No
 
 
 def sse_frame(data: dict[str, Any] | str) -> bytes:
-    return f"data: {data if isinstance(data, str) else canonical(data)}\n\n".encode()
+    return f"data: {data if isinstance(data, str) else wire_json(data)}\n\n".encode()
 
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error",
