@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 READY_MARK = "myclaw ready"
 TELEGRAM_TOKEN = "123456:TEST-token_abc"
-DISCORD_TOKEN = "fake-bot-token"
+DISCORD_TOKEN = "OTAwMDAwMDAwMDAwMDAwMDAx.GFAKE0.fake-bench-hmac-0000000"   # shaped as Discord's
 
 CLI_LIBS = ("anthropic", "aiosqlite", "jsonschema", "httpx")
 TELEGRAM_LIBS = (*CLI_LIBS, "telegram.ext")

@@ -63,6 +63,12 @@ STICKER_ONLY = "[the user sent a sticker without text; this channel cannot show 
 NOT_HERE = "I don't answer in this server."
 
 
+# A bot token is three base64url parts: the bot's id, a timestamp, an HMAC. Only the shape is
+# checked (the lengths loosely, as Discord has lengthened the last part before); the gateway
+# says whether Discord accepts it.
+TOKEN_SHAPE = re.compile(r"^[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{16,}$")
+
+
 def create(config: Config, agent: AgentAPI, listeners: object = None) -> DiscordChannel:
     """The channel, not started (`listeners`: unused, Discord's gateway needs no HTTP listener)."""
     return DiscordChannel(config, agent)
@@ -77,6 +83,12 @@ def check_config(config: Config) -> str:
     if any(c.isspace() for c in token):
         raise ChannelError("DISCORD_BOT_TOKEN contains spaces: copy it again from the Developer "
                            "Portal (Bot → Reset Token)")
+    if not TOKEN_SHAPE.match(token):
+        # Never shown back: the value may be a real secret pasted into the wrong variable.
+        raise ChannelError("DISCORD_BOT_TOKEN does not look like a bot token (expected three "
+                           "parts separated by dots, like MTA1….GhX2qN.abc…; the application "
+                           "id, public key and client secret are not it): copy it again from "
+                           "the Developer Portal (Bot → Reset Token)")
     return token
 
 

@@ -17,6 +17,7 @@ sleeps.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -55,6 +56,13 @@ class FakeGuild:
     roles: dict[str, int] = field(default_factory=dict)     # role name -> role id
 
 
+def bot_token(bot_id: int) -> str:
+    """A token shaped like Discord's (the bot's id in base64url, a timestamp, an HMAC), unique
+    to this fake."""
+    user = base64.urlsafe_b64encode(str(bot_id).encode()).decode().rstrip("=")
+    return f"{user}.GFAKE0.fake-hmac-{unique_suffix()}"
+
+
 def _json(data: Any, status: int = 200) -> web.Response:
     # discord.py only parses bodies whose Content-Type is exactly "application/json".
     return web.Response(body=json.dumps(data).encode(), status=status,
@@ -71,7 +79,7 @@ class FakeDiscord:
     def __init__(self, *, token: str | None = None, bot_id: int = 900_000_000_000_000_001,
                  application_id: int = 900_000_000_000_000_002,
                  guilds: tuple[FakeGuild, ...] = (), refuse_privileged_intents: bool = False):
-        self.token = token or f"fake-bot-token-{unique_suffix()}"
+        self.token = token or bot_token(bot_id)
         self.bot_id = bot_id
         self.application_id = application_id
         self.guilds = {g.id: g for g in guilds}

@@ -80,7 +80,7 @@ async def test_a_store_that_cannot_be_opened_is_a_failure_with_the_reason(tmp_pa
 
 async def test_secrets_are_named_never_shown(tmp_path):
     env = {**FAKE_ENV, "TELEGRAM_BOT_TOKEN": "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ",
-           "DISCORD_BOT_TOKEN": "MTA1ODk0.discord-token-value.abcdefghijklmnop",
+           "DISCORD_BOT_TOKEN": "MTA1ODk0NjA3MjQ1OTQ1NjY0Mg.GhX2qN.discord-token-value-abcdefghij",
            "BRAVE_API_KEY": "brave-key-value-0001"}
     code, lines = await doctor(make_config(tmp_path, env=env))
     output = "\n".join(lines)

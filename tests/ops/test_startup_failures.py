@@ -107,6 +107,21 @@ def test_a_malformed_bot_token_is_refused_by_run_and_failed_by_doctor_without_as
     assert "does not look like a bot token" in line
 
 
+@pytest.mark.parametrize("token", ["notatoken", "0123456789abcdef0123456789abcdef",
+                                   "MTA1ODk0NjA3MjQ1OTQ1NjY0Mg.GhX2qN.\u00e9" + "x" * 30])
+def test_a_malformed_discord_token_is_refused_by_run_and_failed_by_doctor_without_asking_discord(
+        tmp_path, token):
+    config = a_setup(tmp_path)
+    done = myclaw(tmp_path, config, "run", DISCORD_BOT_TOKEN=token)
+    refused = refused_in_one_line(done, "DISCORD_BOT_TOKEN", "does not look like a bot token",
+                                  "Developer Portal")
+    doctor = myclaw(tmp_path, config, "doctor", DISCORD_BOT_TOKEN=token)
+    (line,) = [t for t in doctor.stdout.splitlines() if "DISCORD_BOT_TOKEN" in t]
+    assert doctor.returncode == 1 and line.startswith("FAIL DISCORD_BOT_TOKEN: ")
+    assert "does not look like a bot token" in line and "Reset Token" in line
+    assert token not in refused and token not in doctor.stdout + doctor.stderr
+
+
 async def test_a_store_of_a_newer_schema_is_one_line_and_doctor_fails_it(
         tmp_path, store_backend, backend_name, _pg_schema_if_needed):
     async with store_backend.open() as store:
