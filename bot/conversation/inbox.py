@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from bot.conversation.arrival import ArrivalOrder
 from bot.core.events import valid_text
 from bot.core.ports import Adopt, Entry, InboxRow
 
@@ -99,6 +100,7 @@ class Inbox:
         self.settings = settings or InboxSettings()
         self.clock = clock
         self._slots: dict[str, _Slot] = {}
+        self._arrivals = ArrivalOrder()   # puts of a conversation, in the order they were called
         self._taken: set[int] = set()   # rows queued or running in this process
         self._closing = False
         self._finished = 0
@@ -121,11 +123,14 @@ class Inbox:
         now = self.clock()
         created = []
         conversations = [f"{channel}:{e.conversation}" if e.conversation else "" for e in entries]
+        locked = [c for c in conversations if c]
+        # Taken before the first await: updates handed to concurrent tasks commit (and so are
+        # numbered and run) in the order they arrived, not in the order their writes finish.
+        arrived = self._arrivals.place(locked)
         # Concurrent-safe: ON CONFLICT DO NOTHING on (channel, update_key) stores an update
         # once, and the conversation's lock makes its rows' ids follow their commit order, so a
         # claim's "nothing older unfinished" never misses an older row not yet committed.
-        async with self.store.transaction(serial=False,
-                                          lock=[c for c in conversations if c]) as tx:
+        async with arrived, self.store.transaction(serial=False, lock=locked) as tx:
             for entry, conversation in zip(entries, conversations, strict=True):
                 row = await tx.fetchone(
                     "INSERT INTO inbox(channel, update_key, conversation, payload, state, "

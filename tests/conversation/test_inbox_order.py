@@ -204,3 +204,13 @@ async def test_an_older_row_adopted_from_a_dead_process_goes_before_a_newer_one_
     assert await asyncio.wait_for(here.run(adopted, work("older")), 10)
     assert await asyncio.wait_for(waiting, 10)
     assert order == ["older", "newer"]
+
+
+async def test_puts_of_one_conversation_started_together_are_numbered_in_the_order_called(inbox):
+    # As discord.py and the webhook servers do: one task per update, started in arrival order.
+    puts = [asyncio.ensure_future(inbox.put("discord", [Entry(f"m{n}", "dm", "{}")], claim=True))
+            for n in range(12)]
+    rows = sorted((row for rows in await asyncio.gather(*puts) for row in rows),
+                  key=lambda r: r.id)
+    assert [r.update_key for r in rows] == [f"m{n}" for n in range(12)]
+    assert [r.claimed for r in rows] == [True] + [False] * 11   # the first may run at once

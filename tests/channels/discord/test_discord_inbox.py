@@ -92,3 +92,14 @@ async def test_an_interaction_left_from_before_the_restart_is_closed_not_answere
     app, _ = await bot()
     assert await states(app.services.store) == ["done"]
     assert fake_anthropic.requests == [] and discord_fake.requests_to("POST", "/interactions") == []
+
+
+async def test_messages_sent_in_quick_succession_are_stored_and_answered_in_the_order_sent(
+        bot, discord_fake, fake_anthropic):
+    await bot()
+    sent = [f"message {n}" for n in range(8)]
+    for words in sent:   # each event is handled in its own task: they race to be stored
+        await discord_fake.send_message(author_id=ALICE, content=words, channel_id=ALICE_DM)
+    await discord_fake.wait_for(lambda: len(said(discord_fake, ALICE_DM)) == len(sent))
+    assert [last_user_text(r.json) for r in fake_anthropic.requests] == sent
+    assert said(discord_fake, ALICE_DM) == [f"ok: {words}" for words in sent]
