@@ -107,10 +107,9 @@ def test_a_malformed_bot_token_is_refused_by_run_and_failed_by_doctor_without_as
     assert "does not look like a bot token" in line
 
 
-@pytest.mark.parametrize("token", ["notatoken", "0123456789abcdef0123456789abcdef",
-                                   "MTA1ODk0NjA3MjQ1OTQ1NjY0Mg.GhX2qN.\u00e9" + "x" * 30])
 def test_a_malformed_discord_token_is_refused_by_run_and_failed_by_doctor_without_asking_discord(
-        tmp_path, token):
+        tmp_path):
+    token = "0123456789abcdef0123456789abcdef"   # the application's client secret, pasted
     config = a_setup(tmp_path)
     done = myclaw(tmp_path, config, "run", DISCORD_BOT_TOKEN=token)
     refused = refused_in_one_line(done, "DISCORD_BOT_TOKEN", "does not look like a bot token",

@@ -255,6 +255,24 @@ async def test_a_missing_token_is_a_clear_error(tmp_path):
         await discord_bot.create(config, ScriptedAgent()).start()
 
 
+@pytest.mark.parametrize("token", ["notatoken", "1058946072459456642", "a" * 64,
+                                   "MTA1ODk0NjA3MjQ1OTQ1NjY0Mg.GhX2qN.\u00e9" + "x" * 30,
+                                   "Bot.MTA1ODk0NjA3MjQ1OTQ1NjY0Mg.GhX2qN", "MTA1.GhX2qN.x"])
+def test_a_token_not_shaped_like_a_bot_token_is_refused_without_showing_it(tmp_path, token):
+    config = make_config(tmp_path, env={"DISCORD_BOT_TOKEN": token})
+    with pytest.raises(ChannelError, match="does not look like a bot token") as refused:
+        discord_bot.check_config(config)
+    assert token not in str(refused.value) and "Reset Token" in str(refused.value)
+
+
+@pytest.mark.parametrize("token", ["MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+                                   "MTA1ODk0NjA3MjQ1OTQ1NjY0Mg.GhX2qN.abcdefghijklmnopqrstuvwxyz"
+                                   "0123456789_-"])
+def test_tokens_shaped_as_discord_issues_them_pass_the_check(tmp_path, token):
+    config = make_config(tmp_path, env={"DISCORD_BOT_TOKEN": token})
+    assert discord_bot.check_config(config) == token
+
+
 async def test_stop_disconnects_and_connected_turns_false(start, discord_fake):
     channel = await start(ScriptedAgent())
     assert channel.connected
