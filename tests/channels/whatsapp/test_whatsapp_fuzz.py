@@ -7,6 +7,7 @@ stores hold only valid text."""
 
 from __future__ import annotations
 
+import json
 import random
 
 from bot.core.events import REPAIRED_NOTICE
@@ -37,7 +38,12 @@ async def test_fuzzed_bodies_captions_and_file_names_are_answered_and_stored_as_
     rng = random.Random(seed)
     started = await bot({f"whatsapp:{ADA}": "full"})
     for _ in range(MESSAGES):
-        assert await started.driver.text(ADA, nasty_text(rng), name=nasty_text(rng, 2)) == 200
+        delivery = started.driver.message(ADA, "text", {"body": nasty_text(rng)},
+                                          name=nasty_text(rng, 2))
+        body = json.dumps(delivery).encode()
+        assert b"\\udcff" in body   # the lone surrogate travels as an escape, as JSON allows
+        wa.opened(ADA)
+        assert await started.driver.post(body) == 200
     assert await started.driver.media(ADA, "image", png(), "image/png",
                                       caption=nasty_text(rng)) == 200
     assert await started.driver.media(ADA, "document", b"notes \xff\xfe", "text/plain",
