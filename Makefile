@@ -69,7 +69,7 @@ BABEL_KEYWORDS := -k N_ -k Phrase -k plural_phrase:1,2
 catalogs-update: $(VENV)/.installed-dev
 	@mkdir -p build
 	$(BIN)/pybabel -q extract -F bot/language/babel.cfg $(BABEL_KEYWORDS) --no-location \
-	  --sort-output --width 100 -o build/myclaw.pot bot channels
+	  --sort-output --width 100 -o build/myclaw.pot bot channels tools
 	$(BIN)/pybabel -q update -D myclaw -d $(LOCALES) -i build/myclaw.pot --no-fuzzy-matching --width 100 \
 	  --ignore-obsolete
 

@@ -14,6 +14,7 @@ from bot.core.tool import (
     ToolNotFoundError,
     ToolUnsupportedError,
 )
+from bot.language.phrase import Phrase
 from tools._diff import unified_diff
 from tools._sandbox import display_path, read_regular_file, resolve_in_workspace, write_atomic
 from tools.fs_write import (
@@ -36,7 +37,7 @@ class PlannedEdit:
     old_bytes: bytes
     new_text: str
     diff: str
-    summary: str
+    summary: Phrase
 
 
 class FsEdit(BaseTool):
@@ -128,7 +129,7 @@ async def plan_edit(ctx: CallContext, path: str, old_text: str, new_text: str) -
     _require_single_match(shown, content, old_text)
     updated = content.replace(old_text, new_text, 1)
     diff = await unified_diff(content, updated, f"a/{shown}", f"b/{shown}")
-    summary = f"Edit {shown} ({describe_lines(diff)})"
+    summary = Phrase("Edit {path} ({lines})", path=shown, lines=describe_lines(diff))
     return PlannedEdit(real, shown, old_bytes, updated, diff.text, summary)
 
 

@@ -19,9 +19,11 @@ from bot.core.tool import (
     ToolMeta,
     ToolUnsupportedError,
 )
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 from tools._sandbox import display_path, is_secret_file, read_regular_file, resolve_in_workspace
 
-SECRET_PREVIEW = "Read the secret file {path} (its values reach the model redacted)"
+SECRET_PREVIEW = N_("Read the secret file {path} (its values reach the model redacted)")
 DEFAULT_MAX_BYTES = 50_000
 MAX_BYTES = 500_000
 # Encodings in which NUL bytes are ordinary text; for every other one a NUL means "binary".
@@ -78,7 +80,7 @@ class FsRead(BaseTool):
         real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False, previewing=True)
         if not is_secret_file(ctx, path, real):
             return await self.execute(ctx, path, **args)
-        return {"summary": SECRET_PREVIEW.format(path=display_path(ctx, real))}
+        return {"summary": Phrase(SECRET_PREVIEW, path=display_path(ctx, real))}
 
     async def execute(self, ctx: CallContext, path: str, max_bytes: int = DEFAULT_MAX_BYTES,
                       encoding: str = "utf-8", **_: Any) -> dict[str, Any]:

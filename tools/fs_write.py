@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from bot.core.tool import BaseTool, CallContext, ToolMeta, ToolNotFoundError, UnrevertibleError
+from bot.language.phrase import Phrase
 from tools._diff import Diff, unified_diff
 from tools._sandbox import (
     display_path,
@@ -122,19 +123,24 @@ def format_size(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
-def change_summary(shown: str, previous: Previous, new: bytes, diff: Diff) -> str:
-    """"Create notes/a.md (1.2 KB)" or "Overwrite notes/a.md (3.0 KB → 1.2 KB, +12 −40 lines)"."""
+def change_summary(shown: str, previous: Previous, new: bytes, diff: Diff) -> Phrase:
+    """"Create notes/a.md (1.2 KB)" or "Overwrite notes/a.md (3.0 KB → 1.2 KB, +12 −40 lines)",
+    in the reader's language when shown."""
     if not previous.exists:
-        return f"Create {shown} ({format_size(len(new))})"
-    sizes = f"{format_size(previous.size)} → {format_size(len(new))}"
+        return Phrase("Create {path} ({size})", path=shown, size=format_size(len(new)))
+    old, size = format_size(previous.size), format_size(len(new))
     if previous.content is None:
-        return f"Overwrite {shown} ({sizes}; too large to compare, cannot be undone)"
-    return f"Overwrite {shown} ({sizes}, {describe_lines(diff)})"
+        return Phrase("Overwrite {path} ({old} → {size}; too large to compare, cannot be undone)",
+                      path=shown, old=old, size=size)
+    return Phrase("Overwrite {path} ({old} → {size}, {lines})", path=shown, old=old, size=size,
+                  lines=describe_lines(diff))
 
 
-def describe_lines(diff: Diff) -> str:
-    coarse = "" if diff.exact else "; the changed region is shown as one block"
-    return f"+{diff.added} −{diff.removed} lines{coarse}"
+def describe_lines(diff: Diff) -> Phrase:
+    if diff.exact:
+        return Phrase("+{added} −{removed} lines", added=diff.added, removed=diff.removed)
+    return Phrase("+{added} −{removed} lines; the changed region is shown as one block",
+                  added=diff.added, removed=diff.removed)
 
 
 async def content_diff(shown: str, previous: Previous, new: str) -> Diff:

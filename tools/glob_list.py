@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 
 from bot.core.secret_files import SecretFiles
 from bot.core.tool import BaseTool, CallContext, Risk, ToolInvalidArgsError, ToolMeta
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 from tools._sandbox import (
     Protected,
     outside_error,
@@ -31,7 +33,8 @@ DEFAULT_MAX_RESULTS = 200
 MAX_RESULTS = 2000
 MAX_SCANNED = 200_000  # entries visited before giving up on a huge tree
 _MAGIC = re.compile(r"[*?\[]")
-SECRET_PREVIEW = "List the files matching {pattern}, secret files (.env, keys, credentials) included"
+SECRET_PREVIEW = N_("List the files matching {pattern}, secret files (.env, keys, credentials) "
+                    "included")
 SECRETS_HIDDEN_NOTE = ("Secret files (.env, keys, credentials) matching the pattern are not listed; "
                        "include_secret_files=true lists them after the user approves.")
 
@@ -183,7 +186,7 @@ class GlobList(BaseTool):
 
     async def dry_run(self, ctx: CallContext, pattern: str, **args: Any) -> dict[str, Any]:
         if args.get("include_secret_files") is True:
-            return {"summary": SECRET_PREVIEW.format(pattern=pattern)}
+            return {"summary": Phrase(SECRET_PREVIEW, pattern=pattern)}
         return await self.execute(ctx, pattern, **args)
 
     async def execute(self, ctx: CallContext, pattern: str,

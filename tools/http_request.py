@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from bot.core.tool import BaseTool, CallContext, Risk, ToolException, ToolInvalidArgsError, ToolMeta
+from bot.language.phrase import plural_phrase
 from tools import _netguard
 from tools._urlrisk import carries_data
 from tools.web_fetch import decode
@@ -134,9 +135,12 @@ class HttpRequest(BaseTool):
         target = _netguard.parse_target(url)
         _netguard.Guard.from_context(ctx).check_literal(target)
         size = len(content or b"")
-        summary = f"{method} {target.url} ({size} bytes)"
+        summary = plural_phrase("{method} {url} ({n} byte)", "{method} {url} ({n} bytes)", size,
+                                method=method, url=target.url)
         if names:
-            summary += f" with headers {', '.join(names)}"
+            summary = plural_phrase("{request} with header {names}",
+                                    "{request} with headers {names}", len(names),
+                                    request=summary, names=", ".join(names))
         return {"summary": summary, "method": method, "url": target.url, "body_bytes": size,
                 "headers": names, "risk": self.risk_for({"method": method, "url": url})}
 

@@ -16,6 +16,7 @@ from bot.core.tool import (
     ToolMeta,
     UnrevertibleError,
 )
+from bot.language.phrase import Phrase
 
 MAX_TEXT_CHARS = 4000
 
@@ -47,7 +48,7 @@ class MemoryStore(BaseTool):
     )
 
     async def dry_run(self, ctx: CallContext, text: str, **_: Any) -> dict[str, Any]:
-        return {"would_store": _clean(text), "summary": f"Remember: {_clean(text)}"}
+        return {"would_store": _clean(text), "summary": Phrase("Remember: {text}", text=_clean(text))}
 
     async def execute(self, ctx: CallContext, text: str, **_: Any) -> dict[str, Any]:
         cleaned = _clean(text)

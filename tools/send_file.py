@@ -16,6 +16,8 @@ from typing import Any
 from bot.core.events import FileOut
 from bot.core.secret_files import DEFAULT, SecretFiles
 from bot.core.tool import BaseTool, CallContext, Risk, ToolMeta, ToolUnsupportedError
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 from bot.media.images import FORMATS, sniff_image
 from bot.media.received import shown_name
 from tools._sandbox import display_path, is_secret_file, read_regular_file, resolve_in_workspace
@@ -24,8 +26,8 @@ from tools._sandbox import display_path, is_secret_file, read_regular_file, reso
 UPLOAD_LIMITS = {"telegram": 50_000_000, "discord": 10 * 1024 * 1024}
 DEFAULT_LIMIT = 50_000_000
 MAX_CAPTION = 1000
-PREVIEW = "Send {path} to this chat"
-SECRET_PREVIEW = "Send the secret file {path} to this chat (its content is not redacted)"
+PREVIEW = N_("Send {path} to this chat")
+SECRET_PREVIEW = N_("Send the secret file {path} to this chat (its content is not redacted)")
 
 
 class SendFile(BaseTool):
@@ -71,7 +73,7 @@ class SendFile(BaseTool):
     async def dry_run(self, ctx: CallContext, path: str, caption: str = "", **_: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False, previewing=True)
         text = SECRET_PREVIEW if is_secret_file(ctx, path, real) else PREVIEW
-        return {"summary": text.format(path=display_path(ctx, real))}
+        return {"summary": Phrase(text, path=display_path(ctx, real))}
 
     async def execute(self, ctx: CallContext, path: str, caption: str = "", **_: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False)

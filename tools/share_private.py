@@ -24,6 +24,7 @@ from bot.core.tool import (
     ToolPermissionError,
     ToolUnsupportedError,
 )
+from bot.language.phrase import Phrase, plural_phrase
 from bot.media.received import write_new_file
 from tools._sandbox import display_path, is_secret_file, read_regular_file, resolve_in_workspace
 from tools.memory_fetch import search_words
@@ -64,11 +65,15 @@ class SharePrivate(BaseTool):
         whom = _audience(ctx)
         if "path" in args:
             shown = display_path(_private(ctx), _source(ctx, args["path"], previewing=True))
-            return {"summary": f"Share your private file {shown} with {whom}: it is copied "
-                               "into the group's folder, where every member's turns can read it."}
+            return {"summary": Phrase("Share your private file {path} with {whom}: it is copied "
+                                      "into the group's folder, where every member's turns can "
+                                      "read it.", path=shown, whom=whom)}
         memories = await _memories(ctx, args["memory_query"])
-        listed = "\n".join(f"• {m.text}" for m in memories) or "• (none match)"
-        return {"summary": f"Share {len(memories)} of your private memories with {whom}:\n{listed}"}
+        listed = "\n".join(f"• {m.text}" for m in memories)
+        return {"summary": plural_phrase(
+            "Share {n} of your private memories with {whom}:\n{listed}",
+            "Share {n} of your private memories with {whom}:\n{listed}", len(memories),
+            whom=whom, listed=listed or Phrase("• (none match)"))}
 
     async def execute(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
         whom = _audience(ctx)

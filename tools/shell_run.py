@@ -27,6 +27,7 @@ from bot.core.tool import (
     ToolMeta,
     ToolPermissionError,
 )
+from bot.language.phrase import Phrase
 from tools._bwrap import OPTIONAL_FLAGS, Limits, SandboxFinder, SandboxUnavailable, probe_sync
 from tools._shell_risk import classify as classify  # re-exported: the classification of a command
 from tools._shell_risk import judge, programs_of, visible
@@ -186,8 +187,11 @@ class ShellRun(BaseTool):
         where = f"{ctx.workspace}, with network" if network else str(ctx.workspace)
         note = await preview_note(ctx, command, self.secrets) if risk == "high" else ""
         return {
-            "summary": f"Run `{visible(command)}` in {where} ({risk}: {reason})"
-                       + (f"\n{note}" if note else ""),
+            "summary": Phrase("Run `{command}` in {where} ({risk}: {reason})", command=visible(command),
+                              where=where, risk=Phrase(risk), reason=reason)
+                       if not note else Phrase("Run `{command}` in {where} ({risk}: {reason})\n{note}",
+                                               command=visible(command), where=where,
+                                               risk=Phrase(risk), reason=reason, note=note),
             "command": command, "cwd": str(ctx.workspace), "risk": risk, "reason": reason,
             "timeout_seconds": timeout, "network": network,
         }

@@ -15,7 +15,7 @@ from bot.approvals.grants import Scope
 from bot.core.events import ApprovalView
 from bot.core.tool import NO_PREVIEW, args_hash
 from bot.language.catalogs import N_
-from bot.language.phrase import Moment, Phrase
+from bot.language.phrase import Moment, Phrase, phrase_data, phrase_from
 from bot.store.protocol import Row
 
 Status = Literal["pending", "approved", "denied", "expired", "started", "executed", "failed",
@@ -40,9 +40,10 @@ NO_PREVIEW_TEXT = N_("(preview not available for this tool)")
 
 
 def preview_text(summary: str | None, tr: Any) -> str:
-    """A preview exactly as the tool wrote it; the placeholder of a tool without one (or an
-    empty preview) in the reader's words (`tr`, a bot.language Translator)."""
-    text = summary or NO_PREVIEW
+    """A preview as the tool wrote it — its own words in the reader's language (`tr`, a
+    bot.language Translator), its content (a diff, a command, a URL) exactly — or the
+    placeholder of a tool without one (or an empty preview) in the reader's words."""
+    text = tr.say(summary) if summary else NO_PREVIEW
     if text.strip().startswith(NO_PREVIEW):   # anything else is shown as written, to the space
         text = text.strip()
         text = tr._(NO_PREVIEW_TEXT) + text[len(NO_PREVIEW):]
@@ -99,12 +100,32 @@ class Resolution:
     decided: tuple[ApprovalRequest, ...] = ()  # every request this answer decided
 
 
+def stored_summary(summary: str) -> str | None:
+    """What keeps a preview's words as a message (None: it is plain text)."""
+    return json.dumps(phrase_data(summary), ensure_ascii=False) \
+        if isinstance(summary, Phrase) else None
+
+
+def summary_of(row: Row) -> str:
+    """The stored preview: a Phrase again when its words were kept, else its text. The text is
+    what was shown and checked; a kept message that no longer renders to it is not used."""
+    data = row["summary_data"]
+    if data:
+        try:
+            summary = phrase_from(json.loads(data))
+        except ValueError:
+            summary = None
+        if isinstance(summary, Phrase) and str(summary) == row["summary"]:
+            return summary
+    return row["summary"]
+
+
 def from_row(row: Row) -> ApprovalRequest:
     return ApprovalRequest(
         id=row["id"], session_id=row["session_id"], sender=row["sender"], chat=row["chat"],
         channel=row["channel"], tool=row["tool"], tool_use_id=row["tool_use_id"],
         args=json.loads(row["args"]), args_hash=row["args_hash"], risk=row["risk"],
-        summary=row["summary"], status=row["status"], created_at=row["created_at"],
+        summary=summary_of(row), status=row["status"], created_at=row["created_at"],
         expires_at=row["expires_at"], resolved_by=row["resolved_by"],
         resolved_at=row["resolved_at"], autonomy=row["autonomy"],
         allowlist=None if row["allowlist"] is None else frozenset(json.loads(row["allowlist"])),

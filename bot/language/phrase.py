@@ -104,3 +104,50 @@ def _rebuild(msgid: str, plural: str, count: int | None, values: dict[str, Any])
 def plural_phrase(singular: str, plural: str, count: int, /, **values: Any) -> Phrase:
     """A counted Phrase (`{n}` is the count): each language picks its own plural form."""
     return Phrase(singular, plural=plural, count=count, **values)
+
+
+# --- stored: a Phrase kept in the store, to be rendered again later (after a restart) ------
+
+_KINDS: dict[str, type] = {"moment": Moment, "day": Day, "number": Number, "amount": Amount}
+
+
+def phrase_data(value: Any) -> Any:
+    """`value` as JSON-able data that `phrase_from` turns back into it: a Phrase keeps its
+    message and values, Lines their lines; plain text and numbers stay as they are."""
+    if isinstance(value, Phrase):
+        data: dict[str, Any] = {"msgid": value.msgid,
+                                "values": {k: phrase_data(v) for k, v in value.values.items()}}
+        if value.plural:
+            data["plural"], data["count"] = value.plural, value.count
+        return data
+    if isinstance(value, Lines):
+        return {"lines": [phrase_data(line) for line in value.lines]}
+    for kind, cls in _KINDS.items():
+        if isinstance(value, cls):
+            return {kind: dict(value.__dict__)}
+    if isinstance(value, str | int | float) or value is None:
+        return str(value) if isinstance(value, str) else value
+    return str(value)
+
+
+def phrase_from(data: Any) -> Any:
+    """The value `phrase_data` made (anything it does not recognise comes back as text)."""
+    if not isinstance(data, dict):
+        return data
+    if isinstance(data.get("msgid"), str):
+        values = data.get("values") if isinstance(data.get("values"), dict) else {}
+        try:
+            return Phrase(data["msgid"], plural=str(data.get("plural") or ""),
+                          count=data.get("count"),
+                          **{str(k): phrase_from(v) for k, v in values.items()})
+        except (KeyError, IndexError, ValueError, TypeError):
+            return data["msgid"]   # a message whose placeholders changed since it was stored
+    if isinstance(data.get("lines"), list):
+        return Lines(phrase_from(line) for line in data["lines"])
+    for kind, cls in _KINDS.items():
+        if isinstance(data.get(kind), dict):
+            try:
+                return cls(**data[kind])
+            except TypeError:
+                break
+    return str(data)

@@ -29,7 +29,7 @@ from bot.core.events import (
 )
 from bot.core.identity import Sender
 from bot.core.logs import Redactor
-from bot.core.policy import TAINT_REASON, Caller, Decision, decide
+from bot.core.policy import Caller, Decision, decide
 from bot.core.secret_files import SecretFiles
 from bot.core.secret_redaction import SecretRedaction
 from bot.core.tool import (
@@ -45,6 +45,7 @@ from bot.core.tool import (
     to_tool_error,
 )
 from bot.core.wrap import source_of, wrap_untrusted
+from bot.language.phrase import Phrase
 from bot.runtime.services import Services
 from bot.store.audit import AuditEntry
 
@@ -300,12 +301,15 @@ class Dispatcher:
             else:
                 diff = outcome.get("diff")
                 if isinstance(diff, str) and diff.strip():  # what an edit changes, not its size
-                    summary = f"{summary}\n{diff}"
+                    summary = Phrase("{summary}\n{diff}", summary=summary, diff=diff)
         if not summary:
             summary = f"{NO_PREVIEW}\n{tool.meta.name} {visible_json(args)}"
-        summary = await self._secrets.scrub((self._root, ctx.workspace), summary)
+        scrubbed = await self._secrets.scrub((self._root, ctx.workspace), str(summary))
+        if scrubbed != summary:   # a secret was in it: the scrubbed text, and only the text
+            summary = scrubbed
         if turn.tainted and egress_of(tool, args):
-            summary += f"\nAsked because {TAINT_REASON}: it may be steering this call."
+            summary = Phrase("{summary}\nAsked because this turn has read untrusted content: it "
+                             "may be steering this call.", summary=summary)
         if len(summary) > MAX_PREVIEW_CHARS:
             # One this long could not be read on a phone anyway.
             raise ToolInvalidArgsError(

@@ -382,6 +382,9 @@ ALTER TABLE sender_settings ADD COLUMN language_hint TEXT;
 ALTER TABLE jobs ADD COLUMN model TEXT NOT NULL DEFAULT '';
 ALTER TABLE turns ADD COLUMN model TEXT NOT NULL DEFAULT '';
 """),
+    (23, "an approval's preview keeps its words as a message, so each reader gets their language", """
+ALTER TABLE approvals ADD COLUMN summary_data TEXT;
+"""),
 ]
 
 

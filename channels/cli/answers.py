@@ -26,13 +26,14 @@ def heading(views: tuple[ApprovalView, ...], tr: Translator) -> str:
     (exactly as the tool wrote it; every other word in the terminal's language)."""
     if len(views) == 1:
         view = views[0]
-        return tr._(texts.APPROVAL_ONE, tool=view.tool, risk=_risk(view, tr), summary=view.summary)
+        return tr._(texts.APPROVAL_ONE, tool=view.tool, risk=_risk(view, tr),
+                    summary=tr.say(view.summary))
     lines = ["\n" + tr.ngettext("Approval needed — {n} call:", "Approval needed — {n} calls:",
                                 len(views))]
     for number, view in enumerate(views, start=1):
         always = tr._(texts.APPROVAL_BATCH_ALWAYS, scope=tr.say(view.always)) if view.always else ""
         lines.append(tr._(texts.APPROVAL_BATCH_CALL, number=number, tool=view.tool,
-                          risk=_risk(view, tr), always=always, summary=view.summary))
+                          risk=_risk(view, tr), always=always, summary=tr.say(view.summary)))
     return "\n".join(lines)
 
 

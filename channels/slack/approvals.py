@@ -184,7 +184,7 @@ def request_card(view: ApprovalView, tr: Translator) -> Card:
     notification = escape(tr._(texts.APPROVAL_NOTIFICATION, tool=view.tool,
                                risk=risk_name(view.risk, tr)))
     return Card(blocks, Part(notification, f"{plain}{always}\n\n{commands}"),
-                view.summary if in_file else "")
+                preview_text(view.summary, tr) if in_file else "")
 
 
 def outcome_line(choice: str, who: str, when: float, tr: Translator) -> str:

@@ -21,6 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from bot.approvals.records import preview_text
 from bot.core.events import (
     AgentAPI,
     ApprovalBatchNeeded,
@@ -242,7 +243,7 @@ class SlackSink:
         for page in pages(views, tr):
             for view in page.calls:
                 if view.id in page.outside:
-                    await self._upload_preview(view, view.summary)
+                    await self._upload_preview(view, preview_text(view.summary, tr))
             calls = [CallOutcome(view, "") for view in page.calls]
             ts = await self._post(page_part(page, calls, len(views), tr),
                                   page_blocks(page, calls, len(views), True, tr))

@@ -14,7 +14,14 @@ import re
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.approvals.records import ANSWER_LABELS, ID_PATTERN, RISK_NAMES, SUPERSEDED, SUPERSEDED_LABEL
+from bot.approvals.records import (
+    ANSWER_LABELS,
+    ID_PATTERN,
+    RISK_NAMES,
+    SUPERSEDED,
+    SUPERSEDED_LABEL,
+    preview_text,
+)
 from bot.core.events import ApprovalView
 from bot.language.translator import Translator
 from channels.telegram.rendering import Part, escape, truncate, utf16_len
@@ -75,7 +82,7 @@ def preview_parts(view: ApprovalView, tr: Translator) -> list[Part]:
     """A preview too long for the request message, as messages sent before it, so that the
     person approving sees every character of the call (a truncated end could hide a command).
     Empty when the preview fits in the request itself."""
-    summary = view.summary or ""
+    summary = preview_text(view.summary, tr)
     if utf16_len(summary) <= MAX_SUMMARY_UNITS:
         return []
     chunks, rest = [], summary
@@ -91,7 +98,7 @@ def preview_parts(view: ApprovalView, tr: Translator) -> list[Part]:
 
 
 def _body(view: ApprovalView, tr: Translator) -> Part:
-    summary = view.summary or tr._("(no summary)")
+    summary = preview_text(view.summary, tr)
     if utf16_len(summary) > MAX_SUMMARY_UNITS:
         summary = tr.ngettext("(the full preview is in the {n} message above)",
                               "(the full preview is in the {n} messages above)",

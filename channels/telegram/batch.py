@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from bot.approvals.display import batch_heading, previews_moved_out
-from bot.approvals.records import ID_PATTERN
+from bot.approvals.records import ID_PATTERN, preview_text
 from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
 from bot.language.translator import Translator
 from channels.telegram.approvals import always_line, callback_data, outcome_line, risk_text
@@ -89,7 +89,7 @@ def continuation_parts(page: Page, tr: Translator) -> list[Part]:
     for number, view in enumerate(page.calls, start=page.first):
         if view.id not in page.outside:
             continue
-        chunks, rest = [], view.summary or ""
+        chunks, rest = [], preview_text(view.summary, tr)
         while rest:
             chunk = truncate(rest, PREVIEW_UNITS, "")
             chunks.append(chunk)
@@ -110,7 +110,7 @@ def page_part(page: Page, calls: Sequence[CallOutcome], total: int, tr: Translat
     plain = [f"🔐 {title}{span}\n{asked}"]
     for number, call in enumerate(calls, start=page.first):
         view = call.approval
-        summary = view.summary or tr._("(no summary)")
+        summary = preview_text(view.summary, tr)
         if view.id in page.outside:
             summary = tr._("(the full preview of call {number} is in the messages above)",
                            number=number)

@@ -100,18 +100,18 @@ def card_body(view: ApprovalView, tr: Translator, number: int = 0, total: int = 
     """The card's text: the preview inside it when it fits, else a pointer to where it was sent."""
     if preview_fits(view, tr, number, total):
         return _compose(view, _inline(view, tr), tr, number, total)
-    pointer = tr._(texts.PREVIEW_ABOVE if preview_in_message(view) else texts.PREVIEW_DOCUMENT)
+    pointer = tr._(texts.PREVIEW_ABOVE if preview_in_message(view, tr) else texts.PREVIEW_DOCUMENT)
     return _compose(view, pointer, tr, number, total)[:BODY_LIMIT]
 
 
-def preview_in_message(view: ApprovalView) -> bool:
+def preview_in_message(view: ApprovalView, tr: Translator) -> bool:
     """A preview too long for the card goes out as one text message when it fits one, else as
     a document (so that it arrives whole, in one piece)."""
-    return len(view.summary or "") <= PREVIEW_MESSAGE_ROOM
+    return len(preview_text(view.summary, tr)) <= PREVIEW_MESSAGE_ROOM
 
 
 def preview_message(view: ApprovalView, tr: Translator) -> str:
-    return f"{tr._(texts.PREVIEW_HEAD, tool=view.tool)}\n{_code(view.summary)}"
+    return f"{tr._(texts.PREVIEW_HEAD, tool=view.tool)}\n{_code(preview_text(view.summary, tr))}"
 
 
 def buttons(view: ApprovalView, tr: Translator) -> list[dict[str, Any]]:

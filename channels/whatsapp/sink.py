@@ -32,6 +32,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 
+from bot.approvals.records import preview_text
 from bot.core.events import (
     AgentAPI,
     ApprovalBatchNeeded,
@@ -203,13 +204,13 @@ class ChatSink:
         await self._card(view, tr, number, total)
 
     async def _preview(self, view: ApprovalView, tr: Translator) -> bool:
-        if approvals.preview_in_message(view):
+        if approvals.preview_in_message(view, tr):
             text = approvals.preview_message(view, tr)
             return await self._guarded("approval", "", lambda: self._messenger.send_part(
                 self.wa_id, Part(text, text), kind=self._kind("approval")))
         caption = tr._(texts.PREVIEW_CAPTION, tool=view.tool)
         return await self._guarded("approval", "", lambda: self._messenger.send_file(
-            self.wa_id, "preview.txt", view.summary.encode(), caption=caption,
+            self.wa_id, "preview.txt", preview_text(view.summary, tr).encode(), caption=caption,
             media_type="text/plain", kind=self._kind("approval")))
 
     async def _card(self, view: ApprovalView, tr: Translator, number: int = 0,

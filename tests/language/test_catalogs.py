@@ -26,7 +26,7 @@ def extracted() -> dict[str, str | None]:
     """Every message the source marks (the console's templates too): id -> plural id (None for
     a plain message)."""
     found: dict[str, str | None] = {}
-    for folder in ("bot", "channels"):
+    for folder in ("bot", "channels", "tools"):
         for _file, _line, message, _comments, _context in extract_from_dir(
                 ROOT / folder, method_map=[("**.py", "python"), ("**/templates/**.html", "jinja2")],
                 keywords=KEYWORDS):

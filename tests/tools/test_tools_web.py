@@ -188,7 +188,7 @@ async def test_http_request_dry_run_describes_without_sending(tmp_path, local_si
     preview = await tool.dry_run(docs_ctx(tmp_path), method="PUT", url=f"http://docs.test:{site.port}/notes",
                                  body="x" * 342, headers={"Authorization": "Bearer secret-value"})
     assert preview["summary"] == (
-        f"PUT http://docs.test:{site.port}/notes (342 bytes) with headers Authorization")
+        f"PUT http://docs.test:{site.port}/notes (342 bytes) with header Authorization")
     assert "secret-value" not in json.dumps(preview)
     assert site.seen == []
 

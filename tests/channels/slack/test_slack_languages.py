@@ -35,7 +35,7 @@ async def test_an_italian_card_the_spanish_approvers_copy_and_each_outcome_in_it
     shown = visible_text(mine)
     assert "🔐 *Approvazione richiesta*" in shown and "Strumento: `fs_write`" in shown
     assert "Rischio: 🟠 medio" in shown and f"Richiesta da: <@{ADA}> (slack:{ADA})" in shown
-    assert "Scade alle " in shown and "Create nota.txt" in shown
+    assert "Scade alle " in shown and "Crea nota.txt" in shown
     labels = list(buttons_of(mine))
     assert labels[:2] == ["Approva", "Nega"] and labels[2].startswith("Sempre: ")
     assert "Se necesita aprobación" in visible_text(copy) and "Caduca a las " in visible_text(copy)

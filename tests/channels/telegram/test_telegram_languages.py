@@ -71,10 +71,12 @@ async def test_a_request_and_its_approvers_copy_each_speak_their_readers_languag
     mine, approvers = copies[GIULIA], copies[DIEGO]
     assert "Approvazione richiesta" in mine.params["text"]
     assert "Richiesta da: telegram:4242" in mine.params["text"]
-    assert "Rischio: 🟠 medio" in mine.params["text"] and "Create nota.txt" in mine.params["text"]
+    assert "Rischio: 🟠 medio" in mine.params["text"] and "Crea nota.txt" in mine.params["text"]
     assert labels(mine)[:2] == ["Approva", "Nega"] and labels(mine)[2].startswith("Sempre: ")
     assert "Se necesita aprobación" in approvers.params["text"]
     assert "Solicitada por: telegram:4242" in approvers.params["text"]
+    assert "Crear nota.txt" in approvers.params["text"]      # the preview in each reader's words
+    assert "+latte" in mine.params["text"] and "+latte" in approvers.params["text"]   # content
     assert labels(approvers)[:2] == ["Aprobar", "Denegar"]
     assert data(mine) == data(approvers)     # the callback data never follows the language
     assert all(len(d.encode()) <= 64 for d in data(mine))

@@ -79,7 +79,7 @@ def test_a_preview_too_long_for_the_body_is_pointed_at_never_cut():
     assert long.summary in approvals.preview_message(long, EN)
     huge = view(summary="x" * 5000)
     assert "document above" in approvals.card_body(huge, EN)
-    assert not approvals.preview_in_message(huge)
+    assert not approvals.preview_in_message(huge, EN)
 
 
 def test_forged_button_ids_are_not_parsed():
