@@ -17,6 +17,7 @@ from bot.core.ports import JobRequest
 from bot.core.tool import ToolInvalidArgsError, ToolPermissionError
 from bot.jobs.jobs import Job, JobError, Jobs
 from bot.jobs.schedule import ScheduleError, local_time, parse_at, parse_cron
+from bot.language.phrase import Lines, Phrase
 
 SCHEDULE_TOOL = "schedule"
 HINT = ("Use `at` for one time ('in 20 minutes', '2026-12-02 09:00', '09:00', local time) or "
@@ -34,15 +35,20 @@ class JobPlanner:
         self.catalog = catalog
         self.default_timezone = default_timezone
 
-    async def preview(self, request: JobRequest) -> str:
+    async def preview(self, request: JobRequest) -> Phrase:
         job = await self._draft(request)
         runs = job.schedule.upcoming(self.jobs.clock(), 3)
         when = "; ".join(local_time(t, job.schedule.timezone) for t in runs)
-        what = f"send the reminder: {job.message}" if job.is_reminder else f"run: {job.prompt}"
-        tools = ", ".join(job.tools) or "none"
-        model = f"\nModel: {job.model}" if job.model else ""
-        return (f"Schedule '{job.name}' {job.schedule.describe()} in this chat, "
-                f"to {what}\nTools it may use: {tools}{model}\nNext runs: {when}")
+        what = (Phrase("send the reminder: {message}", message=job.message) if job.is_reminder
+                else Phrase("run: {prompt}", prompt=job.prompt))
+        tools = ", ".join(job.tools) if job.tools else Phrase("none")
+        lines = [Phrase("Schedule '{name}' {when} in this chat, to {what}", name=job.name,
+                        when=job.schedule.describe(), what=what),
+                 Phrase("Tools it may use: {tools}", tools=tools)]
+        if job.model:
+            lines.append(Phrase("Model: {model}", model=job.model))
+        lines.append(Phrase("Next runs: {when}", when=when))
+        return Phrase("{lines}", lines=Lines(lines))
 
     async def create(self, request: JobRequest) -> dict[str, Any]:
         try:
@@ -54,9 +60,10 @@ class JobPlanner:
     async def list(self, owner: Sender) -> list[dict[str, Any]]:
         return [describe(job) for job in await self.jobs.for_owner(str(owner))]
 
-    async def describe(self, owner: Sender, job_id: str) -> str:
+    async def describe(self, owner: Sender, job_id: str) -> Phrase:
         job = await self._own_job(owner, job_id)
-        return f"Cancel job {job.id} '{job.name}' ({job.schedule.describe()})"
+        return Phrase("Cancel job {id} '{name}' ({when})", id=job.id, name=job.name,
+                      when=job.schedule.describe())
 
     async def cancel(self, owner: Sender, job_id: str) -> dict[str, Any]:
         try:

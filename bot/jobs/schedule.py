@@ -18,6 +18,8 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.core.errors import MyclawError
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase, plural_phrase
 
 Kind = Literal["once", "cron"]
 _RELATIVE = re.compile(r"^in\s+(\d{1,6})\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|"
@@ -26,7 +28,10 @@ _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _CLOCK = re.compile(r"^(?:at\s+)?(\d{1,2}):(\d{2})$", re.IGNORECASE)
 _CRON_FIELDS = 5
 MAX_SPEC_CHARS = 100
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+WEEKDAYS = (N_("every Monday at {time}"), N_("every Tuesday at {time}"),
+            N_("every Wednesday at {time}"), N_("every Thursday at {time}"),
+            N_("every Friday at {time}"), N_("every Saturday at {time}"),
+            N_("every Sunday at {time}"))
 
 
 class ScheduleError(MyclawError):
@@ -79,11 +84,12 @@ class Schedule:
             runs.append(moment)
         return runs
 
-    def describe(self) -> str:
-        """The schedule in words, e.g. "every Monday at 08:00 (Europe/Rome)"."""
+    def describe(self) -> Phrase:
+        """The schedule in words, e.g. "every Monday at 08:00 (Europe/Rome)" (a Phrase: in
+        the reader's language when shown)."""
         if self.kind == "once":
-            return f"once, {local_time(float(self.spec), self.timezone)}"
-        return f"{_cron_words(self.spec)} ({self.timezone})"
+            return Phrase("once, {when}", when=local_time(float(self.spec), self.timezone))
+        return Phrase("{schedule} ({zone})", schedule=_cron_words(self.spec), zone=self.timezone)
 
     def min_gap(self, after: float, samples: int = 12) -> float | None:
         """The shortest time between two consecutive runs among the next `samples` runs."""
@@ -150,24 +156,24 @@ def _once(at: float, now: float, timezone: str) -> Schedule:
     return Schedule("once", repr(round(at, 3)), timezone)
 
 
-def _cron_words(expression: str) -> str:
+def _cron_words(expression: str) -> Phrase:
     """Plain words for the common shapes; the expression itself for anything else."""
     minute, hour, dom, month, dow = expression.split()
     if minute.isdigit() and hour.isdigit():
-        at = f"at {int(hour):02d}:{int(minute):02d}"
+        at = f"{int(hour):02d}:{int(minute):02d}"
         if dom == "*" and month == "*" and dow == "*":
-            return f"every day {at}"
+            return Phrase("every day at {time}", time=at)
         if dom == "*" and month == "*" and dow.isdigit() and int(dow) <= 7:
-            return f"every {WEEKDAYS[(int(dow) - 1) % 7]} {at}"
+            return Phrase(WEEKDAYS[(int(dow) - 1) % 7], time=at)
         if dom == "*" and month == "*" and dow in ("1-5", "mon-fri"):
-            return f"every weekday {at}"
+            return Phrase("every weekday at {time}", time=at)
         if dom.isdigit() and month == "*" and dow == "*":
-            return f"on day {int(dom)} of every month {at}"
+            return Phrase("on day {day} of every month at {time}", day=int(dom), time=at)
     if minute.isdigit() and hour == "*" and dom == month == dow == "*":
-        return f"every hour at minute {int(minute)}"
-    if minute.startswith("*/") and hour == dom == month == dow == "*":
-        return f"every {minute[2:]} minutes"
-    return f"on the cron schedule '{expression}'"
+        return Phrase("every hour at minute {minute}", minute=int(minute))
+    if minute.startswith("*/") and hour == dom == month == dow == "*" and minute[2:].isdigit():
+        return plural_phrase("every {n} minute", "every {n} minutes", int(minute[2:]))
+    return Phrase("on the cron schedule '{expression}'", expression=expression)
 
 
 def utc_text(ts: float) -> str:

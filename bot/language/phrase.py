@@ -81,7 +81,7 @@ class Lines:
 class Phrase(str):
     msgid: str
     plural: str
-    count: int | None
+    counted: int | None   # not `count`: that is str.count, which a Phrase keeps
     values: dict[str, Any]
 
     def __new__(cls, msgid: str, /, *, plural: str = "", count: int | None = None,
@@ -90,11 +90,11 @@ class Phrase(str):
         english = chosen.format(n=count, **values) if count is not None else (
             chosen.format(**values) if values else chosen)
         self = super().__new__(cls, english)
-        self.msgid, self.plural, self.count, self.values = msgid, plural, count, values
+        self.msgid, self.plural, self.counted, self.values = msgid, plural, count, values
         return self
 
     def __reduce__(self) -> Any:   # pickles and copies keep the message, not just its English
-        return (_rebuild, (self.msgid, self.plural, self.count, self.values))
+        return (_rebuild, (self.msgid, self.plural, self.counted, self.values))
 
 
 def _rebuild(msgid: str, plural: str, count: int | None, values: dict[str, Any]) -> Phrase:
@@ -118,7 +118,7 @@ def phrase_data(value: Any) -> Any:
         data: dict[str, Any] = {"msgid": value.msgid,
                                 "values": {k: phrase_data(v) for k, v in value.values.items()}}
         if value.plural:
-            data["plural"], data["count"] = value.plural, value.count
+            data["plural"], data["count"] = value.plural, value.counted
         return data
     if isinstance(value, Lines):
         return {"lines": [phrase_data(line) for line in value.lines]}

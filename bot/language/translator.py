@@ -51,8 +51,8 @@ class Translator:
         if not isinstance(text, Phrase):
             return text
         values = {name: self._value(value) for name, value in text.values.items()}
-        if text.count is not None:
-            return self.ngettext(text.msgid, text.plural, text.count, **values)
+        if text.counted is not None:
+            return self.ngettext(text.msgid, text.plural, text.counted, **values)
         return self._(text.msgid, **values)
 
     def _value(self, value: Any) -> Any:

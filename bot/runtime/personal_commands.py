@@ -52,7 +52,7 @@ def _jobs_listing(tr: Translator, listing: list[Any]) -> Notice:
                 if job.status == "active" and job.next_run else tr._(job.status))
         last = tr._("; last: {outcome}", outcome=job.last_outcome) if job.last_outcome else ""
         described = (tr._("once, {when}", when=tr.moment(float(schedule.spec), schedule.timezone))
-                     if schedule.kind == "once" else schedule.describe())
+                     if schedule.kind == "once" else tr.say(schedule.describe()))
         lines.append(f"• {job.name} [{job.id}] — {described}; {when}{last}")
         buttons.append(Button(tr._("Cancel: {name}", name=job.name[:24]), f"/jobs cancel {job.id}"))
         if job.status == "paused":

@@ -49,3 +49,15 @@ def test_a_reminder_and_a_pairing_notice_are_catalog_words_around_their_content(
     for said in (skipped, paired):
         assert unmarked_words(PSEUDO.say(said), ("stretch", "supervised", "/help", "80%", "EUR",
                                                  "UTC", "00:00")) == []
+
+
+def test_a_schedule_in_words_reads_in_each_language():
+    from bot.jobs.schedule import parse_cron
+
+    weekly, often = parse_cron("0 8 * * 1", timezone="Europe/Rome"), parse_cron(
+        "*/15 * * * *", timezone="UTC")
+    assert str(weekly.describe()) == "every Monday at 08:00 (Europe/Rome)"
+    assert IT.say(weekly.describe()) == "ogni lunedì alle 08:00 (Europe/Rome)"
+    assert ES.say(often.describe()) == "cada 15 minutos (UTC)"
+    assert weekly.describe().count("0") == 3   # still a str: str.count is not shadowed
+    assert unmarked_words(PSEUDO.say(weekly.describe()), ("08:00", "Europe", "Rome")) == []
