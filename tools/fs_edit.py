@@ -81,8 +81,9 @@ class FsEdit(BaseTool):
         folder = PurePosixPath(str(args.get("path", ""))).parent.as_posix()
         if ".." in folder.split("/") or folder.startswith("/"):
             return None
-        shown = "the workspace root" if folder in ("", ".") else f"`{folder}/`"
-        return f"folder:{folder}", f"files in {shown}"
+        if folder in ("", "."):
+            return f"folder:{folder}", Phrase("files in the workspace root")
+        return f"folder:{folder}", Phrase("files in {folder}", folder=f"`{folder}/`")
 
     async def dry_run(self, ctx: CallContext, path: str, old_text: str, new_text: str,
                       **_: Any) -> dict[str, Any]:

@@ -74,7 +74,7 @@ class FsRead(BaseTool):
         that one call only."""
         if self.secrets.is_secret_path(str(args.get("path", ""))):
             return None
-        return "files", "reading files that are not secret files"
+        return "files", Phrase("reading files that are not secret files")
 
     async def dry_run(self, ctx: CallContext, path: str, **args: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False, previewing=True)

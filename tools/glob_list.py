@@ -182,7 +182,7 @@ class GlobList(BaseTool):
     def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
         if args.get("include_secret_files") is True:
             return None
-        return "names", "listing files other than secret files"
+        return "names", Phrase("listing files other than secret files")
 
     async def dry_run(self, ctx: CallContext, pattern: str, **args: Any) -> dict[str, Any]:
         if args.get("include_secret_files") is True:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from bot.core.tool import BaseTool, CallContext, Risk, ToolException, ToolInvalidArgsError, ToolMeta
-from bot.language.phrase import plural_phrase
+from bot.language.phrase import Phrase, plural_phrase
 from tools import _netguard
 from tools._urlrisk import carries_data
 from tools.web_fetch import decode
@@ -115,7 +115,8 @@ class HttpRequest(BaseTool):
         """An "Always" covers the same method to the same host."""
         target = _netguard.parse_target(args.get("url", ""))
         method = str(args.get("method", "GET"))
-        return f"{method} {target.host}", f"{method} requests to {target.host}"
+        return f"{method} {target.host}", Phrase("{method} requests to {host}", method=method,
+                                                  host=target.host)
 
     def risk_for(self, args: dict[str, Any]) -> Risk:
         if args.get("method") != "GET":

@@ -68,7 +68,7 @@ class SendFile(BaseTool):
     def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
         if self.secrets.is_secret_path(str(args.get("path", ""))):
             return None
-        return "files", "sending files that are not secret files"
+        return "files", Phrase("sending files that are not secret files")
 
     async def dry_run(self, ctx: CallContext, path: str, caption: str = "", **_: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False, previewing=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 from bot.core.errors import MyclawError
 from bot.core.tool import RISKS, Risk
+from bot.language.phrase import Phrase, stored_words, words_of
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
 
@@ -49,9 +50,11 @@ def scope_of(tool: Any, args: dict[str, Any]) -> Scope:
         except Exception:  # a scope that cannot be described is not generalised at all
             key, label = None, None
         if isinstance(key, str) and key and isinstance(label, str) and label:
-            return Scope(key[:MAX_SCOPE_CHARS], label[:MAX_SCOPE_CHARS])
-        return Scope(f"exact:{secrets.token_hex(8)}", f"this exact {name} call")
-    return Scope(WHOLE_TOOL_KEY, f"any {name} call")
+            # A label's words stay a message unless it must be cut.
+            return Scope(key[:MAX_SCOPE_CHARS],
+                         label if len(label) <= MAX_SCOPE_CHARS else label[:MAX_SCOPE_CHARS])
+        return Scope(f"exact:{secrets.token_hex(8)}", Phrase("this exact {tool} call", tool=name))
+    return Scope(WHOLE_TOOL_KEY, Phrase("any {tool} call", tool=name))
 
 
 def may_offer(tool: str, risk: str, always_max_risk: str, always_ask: frozenset[str]) -> bool:
@@ -91,7 +94,8 @@ def covering(grants: tuple[Grant, ...], tool: str, scope_key: str, risk: str,
 
 def _from_row(row: Any) -> Grant:
     return Grant(row["id"], row["session_id"], row["sender"], row["tool"], row["scope_key"],
-                 row["scope_label"], row["max_risk"], row["created_at"], row["expires_at"],
+                 words_of(row["scope_data"], row["scope_label"]), row["max_risk"],
+                 row["created_at"], row["expires_at"],
                  row["approval_id"] or "")
 
 
@@ -137,9 +141,10 @@ class Grants:
                       risk, now, now + self.ttl_seconds, approval_id)
         await tx.execute(
             "INSERT INTO grants(id, session_id, sender, tool, scope_key, scope_label, max_risk,"
-            " created_at, expires_at, approval_id, granted_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (grant.id, session_id, sender, tool, scope.key, scope.label, risk, now,
-             grant.expires_at, approval_id, by))
+            " created_at, expires_at, approval_id, granted_by, scope_data)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (grant.id, session_id, sender, tool, scope.key, str(scope.label), risk, now,
+             grant.expires_at, approval_id, by, stored_words(scope.label)))
         await write_audit(tx, AuditEntry(
             sender=by, decision="grant", outcome="granted", session_id=session_id, tool=tool,
             detail=f"grant {grant.id} for {sender}: {grant.description}"))

@@ -15,7 +15,7 @@ from bot.approvals.grants import Scope
 from bot.core.events import ApprovalView
 from bot.core.tool import NO_PREVIEW, args_hash
 from bot.language.catalogs import N_
-from bot.language.phrase import Moment, Phrase, phrase_data, phrase_from
+from bot.language.phrase import Moment, Phrase, words_of
 from bot.store.protocol import Row
 
 Status = Literal["pending", "approved", "denied", "expired", "started", "executed", "failed",
@@ -77,7 +77,8 @@ class ApprovalRequest:
     def view(self) -> ApprovalView:
         return ApprovalView(self.id, self.tool, self.risk, self.summary, self.sender, self.chat,
                             self.channel, dict(self.args), self.expires_at,
-                            f"{self.scope.label} in this chat" if self.scope else "",
+                            Phrase("{scope} in this chat", scope=self.scope.label)
+                            if self.scope else "",
                             self.batch or "", self.position)
 
     @property
@@ -100,24 +101,9 @@ class Resolution:
     decided: tuple[ApprovalRequest, ...] = ()  # every request this answer decided
 
 
-def stored_summary(summary: str) -> str | None:
-    """What keeps a preview's words as a message (None: it is plain text)."""
-    return json.dumps(phrase_data(summary), ensure_ascii=False) \
-        if isinstance(summary, Phrase) else None
-
-
 def summary_of(row: Row) -> str:
-    """The stored preview: a Phrase again when its words were kept, else its text. The text is
-    what was shown and checked; a kept message that no longer renders to it is not used."""
-    data = row["summary_data"]
-    if data:
-        try:
-            summary = phrase_from(json.loads(data))
-        except ValueError:
-            summary = None
-        if isinstance(summary, Phrase) and str(summary) == row["summary"]:
-            return summary
-    return row["summary"]
+    """The stored preview: a Phrase again when its words were kept, else its text."""
+    return words_of(row["summary_data"], row["summary"])
 
 
 def from_row(row: Row) -> ApprovalRequest:
@@ -129,7 +115,8 @@ def from_row(row: Row) -> ApprovalRequest:
         expires_at=row["expires_at"], resolved_by=row["resolved_by"],
         resolved_at=row["resolved_at"], autonomy=row["autonomy"],
         allowlist=None if row["allowlist"] is None else frozenset(json.loads(row["allowlist"])),
-        scope=Scope(row["scope_key"], row["scope_label"]) if row["scope_key"] else None,
+        scope=Scope(row["scope_key"], words_of(row["scope_data"], row["scope_label"]))
+        if row["scope_key"] else None,
         batch=row["batch"], position=row["batch_position"],
     )
 

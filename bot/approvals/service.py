@@ -37,12 +37,11 @@ from bot.approvals.records import (
     closed_reason,
     from_row,
     looks_like_id,
-    stored_summary,
 )
 from bot.core.identity import in_terminal
 from bot.core.tool import args_hash
 from bot.language.catalogs import N_
-from bot.language.phrase import Phrase, plural_phrase
+from bot.language.phrase import Phrase, plural_phrase, stored_words
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
 
@@ -109,15 +108,16 @@ class Approvals:
             await tx.execute(
                 "INSERT INTO approvals(id, session_id, sender, chat, channel, tool, tool_use_id,"
                 " args, args_hash, risk, summary, status, created_at, expires_at, autonomy,"
-                " allowlist, scope_key, scope_label, batch, batch_position, summary_data)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " allowlist, scope_key, scope_label, batch, batch_position, summary_data,"
+                " scope_data)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (request.id, session_id, sender, chat, channel, tool, tool_use_id,
                  json.dumps(request.args, ensure_ascii=False), request.args_hash, risk,
                  str(summary),
                  request.created_at, request.expires_at, autonomy,
                  None if allowlist is None else json.dumps(sorted(allowlist)),
-                 scope.key if scope else None, scope.label if scope else None, batch, position,
-                 stored_summary(summary)),
+                 scope.key if scope else None, str(scope.label) if scope else None, batch,
+                 position, stored_words(summary), stored_words(scope.label) if scope else None),
             )
         return request
 

@@ -151,3 +151,27 @@ def phrase_from(data: Any) -> Any:
             except TypeError:
                 break
     return str(data)
+
+
+def stored_words(value: str) -> str | None:
+    """What keeps `value`'s words as a message in a store column (None: it is plain text)."""
+    import json
+
+    return json.dumps(phrase_data(value), ensure_ascii=False) if isinstance(value, Phrase) \
+        else None
+
+
+def words_of(data: str | None, text: str) -> str:
+    """A stored text as a Phrase again when its words were kept (`stored_words`), else the text.
+    The text is what was shown and checked: a kept message that no longer renders to it (it
+    was scrubbed, or cut) is not used."""
+    import json
+
+    if data:
+        try:
+            words = phrase_from(json.loads(data))
+        except ValueError:
+            words = None
+        if isinstance(words, Phrase) and str(words) == text:
+            return words
+    return text

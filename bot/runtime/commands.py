@@ -235,7 +235,7 @@ async def _grants(agent: Agent, message: IncomingMessage, autonomy: str, sink: S
         return
     lines = [tr._("• {grant} — until {when} [{id}]", grant=tr.say(g.description),
                   when=tr.moment(g.expires_at), id=g.id) for g in mine]
-    buttons = tuple(Button(tr._("Revoke: {tool} {scope}", tool=g.tool, scope=g.scope_label)[:40],
+    buttons = tuple(Button(tr._("Revoke: {tool} {scope}", tool=g.tool, scope=tr.say(g.scope_label))[:40],
                            f"/grants revoke {g.id}") for g in mine)
     await sink.emit(Notice(tr._("What runs without asking in this conversation (until /new):")
                            + "\n" + "\n".join(lines), buttons=buttons))

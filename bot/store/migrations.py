@@ -385,6 +385,10 @@ ALTER TABLE turns ADD COLUMN model TEXT NOT NULL DEFAULT '';
     (23, "an approval's preview keeps its words as a message, so each reader gets their language", """
 ALTER TABLE approvals ADD COLUMN summary_data TEXT;
 """),
+    (24, "what an Always covers keeps its words as a message too (requests and grants)", """
+ALTER TABLE approvals ADD COLUMN scope_data TEXT;
+ALTER TABLE grants ADD COLUMN scope_data TEXT;
+"""),
 ]
 
 

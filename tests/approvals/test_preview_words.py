@@ -74,3 +74,29 @@ async def test_a_preview_that_held_a_secret_is_the_scrubbed_text_in_every_langua
     assert secret not in summary and not isinstance(summary, Phrase)
     assert "[REDACTED]" in summary
     assert all(secret not in preview_text(summary, tr) for tr in (EN, IT, ES))
+
+
+async def test_what_an_always_covers_is_in_each_readers_words_on_the_card_and_the_grant(
+        app_factory, fake_anthropic):
+    from bot.approvals.grants import Scope
+
+    app = await app_factory({"senders": {"telegram:7": "supervised"}})
+    fake_anthropic.script(tool_use("fs_write", {"path": "nota.txt", "content": "latte\n"}))
+    sink = CollectingSink()
+    await app.agent.handle(IncomingMessage("telegram:7", "7", "scrivi", channel="telegram"), sink)
+    (asked,) = sink.of(ApprovalNeeded)
+    stored = await app.services.approvals.get(asked.approval.id)
+    for always in (asked.approval.always, stored.view().always):
+        assert str(always) == "files in the workspace root in this chat"
+        assert IT.say(always) == "i file nella cartella principale in questa chat"
+        assert ES.say(always) == "los archivos de la carpeta principal en este chat"
+    async with app.services.store.transaction() as tx:
+        await app.services.approvals.grants.add(
+            tx, session_id="s1", sender="telegram:7", tool="fs_write", scope=stored.scope,
+            risk="medium", by="telegram:7")
+        await app.services.approvals.grants.add(
+            tx, session_id="s1", sender="telegram:7", tool="shell_run",
+            scope=Scope("programs:git", "`git`"), risk="medium", by="telegram:7")
+    labels = {g.tool: g.scope_label for g in await app.services.approvals.grants.listing()}
+    assert IT.say(labels["fs_write"]) == "i file nella cartella principale"
+    assert labels["shell_run"] == "`git`" and not isinstance(labels["shell_run"], Phrase)
