@@ -334,14 +334,15 @@ class FakeDiscord:
         return message
 
     def _interaction(self, kind: int, user_id: int, channel_id: int, guild_id: int | None,
-                     roles: tuple[str, ...], data: dict[str, Any]) -> dict[str, Any]:
+                     roles: tuple[str, ...], data: dict[str, Any],
+                     locale: str = "en-US") -> dict[str, Any]:
         interaction_id = self.snowflake()
         token = f"itok{interaction_id}"
         self._interaction_channels[token] = channel_id
         payload: dict[str, Any] = {
             "id": str(interaction_id), "application_id": str(self.application_id), "type": kind,
             "token": token, "version": 1, "data": data, "channel_id": str(channel_id),
-            "channel": self._channel_payload(channel_id, guild_id), "locale": "en-US",
+            "channel": self._channel_payload(channel_id, guild_id), "locale": locale,
             "app_permissions": "0", "entitlements": [], "authorizing_integration_owners": {},
             "context": 1 if guild_id is None else 0, "attachment_size_limit": 10_485_760,
         }
@@ -354,7 +355,7 @@ class FakeDiscord:
         return payload
 
     async def click(self, *, message_id: int, custom_id: str, user_id: int, roles: tuple[str, ...] = (),
-                    as_seen: dict[str, Any] | None = None) -> dict[str, Any]:
+                    as_seen: dict[str, Any] | None = None, locale: str = "en-US") -> dict[str, Any]:
         """A user clicks the button `custom_id` on a message the bot posted earlier.
 
         `as_seen` is the message as the user's client showed it (a copy taken earlier): a second
@@ -364,18 +365,18 @@ class FakeDiscord:
         channel_id = int(message["channel_id"])
         guild_id = int(message["guild_id"]) if "guild_id" in message else None
         payload = self._interaction(3, user_id, channel_id, guild_id, roles,
-                                    {"custom_id": custom_id, "component_type": 2})
+                                    {"custom_id": custom_id, "component_type": 2}, locale)
         payload["message"] = message
         self._interaction_messages[payload["token"]] = message_id
         await self.dispatch("INTERACTION_CREATE", payload)
         return payload
 
     async def slash(self, *, name: str, user_id: int, channel_id: int, guild_id: int | None = None,
-                    roles: tuple[str, ...] = ()) -> dict[str, Any]:
-        """A user runs the application command `/name`."""
+                    roles: tuple[str, ...] = (), locale: str = "en-US") -> dict[str, Any]:
+        """A user runs the application command `/name` (their client in `locale`)."""
         command = next((c for c in self.commands if c["name"] == name), None)
         data = {"id": command["id"] if command else str(self.snowflake()), "name": name, "type": 1}
-        payload = self._interaction(2, user_id, channel_id, guild_id, roles, data)
+        payload = self._interaction(2, user_id, channel_id, guild_id, roles, data, locale)
         await self.dispatch("INTERACTION_CREATE", payload)
         return payload
 
