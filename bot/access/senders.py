@@ -21,6 +21,7 @@ from bot.config.settings import Config
 from bot.core.errors import MyclawError
 from bot.core.identity import CHANNELS, LEVELS, OPERATOR, Access, Level, Sender, Stranger, parse_access
 from bot.core.policy import highest_level
+from bot.language.phrase import Phrase
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Row, Store, Transaction
 
@@ -174,7 +175,8 @@ class Senders:
     async def approve(self, code: str, level: str = "supervised", by: str = str(OPERATOR)) -> str:
         """Grant `level` to the sender who received `code`; returns that sender."""
         if level not in LEVELS:
-            raise PairingError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
+            raise PairingError(Phrase("unknown level {level}; expected one of {levels}",
+                                      level=repr(level), levels=", ".join(LEVELS)))
         return await self._answer(code, "approved", level, by)
 
     async def deny(self, code: str, by: str = str(OPERATOR)) -> str:
@@ -216,11 +218,13 @@ def _normalise(code: str) -> str:
 
 def _why_not_answerable(row: Row | None, now: float) -> str | None:
     if row is None:
-        return "unknown pairing code (check `myclaw pair list`)"
+        return Phrase("unknown pairing code (check `myclaw pair list`)")
     if row["status"] == "approved":
-        return f"pairing code {row['code']} was already used for {row['sender']}"
+        return Phrase("pairing code {code} was already used for {sender}", code=row["code"],
+                      sender=row["sender"])
     if row["status"] == "denied":
-        return f"pairing code {row['code']} was denied"
+        return Phrase("pairing code {code} was denied", code=row["code"])
     if row["status"] != "pending" or row["expires_at"] <= now:
-        return f"pairing code {row['code']} has expired; ask {row['sender']} to write again"
+        return Phrase("pairing code {code} has expired; ask {sender} to write again",
+                      code=row["code"], sender=row["sender"])
     return None

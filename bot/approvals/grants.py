@@ -159,7 +159,8 @@ class Grants:
         row = await self.store.fetchone("SELECT * FROM grants WHERE id = ?", (str(grant_id)[:40],))
         grant = _from_row(row) if row else None
         if grant is None or (grant.sender != by and not any_sender):
-            raise GrantError(f"no grant {str(grant_id)[:40]!r} of yours; see /grants")
+            raise GrantError(Phrase("no grant {id} of yours; see /grants",
+                                    id=repr(str(grant_id)[:40])))
         async with self.store.transaction() as tx:
             changed = await tx.execute("UPDATE grants SET revoked_at = ? WHERE id = ?"
                                        " AND revoked_at IS NULL", (self.clock(), grant.id))
@@ -170,7 +171,7 @@ class Grants:
             tx.on_commit(lambda: self._cache.pop(grant.session_id, None))
             tx.invalidate(TOPIC, grant.session_id)
         if not changed:
-            raise GrantError(f"grant {grant.id} was already revoked")
+            raise GrantError(Phrase("grant {id} was already revoked", id=grant.id))
         return grant
 
     async def listing(self) -> list[Grant]:

@@ -41,3 +41,10 @@ class ChannelError(MyclawError):
 
 class ShuttingDown(Exception):
     """The process is shutting down; the work was not started."""
+
+
+def reason_of(exc: BaseException) -> str:
+    """An error's message as it was raised: a Phrase keeps its words for each reader
+    (`str(exc)` would be its English alone)."""
+    first = exc.args[0] if len(exc.args) == 1 else None
+    return first if isinstance(first, str) else str(exc)

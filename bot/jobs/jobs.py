@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from bot.core.errors import MyclawError
 from bot.jobs.schedule import Schedule
+from bot.language.phrase import Number, Phrase
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
 
@@ -137,6 +138,11 @@ def _from_row(row: Any) -> Job:
         model=row["model"] or "")
 
 
+def _figure(value: float) -> Number:
+    """A count of minutes as people write it: 5, not 5.0; 2.5 stays."""
+    return Number(int(value) if float(value).is_integer() else round(value, 2))
+
+
 class Jobs:
     def __init__(self, store: Store, limits: JobLimits | None = None,
                  clock: Callable[[], float] = time.time, replica: str = "local"):
@@ -154,12 +160,13 @@ class Jobs:
     def check(self, job: Job, now: float) -> None:
         """Refuse a schedule that runs too often or never runs again."""
         if job.schedule.next_after(now) is None:
-            raise JobError("that time is already past; pick a time in the future")
+            raise JobError(Phrase("that time is already past; pick a time in the future"))
         gap = job.schedule.min_gap(now) if job.schedule.kind == "cron" else None
         if gap is not None and gap < self.limits.min_interval_seconds:
             minutes = self.limits.min_interval_seconds / 60
-            raise JobError(f"that schedule runs every {gap / 60:g} minutes; the minimum interval "
-                           f"between runs is {minutes:g} minutes")
+            raise JobError(Phrase("that schedule runs every {gap} minutes; the minimum interval "
+                                  "between runs is {minimum} minutes", gap=_figure(gap / 60),
+                                  minimum=_figure(minutes)))
 
     async def create(self, job: Job) -> Job:
         now = self.clock()
@@ -171,8 +178,8 @@ class Jobs:
                                     " IN ('active', 'paused')", (job.owner,))
             count = int(row["n"])
             if count >= self.limits.max_per_sender:
-                raise JobError(f"you already have {count} jobs, the most allowed; cancel one "
-                               "first (/jobs)")
+                raise JobError(Phrase("you already have {number} jobs, the most allowed; cancel "
+                                      "one first (/jobs)", number=count))
             await tx.execute(
                 "INSERT INTO jobs(id, owner, channel, chat, name, prompt, message, kind, spec,"
                 " timezone, level, tools, status, next_run, failures, last_outcome, created_at,"
@@ -217,7 +224,7 @@ class Jobs:
         if job is None or (job.owner != by and not any_owner):
             raise JobNotFound(job_id)
         if job.status not in allowed:
-            raise JobError(f"job {job.id} is {job.status}")
+            raise JobError(Phrase("job {id} is {status}", id=job.id, status=Phrase(job.status)))
         now = self.clock()
         next_run = job.schedule.next_after(now) if status == "active" else job.next_run
         async with self.store.transaction() as tx:

@@ -13,6 +13,7 @@ from bot.access.senders import PairingError
 from bot.approvals.grants import GrantError
 from bot.approvals.records import ANSWER_LABELS
 from bot.config.settings import Config
+from bot.core.errors import reason_of
 from bot.core.events import Button, IncomingMessage, Notice, Sink
 from bot.language.catalogs import N_
 from bot.language.phrase import Phrase
@@ -219,7 +220,7 @@ async def _grants(agent: Agent, message: IncomingMessage, autonomy: str, sink: S
         try:
             grant = await grants.revoke(rest.strip(), message.sender)
         except GrantError as exc:
-            await sink.emit(Notice(tr._("Cannot revoke: {why}", why=tr.say(str(exc)))))
+            await sink.emit(Notice(tr._("Cannot revoke: {why}", why=tr.say(reason_of(exc)))))
             return
         await sink.emit(Notice(tr._("Revoked: {grant}. I will ask again.",
                                     grant=tr.say(grant.description))))
@@ -260,7 +261,7 @@ async def _pair(agent: Agent, message: IncomingMessage, autonomy: str, sink: Sin
         else:
             stranger = await senders.deny(code, by=message.sender)
     except PairingError as exc:
-        await sink.emit(Notice(tr._("Cannot do that: {why}", why=tr.say(str(exc)))))
+        await sink.emit(Notice(tr._("Cannot do that: {why}", why=tr.say(reason_of(exc)))))
         return
     if allow:
         await sink.emit(Notice(tr._("Let {who} in as {level}.", who=stranger, level=level)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.core.errors import reason_of
 from bot.core.events import Button, IncomingMessage, Notice, Sink
 from bot.jobs.jobs import JobError
 from bot.jobs.schedule import ScheduleError, zone
@@ -25,8 +26,9 @@ async def jobs(agent: Any, message: IncomingMessage, autonomy: str, sink: Sink, 
         try:
             job = await change(rest.strip(), message.sender)
         except JobError as exc:
-            text = (tr._("Cannot cancel that job: {why}", why=tr.say(str(exc))) if verb == "cancel"
-                    else tr._("Cannot resume that job: {why}", why=tr.say(str(exc))))
+            why = tr.say(reason_of(exc))
+            text = (tr._("Cannot cancel that job: {why}", why=why) if verb == "cancel"
+                    else tr._("Cannot resume that job: {why}", why=why))
             await sink.emit(Notice(text))
             return
         await sink.emit(Notice(tr._("Job '{name}' cancelled.", name=job.name) if verb == "cancel"

@@ -61,3 +61,32 @@ def test_a_schedule_in_words_reads_in_each_language():
     assert ES.say(often.describe()) == "cada 15 minutos (UTC)"
     assert weekly.describe().count("0") == 3   # still a str: str.count is not shadowed
     assert unmarked_words(PSEUDO.say(weekly.describe()), ("08:00", "Europe", "Rome")) == []
+
+
+async def test_why_a_grant_a_job_or_a_pairing_code_cannot_be_changed_reads_in_each_language(store):
+    import pytest
+
+    from bot.access.senders import PairingError, _why_not_answerable
+    from bot.approvals.grants import GrantError, Grants
+    from bot.core.errors import reason_of
+    from bot.jobs.jobs import JobError, JobLimits, Jobs
+    from bot.jobs.schedule import parse_at
+
+    with pytest.raises(GrantError) as refused:
+        await Grants(store).revoke("g1", "telegram:1")
+    assert str(refused.value) == "no grant 'g1' of yours; see /grants"
+    assert IT.say(reason_of(refused.value)) == "nessun tuo permesso 'g1'; vedi /grants"
+    with pytest.raises(JobError) as past:
+        once = parse_at("in 1 minute", now=NOW, timezone="UTC")
+        Jobs(store, JobLimits()).check(_job(once), NOW + 3600)   # its one run is past by now
+    assert ES.say(reason_of(past.value)) == "esa hora ya pasó; elige una en el futuro"
+    expired = PairingError(_why_not_answerable({"status": "pending", "expires_at": 0,
+                                                "code": "AB12CD34", "sender": "telegram:5"}, NOW))
+    assert IT.say(reason_of(expired)).startswith("il codice di abbinamento AB12CD34 è scaduto")
+
+
+def _job(schedule):
+    from bot.jobs.jobs import Job
+
+    return Job(id="", owner="telegram:1", channel="telegram", chat="1", name="x",
+               schedule=schedule, level="full", message="hi")

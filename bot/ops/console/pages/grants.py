@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.approvals.grants import GrantError
+from bot.core.errors import reason_of
 from bot.language.catalogs import N_
 from bot.language.phrase import Phrase
 from bot.ops.console.auth import OPERATOR
@@ -20,7 +21,7 @@ async def revoke(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[st
     try:
         grant = await ctx.services.approvals.grants.revoke(route["id"], OPERATOR, any_sender=True)
     except GrantError as exc:
-        return Outcome(False, str(exc))
+        return Outcome(False, reason_of(exc))
     return Outcome(True, Phrase("Revoked grant {id} of {sender}: {what}.", id=grant.id,
                                  sender=grant.sender, what=grant.description))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from bot.core.errors import reason_of
 from bot.jobs.jobs import Job, JobError, Jobs
 from bot.language.catalogs import N_
 from bot.language.phrase import Phrase
@@ -27,7 +28,7 @@ def _change(done: str, change: Callable[[Jobs, str], Awaitable[Job]]) -> Any:
         try:
             job = await change(ctx.services.jobs, route["id"])
         except JobError as exc:
-            return Outcome(False, str(exc))
+            return Outcome(False, reason_of(exc))
         return Outcome(True, Phrase(done, id=job.id, name=job.name, owner=job.owner))
     return run
 

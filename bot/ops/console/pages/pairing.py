@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.access.senders import PairingError
+from bot.core.errors import reason_of
 from bot.core.identity import LEVELS
 from bot.language.catalogs import N_
 from bot.language.phrase import Phrase
@@ -23,7 +24,7 @@ async def allow(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[str
     try:
         sender = await ctx.services.senders.approve(route["code"], level, by=OPERATOR)
     except PairingError as exc:
-        return Outcome(False, str(exc))
+        return Outcome(False, reason_of(exc))
     return Outcome(True, Phrase("Granted {level} to {sender}.", level=level, sender=sender))
 
 
@@ -31,7 +32,7 @@ async def deny(ctx: ConsoleContext, route: Mapping[str, str], form: Mapping[str,
     try:
         sender = await ctx.services.senders.deny(route["code"], by=OPERATOR)
     except PairingError as exc:
-        return Outcome(False, str(exc))
+        return Outcome(False, reason_of(exc))
     return Outcome(True, Phrase("Denied pairing for {sender}.", sender=sender))
 
 
