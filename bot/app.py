@@ -83,8 +83,8 @@ def build_services(config: Config, store: Any, registry: Registry,
     from bot.approvals.undo import UndoLog
     from bot.config.prices import PriceTable
     from bot.conversation.delivery import Delivery
-    from bot.conversation.held import HeldMessages
     from bot.conversation.inbox import Inbox, InboxSettings, replica_name
+    from bot.conversation.outbound import HeldMessages, SentMessages
     from bot.jobs.jobs import JobLimits, Jobs
     from bot.llm.client import LLMClient, audit_to
     from bot.llm.models import Models
@@ -118,6 +118,7 @@ def build_services(config: Config, store: Any, registry: Registry,
         delivery=Delivery(),
         inbox=Inbox(store, replica, InboxSettings.from_config(config["inbox"]), clock),
         held=HeldMessages(store, clock),
+        sent=SentMessages(store, clock),
         ports=tool_ports(config, store, registry, llm, jobs, preferences),
         languages=Languages(preferences, config["agent"]["language"],
                             config["agent"]["timezone"]),

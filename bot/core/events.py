@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from bot.core.ports import HeldPort, InboxPort
+    from bot.core.ports import HeldPort, InboxPort, SentPort
 
 ChannelName = Literal["cli", "telegram", "discord", "slack", "whatsapp"]
 
@@ -450,4 +450,9 @@ class AgentAPI(Protocol):
     @property
     def held(self) -> HeldPort:
         """Messages a platform would not deliver yet, kept until the person can be reached."""
+        ...
+
+    @property
+    def sent(self) -> SentPort:
+        """Messages a platform took, by its message id, for its later status callbacks."""
         ...

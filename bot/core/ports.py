@@ -1,7 +1,7 @@
 """The ports: narrow typed interfaces the outer rings use, implemented further out. A tool's
 (memory, the metered model, quotas, jobs) are handed to each call in `CallContext.ports`; a
 channel's (the durable inbox, held messages) are handed out by the agent (`AgentAPI.inbox`,
-`AgentAPI.held`).
+`AgentAPI.held`, `AgentAPI.sent`).
 
 A tool never reaches the store, the budgets or the scheduler any other way. The bundle a call
 gets, and what stands in for a port a process has not wired, are in `bot.core.tool` (`Ports`,
@@ -189,9 +189,29 @@ class HeldMessage:
     approval_id: str = ""
 
 
+@dataclass(frozen=True)
+class Sent:
+    """A message a platform took, kept for its later status callbacks and quoted replies."""
+
+    to: str
+    kind: str                    # reply | reminder | job | approval | notice
+    text: str
+    payload: dict[str, Any]
+    retried: bool = False
+
+
+class SentPort(Protocol):
+    """What was sent, by the platform's message id (`AgentAPI.sent`; implemented by
+    `bot.conversation.outbound.SentMessages`)."""
+
+    async def remember(self, message_id: str, sent: Sent) -> None: ...
+
+    async def recall(self, message_id: str) -> Sent | None: ...
+
+
 class HeldPort(Protocol):
     """Messages held until their recipient can be reached (`AgentAPI.held`; implemented by
-    `bot.conversation.held.HeldMessages`). `take` hands each held message out once."""
+    `bot.conversation.outbound.HeldMessages`). `take` hands each held message out once."""
 
     async def hold(self, recipient: str, kind: str, text: str, reason: str,
                    approval_id: str = "") -> None: ...

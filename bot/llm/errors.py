@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core.errors import LLMError
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 
-SAVED = "Your message is saved."
+SAVED = N_("Your message is saved.")
 CREDIT_MARKERS = ("credit balance", "billing", "spend limit", "payment", "insufficient_quota",
                   "exceeded your current quota")
 CONTEXT_MARKERS = ("prompt is too long", "context length", "context_length_exceeded",
@@ -43,8 +45,8 @@ def translate(exc: BaseException, model: str, account: Account = ANTHROPIC) -> L
         error = check(exc, kinds, model, account)
         if error is not None:
             return error
-    return LLMError(f"model API error: {exc}", "The model API failed. Please try again in a "
-                    "moment.", retryable=True)
+    return LLMError(f"model API error: {exc}", Phrase("The model API failed. Please try again in "
+                                                      "a moment."), retryable=True)
 
 
 def _account(exc: BaseException, kinds: set[str], model: str, account: Account) -> LLMError | None:
@@ -54,18 +56,18 @@ def _account(exc: BaseException, kinds: set[str], model: str, account: Account) 
         return LLMError(
             f"model account out of credit or over its spend limit: the operator must add credit "
             f"({account.billing}) or raise the limit: {exc}",
-            "The bot's model account has run out of credit, so I cannot answer right now. The "
-            f"operator has to add credit to the account. {SAVED}")
+            Phrase("The bot's model account has run out of credit, so I cannot answer right now. "
+                   "The operator has to add credit to the account. {saved}", saved=Phrase(SAVED)))
     if "AuthenticationError" in kinds:
         return LLMError(f"model API refused the key (401): check {account.key_env}: {exc}",
-                        "The model API rejected the bot's API key. The operator has to check "
-                        f"{account.key_env}. {SAVED}")
+                        Phrase("The model API rejected the bot's API key. The operator has to "
+                               "check {key}. {saved}", key=account.key_env, saved=Phrase(SAVED)))
     if "PermissionDeniedError" in kinds:
         return LLMError(
             f"permission denied (403) for model {model}: check the key's workspace and model "
             f"access in {account.console}: {exc}",
-            f"The bot's model account is not allowed to use '{model}'. The operator has to "
-            f"check the API key's permissions. {SAVED}")
+            Phrase("The bot's model account is not allowed to use '{model}'. The operator has to "
+                   "check the API key's permissions. {saved}", model=model, saved=Phrase(SAVED)))
     return None
 
 
@@ -75,32 +77,37 @@ def _provider_busy(exc: BaseException, kinds: set[str], model: str,
         return LLMError(
             f"rate limited by the provider (429) after retries: consider a higher usage tier or "
             f"a lower [agent] max_concurrent_llm_calls: {exc}",
-            f"The model provider is rate-limiting this bot right now. Please try again in a "
-            f"minute. {SAVED}", retryable=True)
+            Phrase("The model provider is rate-limiting this bot right now. Please try again in a "
+                   "minute. {saved}", saved=Phrase(SAVED)), retryable=True)
     status = getattr(exc, "status_code", None)
     if status == 529 or (status == 503 and "overload" in str(exc).lower()):
         return LLMError(f"provider overloaded ({status}) after retries: {exc}",
-                        "The model is overloaded right now (a problem on the provider's side). "
-                        f"Please try again in a few minutes. {SAVED}", retryable=True)
+                        Phrase("The model is overloaded right now (a problem on the provider's "
+                               "side). Please try again in a few minutes. {saved}",
+                               saved=Phrase(SAVED)), retryable=True)
     return None
 
 
 def _request(exc: BaseException, kinds: set[str], model: str, account: Account) -> LLMError | None:
     if "NotFoundError" in kinds:
         return LLMError(f"model not found: {model}: {exc}",
-                        f"The model '{model}' does not exist or is not available. The operator "
-                        "should set [agent] model in the config to a valid model id.")
+                        Phrase("The model '{model}' does not exist or is not available. The "
+                               "operator should set [agent] model in the config to a valid model "
+                               "id.", model=model))
     if "BadRequestError" in kinds:
         if any(marker in str(exc).lower() for marker in CONTEXT_MARKERS):
             return LLMError(f"context too long for model {model}: {exc}",
-                            f"This conversation is now too long for the model '{model}'. Send "
-                            f"/new to start a fresh one. {SAVED}")
-        return LLMError(f"bad request: {exc}", "The model API rejected the request. If this "
-                        "keeps happening, send /new to start a fresh conversation.")
+                            Phrase("This conversation is now too long for the model '{model}'. "
+                                   "Send /new to start a fresh one. {saved}", model=model,
+                                   saved=Phrase(SAVED)))
+        return LLMError(f"bad request: {exc}", Phrase(
+            "The model API rejected the request. If this keeps happening, send /new to start a "
+            "fresh conversation."))
     if "APITimeoutError" in kinds:
-        return LLMError(f"timeout: {exc}", "The model took too long to answer. Please try "
-                        "again.", retryable=True)
+        return LLMError(f"timeout: {exc}", Phrase("The model took too long to answer. Please "
+                                                  "try again."), retryable=True)
     if "APIConnectionError" in kinds:
-        return LLMError(f"connection failed: {exc}", "I cannot reach the model API right now. "
-                        "Please try again in a moment.", retryable=True)
+        return LLMError(f"connection failed: {exc}", Phrase(
+            "I cannot reach the model API right now. Please try again in a moment."),
+            retryable=True)
     return None

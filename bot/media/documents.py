@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from bot.core.events import valid_text
+from bot.language.phrase import Number, Phrase
 from bot.media.limits import MediaLimits, MediaRefused, megabytes
 
 log = logging.getLogger(__name__)
@@ -31,30 +32,34 @@ COMMON_TEXT_TYPES = (".txt", ".md", ".py", ".csv", ".json")
 PDF_MAGIC = b"%PDF-"
 
 
-def supported_sentence(limits: MediaLimits) -> str:
+def supported_sentence(limits: MediaLimits) -> Phrase:
     common = [t for t in COMMON_TEXT_TYPES if t in limits.text_types]
     ordered = common + [t for t in limits.text_types if t not in common]
     shown = ", ".join(ordered[:8]) + (", …" if len(ordered) > 8 else "")
-    return (f"I can read photos (JPEG, PNG, GIF, WebP), PDF files, and text, code, CSV, JSON and "
-            f"Markdown files ({shown}); voice notes when transcription is enabled.")
+    return Phrase("I can read photos (JPEG, PNG, GIF, WebP), PDF files, and text, code, CSV, JSON "
+                  "and Markdown files ({types}); voice notes when transcription is enabled.",
+                  types=shown)
 
 
 def prepare_document(data: bytes, name: str, limits: MediaLimits) -> PreparedDocument:
-    shown = name or "this file"
+    shown = name or Phrase("this file")
     if not data:
-        raise MediaRefused(f"{shown} is empty (0 bytes).")
+        raise MediaRefused(Phrase("{name} is empty (0 bytes).", name=shown))
     if len(data) > limits.max_document_bytes:
-        raise MediaRefused(f"{shown} is too large ({megabytes(len(data))}; the limit for "
-                           f"documents is {megabytes(limits.max_document_bytes)}).")
+        raise MediaRefused(Phrase("{name} is too large ({size}; the limit for documents is "
+                                  "{limit}).", name=shown, size=megabytes(len(data)),
+                                  limit=megabytes(limits.max_document_bytes)))
     if data.startswith(PDF_MAGIC):
         return PreparedDocument("pdf", data, pages=_pdf_pages(data, shown, limits))
     suffix = PurePosixPath(name.lower()).suffix
     if suffix not in limits.text_types:
-        raise MediaRefused(f"I can't read {shown}: {supported_sentence(limits)}")
+        raise MediaRefused(Phrase("I can't read {name}: {supported}", name=shown,
+                                  supported=supported_sentence(limits)))
     text = _text(data, shown)
     if len(text) > limits.max_text_chars:
-        raise MediaRefused(f"{shown} is too long ({len(text):,} characters; the limit is "
-                           f"{limits.max_text_chars:,}). Send a shorter part of it.")
+        raise MediaRefused(Phrase("{name} is too long ({chars} characters; the limit is {limit}). "
+                                  "Send a shorter part of it.", name=shown,
+                                  chars=Number(len(text)), limit=Number(limits.max_text_chars)))
     return PreparedDocument("text", text.encode("utf-8"), media_type="text/plain", chars=len(text))
 
 
@@ -68,7 +73,8 @@ def prepare_document_file(path: str, name: str, limits: MediaLimits) -> Prepared
 
 def _text(data: bytes, shown: str) -> str:
     if b"\x00" in data:
-        raise MediaRefused(f"{shown} looks binary (it contains NUL bytes), not like a text file.")
+        raise MediaRefused(Phrase("{name} looks binary (it contains NUL bytes), not like a text "
+                                  "file.", name=shown))
     # Bytes that are not UTF-8 (a Latin-1 "é") are read as U+FFFD, not refused: the rest of
     # the file is still worth reading.
     return valid_text(data.removeprefix(b"\xef\xbb\xbf"))
@@ -81,17 +87,20 @@ def _pdf_pages(data: bytes, shown: str, limits: MediaLimits) -> int:
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted:
-            raise MediaRefused(f"{shown} is password-protected; send an unprotected copy.")
+            raise MediaRefused(Phrase("{name} is password-protected; send an unprotected copy.",
+                                      name=shown))
         pages = len(reader.pages)
     except MediaRefused:
         raise
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError,
             RecursionError) as exc:
         log.info("an uploaded PDF could not be parsed: %s", type(exc).__name__)
-        raise MediaRefused(f"{shown} is not a readable PDF (it is damaged or incomplete).") from exc
+        raise MediaRefused(Phrase("{name} is not a readable PDF (it is damaged or incomplete).",
+                                  name=shown)) from exc
     if pages == 0:
-        raise MediaRefused(f"{shown} has no pages.")
+        raise MediaRefused(Phrase("{name} has no pages.", name=shown))
     if pages > limits.max_pdf_pages:
-        raise MediaRefused(f"{shown} has {pages} pages; the limit is {limits.max_pdf_pages}. "
-                           "Send the pages that matter as a smaller PDF.")
+        raise MediaRefused(Phrase("{name} has {pages} pages; the limit is {limit}. Send the pages "
+                                  "that matter as a smaller PDF.", name=shown, pages=pages,
+                                  limit=limits.max_pdf_pages))
     return pages

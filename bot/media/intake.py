@@ -37,7 +37,7 @@ from bot.core.events import (
 )
 from bot.core.ports import PaidCallsPort, Payer
 from bot.core.wrap import wrap_untrusted
-from bot.language.phrase import Phrase
+from bot.language.phrase import Number, Phrase
 from bot.media.attachments import (
     PDF_PAGE_TOKENS,
     TEXT_CHARS_PER_TOKEN,
@@ -172,19 +172,22 @@ class MediaIntake:
         """More than the model's context can hold next to the conversation (see expand)."""
         if pages:
             fit = self.max_attachment_tokens // PDF_PAGE_TOKENS
-            return MediaRefused(f"{name} has {pages} pages; about {fit} fit in a conversation "
-                                "here. Send the pages that matter as a smaller PDF.")
+            return MediaRefused(Phrase("{name} has {pages} pages; about {fit} fit in a "
+                                       "conversation here. Send the pages that matter as a "
+                                       "smaller PDF.", name=name, pages=pages, fit=fit))
         fit = self.max_attachment_tokens * TEXT_CHARS_PER_TOKEN
-        return MediaRefused(f"{name} is too long for a conversation here ({chars:,} characters; "
-                            f"about {fit:,} fit). Send a shorter part of it.")
+        return MediaRefused(Phrase("{name} is too long for a conversation here ({chars} "
+                                   "characters; about {fit} fit). Send a shorter part of it.",
+                                   name=name, chars=Number(chars), fit=Number(fit)))
 
     async def _audio(self, payer: Payer, uploader: Uploader, part: AudioPart, origin: Origin,
                      sink: Sink) -> list[Block]:
         if not part.data:
-            raise MediaRefused("This voice note is empty (0 bytes).")
+            raise MediaRefused(Phrase("This voice note is empty (0 bytes)."))
         if len(part.data) > self.limits.max_audio_bytes:
-            raise MediaRefused(f"This voice note is too large ({megabytes(len(part.data))}; the "
-                               f"limit is {megabytes(self.limits.max_audio_bytes)}).")
+            raise MediaRefused(Phrase("This voice note is too large ({size}; the limit is "
+                                      "{limit}).", size=megabytes(len(part.data)),
+                                      limit=megabytes(self.limits.max_audio_bytes)))
         suffix = PurePosixPath(part.name.lower()).suffix
         saved = await self._save(uploader, part.name, suffix if suffix in AUDIO_SUFFIXES else ".audio",
                                  "voice", part.data, sink)
@@ -193,7 +196,8 @@ class MediaIntake:
         try:
             text = await self._transcribed(payer, part)
         except LLMError as exc:   # over budget: refused before the service was called
-            raise MediaRefused(f"I couldn't transcribe your voice note: {exc.user_message}") from exc
+            raise MediaRefused(Phrase("I couldn't transcribe your voice note: {why}",
+                                      why=exc.user_message)) from exc
         except TranscriptionError as exc:
             raise MediaRefused(Phrase(
                 "I couldn't transcribe your voice note: {why}. It is saved as {path}. Please try "
@@ -228,7 +232,7 @@ class MediaIntake:
             return await self.inbox.save(uploader.workspace, uploader.sender, name, suffix,
                                          fallback, data)
         except MediaRefused as exc:
-            await sink.emit(Notice(f"⚠️ {exc.message}"))
+            await sink.emit(Notice(Phrase("⚠️ {message}", message=exc.message)))
         except OSError as exc:
             log.warning("upload not saved for %s: %s", uploader.sender,
                         exc.strerror or type(exc).__name__)
@@ -252,13 +256,13 @@ async def _in_worker(fn: Any, data: bytes, *args: Any, budget: float) -> Any:
         path = await asyncio.to_thread(_spill, data)
     except OSError as exc:      # no room in the temporary directory: this file only is lost
         log.warning("no temporary copy of an upload: %s", exc.strerror or type(exc).__name__)
-        raise MediaRefused("I could not process this file right now (no room for a temporary "
-                           "copy); please send it again later.") from exc
+        raise MediaRefused(Phrase("I could not process this file right now (no room for a "
+                                  "temporary copy); please send it again later.")) from exc
     try:
         prepared = await run_off_loop(fn, path, *args, budget=budget)
     except OverBudget as exc:
-        raise MediaRefused("This file took too long to process (it may be damaged or built to "
-                           "be slow); it was left out.") from exc
+        raise MediaRefused(Phrase("This file took too long to process (it may be damaged or built "
+                                  "to be slow); it was left out.")) from exc
     finally:
         os.unlink(path)
     return prepared if prepared.data else dataclasses.replace(prepared, data=data)

@@ -18,14 +18,16 @@ from typing import Any
 
 import aiohttp
 
+from bot.language.phrase import Phrase
+
 log = logging.getLogger(__name__)
 
-HOW_TO_ENABLE = (
+HOW_TO_ENABLE = Phrase(
     "I can't listen to voice notes yet: transcription is not set up. The operator can enable it "
-    "in myclaw.toml with a speech-to-text service that speaks the OpenAI API:\n"
-    "[media.transcription]\nbase_url = \"https://api.openai.com\"   # or a local whisper server\n"
-    "model = \"whisper-1\"\nand the key in the environment variable MYCLAW_STT_API_KEY. "
-    "Meanwhile, please type your message.")
+    "in myclaw.toml with a speech-to-text service that speaks the OpenAI API:\n{config}\nand the "
+    "key in the environment variable MYCLAW_STT_API_KEY. Meanwhile, please type your message.",
+    config="[media.transcription]\nbase_url = \"https://api.openai.com\"   # or a local whisper "
+           "server\nmodel = \"whisper-1\"")
 MAX_TRANSCRIPT_CHARS = 20_000
 # Voice notes are Opus at about 16 kbit/s (Telegram, WhatsApp): bytes per second of speech. A
 # file at a higher bitrate is charged for longer than it lasts: a budget errs on the safe side.

@@ -90,8 +90,13 @@ class Agent(SessionControl, ApprovalFlow):
 
     @property
     def held(self) -> Any:
-        """Messages held for people a platform cannot reach yet (bot.conversation.held)."""
+        """Messages held for people a platform cannot reach yet (bot.conversation.outbound)."""
         return self.services.held
+
+    @property
+    def sent(self) -> Any:
+        """Messages a platform took, for its later status callbacks (bot.conversation.outbound)."""
+        return self.services.sent
 
     async def handle(self, message: IncomingMessage, sink: Sink) -> None:
         if message.language_hint:

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from bot.approvals.undo import UndoLog
     from bot.config.settings import Config
     from bot.conversation.delivery import Delivery
-    from bot.conversation.held import HeldMessages
     from bot.conversation.inbox import Inbox
+    from bot.conversation.outbound import HeldMessages, SentMessages
     from bot.jobs.jobs import Jobs
     from bot.llm.client import LLMClient
     from bot.money.budgets import Budgets
@@ -61,6 +61,7 @@ class Services:
     rate_limits: MessageRateLimiter | StoredRateLimiter
     inbox: Inbox                       # incoming updates, stored before they are acknowledged
     held: HeldMessages                 # messages a platform would not deliver yet
+    sent: SentMessages                 # messages a platform took (its later status callbacks)
     ports: Ports                       # what tools reach besides their args
     languages: Languages               # each person's language (the one resolver)
     network: Network = field(default_factory=Network)

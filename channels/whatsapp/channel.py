@@ -36,7 +36,6 @@ from channels.whatsapp.followups import Followups
 from channels.whatsapp.graph import Graph, GraphError
 from channels.whatsapp.intake import WhatsAppIntake
 from channels.whatsapp.media import Attachments, has_attachments
-from channels.whatsapp.outbox import SentMessages
 from channels.whatsapp.reading import incoming, tap_of, timestamp_of
 from channels.whatsapp.rendering import Part
 from channels.whatsapp.sending import DeliveryError, Messenger, OutsideWindow
@@ -145,7 +144,7 @@ class WhatsAppChannel:
             raise ChannelError(f"WhatsApp start-up failed: the Graph API at {section['base_url']} "
                                f"refused the token or phone number id: {exc}") from exc
         self._graph = graph
-        self._messenger = Messenger(graph, SentMessages(self.agent.inbox.store, self._clock),
+        self._messenger = Messenger(graph, self.agent.sent,
                                     dict(section["templates"]), section["template_language"],
                                     self._clock)
         self._attachments = Attachments(graph, self.config["media"])

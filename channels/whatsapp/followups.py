@@ -5,7 +5,7 @@ lost or handled twice) and never read as messages. A `failed` status for one of 
 is logged with its error and then: retried once after a rate limit (130429, 131056); held for
 the person's next message when the window had closed (131047), so they are told then; any
 other failure is held as "my last message did not reach you", so it is reported to them as
-soon as WhatsApp lets us write again. What was sent is in the store (outbox.py), so this
+soon as WhatsApp lets us write again. What was sent is in the store (bot/conversation/outbound.py), so this
 works for a message sent before a restart or by another replica; a failed message the store
 does not hold (older than a week) is logged as an error: reported, never silent.
 

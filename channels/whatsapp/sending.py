@@ -6,8 +6,8 @@ interactive messages, and the 24-hour window.
 - WhatsApp accepts free-form messages only within 24 hours of the person's last message
   (`seen` records each one). Outside it (known here, or answered by the API with 131047)
   `OutsideWindow` is raised, and the caller falls back to a template (`template`) or holds the
-  message (bot/conversation/held.py) for when the person writes again.
-- Each sent message is written down (`outbox`, in the store), so a `failed` status callback
+  message (bot/conversation/outbound.py) for when the person writes again.
+- Each sent message is written down (`agent.sent`, in the store), so a `failed` status callback
   arriving later, even after a restart or at another replica, can be retried (rate limits) or
   reported, and a reply quoting it can be read.
 """
@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bot.core.ports import Sent, SentPort
 from channels.whatsapp import texts
 from channels.whatsapp.graph import Graph, GraphError
-from channels.whatsapp.outbox import Sent, SentMessages
 from channels.whatsapp.rendering import Part, split_message
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class OutsideWindow(Exception):
 
 
 class Messenger:
-    def __init__(self, graph: Graph, outbox: SentMessages, templates: dict[str, str],
+    def __init__(self, graph: Graph, outbox: SentPort, templates: dict[str, str],
                  language: str, clock: Callable[[], float] = time.time):
         self.graph = graph
         self.outbox = outbox

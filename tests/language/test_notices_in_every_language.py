@@ -90,3 +90,22 @@ def _job(schedule):
 
     return Job(id="", owner="telegram:1", channel="telegram", chat="1", name="x",
                schedule=schedule, level="full", message="hi")
+
+
+def test_a_model_account_error_and_an_attachment_refusal_read_in_each_language():
+    from bot.llm.errors import translate
+    from bot.media.documents import prepare_document
+    from bot.media.limits import MediaLimits, MediaRefused
+
+    class RateLimitError(Exception):
+        status_code = 429
+
+    error = translate(RateLimitError("slow down"), "claude-sonnet-5-5")
+    assert str(error.user_message).endswith("Please try again in a minute. Your message is saved.")
+    assert IT.say(error.user_message).endswith("Riprova tra un minuto. Il tuo messaggio è salvato.")
+    try:
+        prepare_document(b"", "nota.txt", MediaLimits())
+    except MediaRefused as refused:
+        assert ES.say(refused.message) == "nota.txt está vacío (0 bytes)."
+    else:
+        raise AssertionError("an empty document was accepted")
