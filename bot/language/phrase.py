@@ -106,6 +106,13 @@ def plural_phrase(singular: str, plural: str, count: int, /, **values: Any) -> P
     return Phrase(singular, plural=plural, count=count, **values)
 
 
+def size_phrase(size: int) -> Phrase:
+    """A file size for a person ("1.5 MB", "300 KB"), its figure in the reader's number format
+    ("1,5 MB" in Italian) when the Phrase is rendered."""
+    if size >= 1_000_000:
+        return Phrase("{n} MB", n=Number(round(size / 1_000_000, 1)))
+    return Phrase("{n} KB", n=Number(round(size / 1000)))
+
 # --- stored: a Phrase kept in the store, to be rendered again later (after a restart) ------
 
 _KINDS: dict[str, type] = {"moment": Moment, "day": Day, "number": Number, "amount": Amount}

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot.language.phrase import Number, Phrase
-
 # What the Messages API uses of an image: a long edge up to 1568 px and about 1,600 tokens at
 # 750 pixels a token; the sizes it documents as used unscaled go from 1092×1092 to 784×1568
 # (1.23 megapixels). Larger is downscaled by the API anyway, after costing us the scaling, the
@@ -59,10 +57,3 @@ class MediaLimits:
 def megabytes(size: int) -> str:
     return f"{size / 1_000_000:.1f} MB"
 
-
-def size_phrase(size: int) -> Phrase:
-    """A file size for a person ("1.5 MB", "300 KB"), its figure in the reader's number format
-    ("1,5 MB" in Italian) when the Phrase is rendered."""
-    if size >= 1_000_000:
-        return Phrase("{n} MB", n=Number(round(size / 1_000_000, 1)))
-    return Phrase("{n} KB", n=Number(round(size / 1000)))

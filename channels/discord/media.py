@@ -15,8 +15,7 @@ import aiohttp
 import discord
 
 from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
-from bot.language.phrase import Phrase
-from bot.media.limits import size_phrase
+from bot.language.phrase import Phrase, size_phrase
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,8 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
-from bot.language.phrase import Phrase
+from bot.language.phrase import Phrase, size_phrase
 from bot.media.images import sniff_image
-from bot.media.limits import size_phrase
 from channels.slack import texts
 
 log = logging.getLogger(__name__)

@@ -19,8 +19,7 @@ import logging
 from typing import Any
 
 from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
-from bot.language.phrase import Phrase
-from bot.media.limits import size_phrase
+from bot.language.phrase import Phrase, size_phrase
 from channels.whatsapp import texts
 from channels.whatsapp.graph import Graph, GraphError
 
