@@ -121,6 +121,19 @@ def _desk(interaction: discord.Interaction) -> ApprovalDesk:
     return interaction.client.approval_desk     # set by channels.discord.gateway.MyclawClient
 
 
+def no_buttons() -> discord.ui.View:
+    return discord.ui.View(timeout=None)
+
+
+async def arm(message: Any, view: discord.ui.View) -> None:
+    """Give a recorded request message its buttons (a failure leaves its commands, and the
+    next restart gives them again)."""
+    try:
+        await message.edit(view=view)
+    except discord.HTTPException:
+        log.warning("discord: could not add the buttons to a request message", exc_info=True)
+
+
 def buttons_for(approval: ApprovalView, tr: Translator) -> discord.ui.View:
     """Approve / Deny, and "Always: <what it covers>" when the request offers it: labels in the
     reader's language (at most Discord's 80 characters), custom ids the same in every one."""
@@ -159,12 +172,16 @@ class ApprovalDesk:
         return self.agent.translator(Sender.of("discord", outlet.requester_id))
 
     async def post_request(self, approval: ApprovalView, outlet: Outlet) -> None:
+        """Sent as text (its /approve and /deny commands work at once), recorded, then given
+        its buttons: a message with buttons always has its request's record, so a restart
+        can end them (one left without them is given them by the restart)."""
         self._remember(approval)
         tr = self.reader(outlet)
-        message = await outlet.send_approval(request_text(approval, tr), buttons_for(approval, tr))
+        message = await outlet.send_approval(request_text(approval, tr), no_buttons())
         if message is not None:
             ref = message_ref(message.channel.id, message.id)
             await self.agent.set_approval_message_ref(approval.id, ref, "discord")
+            await arm(message, buttons_for(approval, tr))
 
     async def post_batch(self, approvals: tuple[ApprovalView, ...], outlet: Outlet) -> None:
         """The calls of one step: a page per 4 calls, long previews whole before their page."""
@@ -176,12 +193,13 @@ class ApprovalDesk:
                 await outlet.send_approval(text, discord.ui.View(timeout=None))
             calls = [CallOutcome(approval, "") for approval in page.calls]
             message = await outlet.send_approval(page_text(page, calls, len(approvals), tr),
-                                                 page_view(page, calls, True, tr))
+                                                 no_buttons())
             if message is None:
                 continue
             for approval in page.calls:
                 await self.agent.set_approval_message_ref(
                     approval.id, message_ref(message.channel.id, message.id), "discord")
+            await arm(message, page_view(page, calls, True, tr))
 
     async def on_tap(self, interaction: discord.Interaction, approval_id: str, choice: str, *,
                      every: bool = False) -> None:

@@ -32,7 +32,14 @@ from bot.core.errors import ChannelError
 from bot.core.events import AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage
 from bot.core.identity import Sender
 from bot.language.translator import Translator
-from channels.discord.approvals import ApprovalDesk, discord_user_id, label_for, outcome_text
+from channels.discord.approvals import (
+    ApprovalDesk,
+    arm,
+    buttons_for,
+    discord_user_id,
+    label_for,
+    outcome_text,
+)
 from channels.discord.batch import redrawn as batch_redrawn
 from channels.discord.gateway import (
     MyclawClient,
@@ -249,10 +256,14 @@ class DiscordChannel:
         shows the outcome and loses its buttons, as after a click (bot.core.events.ApprovalSurface)."""
         client = self.client
         shown = parse_message_ref(outcome.message_ref)
-        if client is None or shown is None or (outcome.choice == "pending" and not outcome.batch):
-            return   # a request still pending was sent with its buttons
+        if client is None or shown is None:
+            return
         chat, message_id = shown
         channel = client.get_channel(chat) or client.get_partial_messageable(chat)
+        if outcome.choice == "pending" and not outcome.batch:   # a restart: its buttons again
+            await arm(channel.get_partial_message(message_id),
+                      buttons_for(outcome.approval, self._reader_of(channel, outcome.approval)))
+            return
         status = {"deny": "denied", "expire": "expired"}.get(outcome.choice, "approved")
         resolver = None if outcome.choice == "expire" else outcome.resolver
         tr = self._reader_of(channel, outcome.approval)

@@ -334,8 +334,10 @@ async def test_always_approves_this_call_and_the_next_of_the_session_without_ask
     await discord_fake.send_message(author_id=ALICE, content="and eggs", channel_id=ALICE_DM)
     await discord_fake.wait_for_text(ALICE_DM, "Eggs written too.")
     assert writer.executed == ["milk", "eggs"]
-    posts = discord_fake.requests_to("POST", f"/channels/{ALICE_DM}/messages")
-    assert sum(1 for post in posts if post.json.get("components")) == 1     # asked only the first time
+    sent = [*discord_fake.requests_to("POST", f"/channels/{ALICE_DM}/messages"),
+            *discord_fake.requests_to("PATCH", f"/channels/{ALICE_DM}/messages")]
+    armed = [r for r in sent if isinstance(r.json, dict) and r.json.get("components")]
+    assert len(armed) == 1 and armed[0].method == "PATCH"     # asked only the first time
 
 
 async def test_with_approvals_in_dm_the_request_goes_by_dm_and_the_answer_returns_to_the_guild(
@@ -355,3 +357,31 @@ async def test_with_approvals_in_dm_the_request_goes_by_dm_and_the_answer_return
     await app.agent.queue.drain(5)
     assert writer.executed == ["milk"]
     assert discord_fake.messages[int(request["id"])]["components"] == []
+
+
+async def test_a_request_is_posted_as_text_recorded_and_only_then_given_its_buttons(
+        bot, discord_fake, fake_anthropic):
+    app, _ = await bot(SUPERVISED)
+    with_writer(app)
+    request = await ask_approval_in_dm(discord_fake, fake_anthropic)
+    posted = discord_fake.requests_to("POST", f"/channels/{ALICE_DM}/messages")
+    assert posted and not any(r.json.get("components") for r in posted)   # text first
+    (pending,) = await app.services.approvals.pending()
+    refs = await app.services.approvals.message_refs(pending.id)
+    assert any(ref.endswith(f":{request['id']}") for _, ref in refs)
+    armed = [r for r in discord_fake.requests_to("PATCH", f"/channels/{ALICE_DM}/messages")
+             if r.json.get("components")]
+    assert len(armed) == 1 and armed[0].path.endswith(str(request["id"]))
+
+
+async def test_a_recorded_request_that_lost_its_buttons_gets_them_back_when_shown_again(
+        bot, discord_fake, fake_anthropic):
+    app, channel = await bot(SUPERVISED)
+    app.agent.add_approval_surface("discord", channel)     # as the App registers it
+    with_writer(app)
+    request = await ask_approval_in_dm(discord_fake, fake_anthropic)
+    discord_fake.messages[int(request["id"])]["components"] = []   # the kill before the edit
+    (pending,) = await app.services.approvals.pending()
+    await app.agent.show_pending(pending)                          # what a restart does
+    await discord_fake.wait_for(lambda: discord_fake.messages[int(request["id"])]["components"])
+    assert set(buttons(discord_fake.messages[int(request["id"])])) >= {"Approve", "Deny"}
