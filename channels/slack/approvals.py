@@ -217,3 +217,9 @@ def mention_of(resolver: str) -> str:
     except ValueError:
         return escape(resolver)
     return f"<@{parsed.user_id}>" if parsed.channel == "slack" else escape(resolver)
+
+
+def without_buttons(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A card's blocks before it is recorded: everything but its buttons (its text carries the
+    /approve and /deny commands), so no button exists that a restart could not end."""
+    return [block for block in blocks if block.get("type") != "actions"]

@@ -34,7 +34,7 @@ from bot.core.identity import Sender
 from bot.core.listeners import Listeners
 from bot.language.translator import Translator
 from channels.slack import texts
-from channels.slack.approvals import outcome_card, parse_ref, reader_of
+from channels.slack.approvals import outcome_card, parse_ref, reader_of, request_card
 from channels.slack.batch import redrawn as batch_redrawn
 from channels.slack.events import EventsServer
 from channels.slack.groups import UserGroups
@@ -308,12 +308,14 @@ class SlackChannel:
         """Every message showing the request shows the outcome, without the buttons answered
         (bot.core.events.ApprovalSurface)."""
         shown = parse_ref(outcome.message_ref)
-        if self._poster is None or shown is None or (outcome.choice == "pending"
-                                                     and not outcome.batch):
-            return   # a request still pending was sent with its buttons
+        if self._poster is None or shown is None:
+            return
         tr = self._reader_of(outcome)
         if outcome.batch:
             blocks, part = batch_redrawn(outcome, tr)
+        elif outcome.choice == "pending":   # a restart: the card with its buttons again
+            card = request_card(outcome.approval, tr)
+            blocks, part = card.blocks, card.part
         else:
             blocks, part = outcome_card(outcome.approval, outcome.choice, outcome.resolver,
                                         outcome.resolved_at, tr, outcome.note)

@@ -44,7 +44,7 @@ from bot.core.identity import Sender
 from bot.language.catalogs import N_
 from bot.language.translator import Translator
 from channels.slack import texts
-from channels.slack.approvals import button, message_ref, request_card
+from channels.slack.approvals import button, message_ref, request_card, without_buttons
 from channels.slack.batch import page_blocks, page_part, pages
 from channels.slack.live import LiveMessage, Place, StreamedAnswer, Streaming
 from channels.slack.rendering import Part, plain, shorten
@@ -224,8 +224,16 @@ class SlackSink:
         card = request_card(view, self.tr)
         if card.file_preview:
             await self._upload_preview(view, card.file_preview)
-        ts = await self._post(card.part, card.blocks)
+        # Text first, recorded, then its buttons (see without_buttons).
+        ts = await self._post(card.part, without_buttons(card.blocks))
         await self._agent.set_approval_message_ref(view.id, self._ref(ts), CHANNEL)
+        await self._arm(ts, card.part, card.blocks)
+
+    async def _arm(self, ts: str, part: Part, blocks: list[dict[str, Any]]) -> None:
+        try:
+            await self._poster.update(self.target.channel, ts, part, blocks=blocks)
+        except DeliveryError:   # its commands still work; a restart gives the buttons again
+            log.warning("slack: could not add the buttons to a request message", exc_info=True)
 
     def _ref(self, ts: str) -> str:
         """Where a card went, and whose language it is in (redrawn later in the same)."""
@@ -245,10 +253,12 @@ class SlackSink:
                 if view.id in page.outside:
                     await self._upload_preview(view, preview_text(view.summary, tr))
             calls = [CallOutcome(view, "") for view in page.calls]
-            ts = await self._post(page_part(page, calls, len(views), tr),
-                                  page_blocks(page, calls, len(views), True, tr))
+            part = page_part(page, calls, len(views), tr)
+            blocks = page_blocks(page, calls, len(views), True, tr)
+            ts = await self._post(part, without_buttons(blocks))
             for view in page.calls:
                 await self._agent.set_approval_message_ref(view.id, self._ref(ts), CHANNEL)
+            await self._arm(ts, part, blocks)
 
     async def _on_notice(self, event: Notice) -> None:
         target, tr = self.target, self.tr

@@ -76,12 +76,13 @@ async def test_a_tap_by_someone_who_may_not_answer_is_told_ephemerally_and_chang
         bot, slack, fake_anthropic):
     app, _ = await bot(senders={f"slack:{ADA}": "supervised", f"slack:{EVE}": "supervised"})
     card = await ask_to_write(slack, fake_anthropic)
+    armed = slack.of("chat.update", lambda p: p["ts"] == card["ts"])   # the card's buttons
     await tap(slack, EVE, card, "Approve")
     refusal = await slack.wait_for("chat.postEphemeral")
     assert refusal.params["user"] == EVE
     assert refusal.params["text"] == f"Only slack:{ADA} or an approver can answer this request."
     assert has_buttons(slack.message(card["channel"], card["ts"]))
-    assert slack.of("chat.update", lambda p: p["ts"] == card["ts"]) == []
+    assert slack.of("chat.update", lambda p: p["ts"] == card["ts"]) == armed
     assert not (app.config.workspace / "notes.txt").exists()
 
 
@@ -239,3 +240,22 @@ async def test_when_slack_refuses_the_card_the_request_arrives_with_approve_and_
     assert fallback.params.get("mrkdwn") is False and not fallback.params.get("blocks")
     approval_id = fallback.params["text"].split("/approve ", 1)[1].split()[0]
     assert f"/deny {approval_id}" in fallback.params["text"] and "Create n.txt" in fallback.params["text"]
+
+
+async def test_a_card_is_posted_without_buttons_recorded_then_given_them_and_again_after_a_restart(
+        bot, slack, fake_anthropic):
+    app, channel = await bot()
+    card = await ask_to_write(slack, fake_anthropic)
+    (posted,) = [c for c in slack.of("chat.postMessage")
+                 if c.result and c.result.get("ts") == card["ts"]]
+    assert not any(b.get("type") == "actions" for b in posted.params.get("blocks") or [])
+    (pending,) = await app.services.approvals.pending()
+    refs = await app.services.approvals.message_refs(pending.id)
+    assert any(card["ts"] in ref for _, ref in refs)
+    assert has_buttons(slack.message(card["channel"], card["ts"]))
+    slack.message(card["channel"], card["ts"])["blocks"] = [            # the kill before the edit
+        b for b in slack.message(card["channel"], card["ts"])["blocks"] if b["type"] != "actions"]
+    assert not has_buttons(slack.message(card["channel"], card["ts"]))
+    app.agent.add_approval_surface("slack", channel)
+    await app.agent.show_pending(pending)                               # what a restart does
+    await slack.wait_until(lambda: has_buttons(slack.message(card["channel"], card["ts"])))
