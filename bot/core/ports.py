@@ -189,6 +189,15 @@ class HeldMessage:
     approval_id: str = ""
 
 
+class ChannelConfig(Protocol):
+    """What a channel reads of the configuration (implemented by bot.config.settings.Config):
+    its sections by name, and secrets from the environment (never from the file)."""
+
+    def __getitem__(self, section: str) -> Any: ...
+
+    def secret(self, name: str) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class Sent:
     """A message a platform took, kept for its later status callbacks and quoted replies."""

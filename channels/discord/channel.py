@@ -27,10 +27,10 @@ import discord
 from discord import app_commands
 
 from bot.approvals.records import parse_message_ref
-from bot.config.settings import Config
 from bot.core.errors import ChannelError
 from bot.core.events import AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage
 from bot.core.identity import Sender
+from bot.core.ports import ChannelConfig
 from bot.language.translator import Translator
 from channels.discord.approvals import (
     ApprovalDesk,
@@ -76,12 +76,12 @@ NOT_HERE = "I don't answer in this server."
 TOKEN_SHAPE = re.compile(r"^[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{16,}$")
 
 
-def create(config: Config, agent: AgentAPI, listeners: object = None) -> DiscordChannel:
+def create(config: ChannelConfig, agent: AgentAPI, listeners: object = None) -> DiscordChannel:
     """The channel, not started (`listeners`: unused, Discord's gateway needs no HTTP listener)."""
     return DiscordChannel(config, agent)
 
 
-def check_config(config: Config) -> str:
+def check_config(config: ChannelConfig) -> str:
     """What start-up refuses before any network call (`myclaw doctor` runs it too): the token,
     or one ChannelError."""
     token = config.secret("DISCORD_BOT_TOKEN")
@@ -100,7 +100,7 @@ def check_config(config: Config) -> str:
 
 
 class DiscordChannel:
-    def __init__(self, config: Config, agent: AgentAPI, stream: StreamSettings | None = None):
+    def __init__(self, config: ChannelConfig, agent: AgentAPI, stream: StreamSettings | None = None):
         section = config["discord"]
         self.config = config
         self.agent = agent

@@ -23,8 +23,8 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from bot.config.settings import Config
 from bot.core.errors import ChannelError
+from bot.core.ports import ChannelConfig
 from channels.discord.approvals import ApprovalButton, ApprovalDesk
 from channels.discord.batch import BatchButton
 from channels.discord.buttons import CommandButton
@@ -44,14 +44,14 @@ class DiscordChannel(Protocol):
 READY_TIMEOUT = 60.0
 
 
-def shards(config: Config) -> tuple[int, tuple[int, ...]]:
+def shards(config: ChannelConfig) -> tuple[int, tuple[int, ...]]:
     """(shards in all, the ones this process serves); (0, ()) when the bot is not sharded."""
     section = config["discord"]
     count = int(section["shard_count"])
     return count, tuple(section["shard_ids"]) or tuple(range(count))
 
 
-def exclusive_locks(config: Config) -> dict[str, str]:
+def exclusive_locks(config: ChannelConfig) -> dict[str, str]:
     """One lock per shard this process serves ({name: why another process cannot start}),
     keyed by a hash of the token (never the token); unsharded counts as shard 0 of 1."""
     token = config.secret("DISCORD_BOT_TOKEN") or ""
@@ -106,7 +106,7 @@ class ShardedMyclawClient(MyclawClient, discord.AutoShardedClient):
     """The same client over several gateway connections, one per shard this process serves."""
 
 
-def new_client(channel: DiscordChannel, desk: ApprovalDesk, config: Config) -> MyclawClient:
+def new_client(channel: DiscordChannel, desk: ApprovalDesk, config: ChannelConfig) -> MyclawClient:
     """A client asking only for the intents used and mentioning nobody, sharded when configured."""
     count, ids = shards(config)
     options: dict[str, Any] = dict(intents=intents(), max_messages=None,

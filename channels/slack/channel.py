@@ -27,11 +27,11 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from bot.config.settings import Config
 from bot.core.errors import ChannelError, ShuttingDown
 from bot.core.events import AgentAPI, ApprovalResolved
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
+from bot.core.ports import ChannelConfig
 from bot.language.translator import Translator
 from channels.slack import texts
 from channels.slack.approvals import outcome_card, parse_ref, reader_of, request_card
@@ -54,7 +54,7 @@ BARE_MENTION = "/help"
 STATE = "myclaw_row"     # the Bolt context key carrying the inbox row's state
 
 
-def tokens(config: Config) -> tuple[str, str]:
+def tokens(config: ChannelConfig) -> tuple[str, str]:
     """(bot token, the mode's second secret), or one clear ChannelError."""
     mode = config["slack"]["mode"]
     bot = config.secret("SLACK_BOT_TOKEN") or ""
@@ -74,20 +74,20 @@ def tokens(config: Config) -> tuple[str, str]:
     return bot, second
 
 
-def exclusive_locks(config: Config) -> dict[str, str]:
+def exclusive_locks(config: ChannelConfig) -> dict[str, str]:
     """None: Slack spreads envelopes over every Socket Mode connection (up to ten) and every
     replica behind the Events URL; the inbox runs each once."""
     return {}
 
 
-def create(config: Config, agent: AgentAPI, listeners: Listeners | None = None) -> SlackChannel:
+def create(config: ChannelConfig, agent: AgentAPI, listeners: Listeners | None = None) -> SlackChannel:
     """The channel, not started; `listeners` is the process's shared HTTP listener (the Events
     API is a route on it)."""
     return SlackChannel(config, agent, listeners)
 
 
 class SlackChannel:
-    def __init__(self, config: Config, agent: AgentAPI, listeners: Listeners | None = None,
+    def __init__(self, config: ChannelConfig, agent: AgentAPI, listeners: Listeners | None = None,
                  settings: SinkSettings | None = None):
         self.config = config
         self.agent = agent

@@ -15,8 +15,8 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from bot.config.settings import Config
 from bot.core.errors import ChannelError
+from bot.core.ports import ChannelConfig
 from channels.slack.sending import error_code, web_client
 
 Check = tuple[str, str, str]
@@ -26,7 +26,7 @@ SCOPES = ("chat:write", "im:history", "im:write", "channels:history", "groups:hi
 HELLO_TIMEOUT = 10.0
 
 
-def required_scopes(config: Config) -> list[str]:
+def required_scopes(config: ChannelConfig) -> list[str]:
     section = config["slack"]
     skip = set()
     if not section["groups"]:
@@ -36,7 +36,7 @@ def required_scopes(config: Config) -> list[str]:
     return [scope for scope in SCOPES if scope not in skip]
 
 
-async def check_slack(config: Config) -> list[Check]:
+async def check_slack(config: ChannelConfig) -> list[Check]:
     from channels.slack.channel import tokens
 
     try:
@@ -52,7 +52,7 @@ async def check_slack(config: Config) -> list[Check]:
             await client.session.close()
 
 
-async def _checks(config: Config, client: Any, second: str) -> list[Check]:
+async def _checks(config: ChannelConfig, client: Any, second: str) -> list[Check]:
     section = config["slack"]
     try:
         me = await client.auth_test()

@@ -35,11 +35,11 @@ from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, 
 from telegram.ext import filters as tg_filters
 
 from bot.approvals.records import parse_message_ref
-from bot.config.settings import Config
 from bot.core.errors import ChannelError
 from bot.core.events import AgentAPI, ApprovalResolved, IncomingMessage
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
+from bot.core.ports import ChannelConfig
 from bot.language.names import SUPPORTED
 from channels.telegram import buttons
 from channels.telegram.approvals import keyboard, outcome_message, request_message
@@ -66,7 +66,7 @@ ANOTHER_POLLER = ("another process is already polling Telegram with this bot tok
                   "[telegram] mode = \"webhook\" behind a load balancer")
 
 
-def _token(config: Config) -> str:
+def _token(config: ChannelConfig) -> str:
     token = config.secret("TELEGRAM_BOT_TOKEN")
     if not token:
         raise ChannelError("TELEGRAM_BOT_TOKEN is not set: create a bot with @BotFather and export its token")
@@ -75,7 +75,7 @@ def _token(config: Config) -> str:
     return token
 
 
-def _start_error(exc: TelegramError, config: Config, token: str) -> ChannelError:
+def _start_error(exc: TelegramError, config: ChannelConfig, token: str) -> ChannelError:
     """One clear line for a failed start-up; the token never appears in it."""
     base = config["telegram"]["base_url"]
     if isinstance(exc, InvalidToken):
@@ -87,7 +87,7 @@ def _start_error(exc: TelegramError, config: Config, token: str) -> ChannelError
     return ChannelError(f"Telegram start-up failed: {detail}")
 
 
-def check_config(config: Config) -> tuple[str, str]:
+def check_config(config: ChannelConfig) -> tuple[str, str]:
     """What start-up refuses before any network call (`myclaw doctor` runs it too): (token,
     webhook secret or ""), or one ChannelError."""
     token = _token(config)
@@ -102,7 +102,7 @@ def check_config(config: Config) -> tuple[str, str]:
     return token, secret
 
 
-async def check_token(config: Config) -> str:
+async def check_token(config: ChannelConfig) -> str:
     """For `myclaw doctor --telegram`: "@botname" when the token works, else ChannelError."""
     token = _token(config)
     bot = Bot(token, base_url=config["telegram"]["base_url"],
@@ -114,7 +114,7 @@ async def check_token(config: Config) -> str:
         raise _start_error(exc, config, token) from exc
 
 
-def exclusive_locks(config: Config) -> dict[str, str]:
+def exclusive_locks(config: ChannelConfig) -> dict[str, str]:
     """What one process at a time may do with this configuration, as {lock name: why another
     process cannot start}: polling, keyed by a hash of the token (the token itself is never
     stored or logged). Webhook mode needs none: any replica may receive any update."""
@@ -125,7 +125,7 @@ def exclusive_locks(config: Config) -> dict[str, str]:
 
 
 class TelegramChannel:
-    def __init__(self, config: Config, agent: AgentAPI, settings: SinkSettings | None = None,
+    def __init__(self, config: ChannelConfig, agent: AgentAPI, settings: SinkSettings | None = None,
                  listeners: Listeners | None = None):
         self.config = config
         self.agent = agent
@@ -388,6 +388,6 @@ class TelegramChannel:
                 log.warning("telegram: could not tell chat %s about the failure", chat.id, exc_info=True)
 
 
-def create(config: Config, agent: AgentAPI, listeners: Listeners | None = None) -> TelegramChannel:
+def create(config: ChannelConfig, agent: AgentAPI, listeners: Listeners | None = None) -> TelegramChannel:
     """The channel, not started (App holds its `exclusive_locks` first)."""
     return TelegramChannel(config, agent, listeners=listeners)

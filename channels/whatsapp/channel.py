@@ -25,12 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.approvals.records import SUPERSEDED
-from bot.config.settings import Config
 from bot.core.errors import ChannelError, ShuttingDown
 from bot.core.events import AgentAPI, ApprovalResolved
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
-from bot.core.ports import InboxRow
+from bot.core.ports import ChannelConfig, InboxRow
 from channels.whatsapp import approvals, texts
 from channels.whatsapp.followups import Followups
 from channels.whatsapp.graph import Graph, GraphError
@@ -52,7 +51,7 @@ REQUIRED = (("WHATSAPP_ACCESS_TOKEN", "the Cloud API access token (Meta app → 
              "choice, entered again in the Meta app's webhook settings"))
 
 
-def check_config(config: Config) -> tuple[str, str, str]:
+def check_config(config: ChannelConfig) -> tuple[str, str, str]:
     values = []
     for name, what in REQUIRED:
         value = config.secret(name)
@@ -65,13 +64,13 @@ def check_config(config: Config) -> tuple[str, str, str]:
     return values[0], values[1], values[2]
 
 
-def graph_for(config: Config, token: str) -> Graph:
+def graph_for(config: ChannelConfig, token: str) -> Graph:
     section = config["whatsapp"]
     return Graph(section["base_url"], section["api_version"], str(section["phone_number_id"]),
                  token)
 
 
-async def check_token(config: Config) -> str:
+async def check_token(config: ChannelConfig) -> str:
     """For `myclaw doctor --whatsapp`: the number's name when the token and id work."""
     token = config.secret("WHATSAPP_ACCESS_TOKEN")
     if not token:
@@ -87,13 +86,13 @@ async def check_token(config: Config) -> str:
     return f"{number.get('verified_name', '?')} ({number.get('display_phone_number', '?')})"
 
 
-def exclusive_locks(config: Config) -> dict[str, str]:
+def exclusive_locks(config: ChannelConfig) -> dict[str, str]:
     """None: any replica may receive any delivery (the inbox runs each once)."""
     return {}
 
 
 class WhatsAppChannel:
-    def __init__(self, config: Config, agent: AgentAPI, listeners: Listeners | None = None,
+    def __init__(self, config: ChannelConfig, agent: AgentAPI, listeners: Listeners | None = None,
                  settings: SinkSettings | None = None, clock: Callable[[], float] = time.time):
         self.config = config
         self.agent = agent
@@ -281,7 +280,7 @@ class WhatsAppChannel:
         await self._say(wa_id, line, reply_to=card)
 
 
-def create(config: Config, agent: AgentAPI, listeners: Listeners | None = None) -> WhatsAppChannel:
+def create(config: ChannelConfig, agent: AgentAPI, listeners: Listeners | None = None) -> WhatsAppChannel:
     """The channel, not started."""
     return WhatsAppChannel(config, agent, listeners)
 

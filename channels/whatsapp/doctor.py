@@ -3,7 +3,7 @@ secrets and the templates, each as one finding (status, name, detail); no secret
 
 from __future__ import annotations
 
-from bot.config.settings import Config
+from bot.core.ports import ChannelConfig
 from channels.whatsapp.channel import REQUIRED, graph_for
 from channels.whatsapp.graph import GraphError
 
@@ -11,7 +11,7 @@ Finding = tuple[str, str, str]   # ("ok" | "warn" | "FAIL", name, detail)
 KINDS = ("reminder", "job", "approval")
 
 
-async def diagnose(config: Config) -> list[Finding]:
+async def diagnose(config: ChannelConfig) -> list[Finding]:
     section = config["whatsapp"]
     found: list[Finding] = []
     for name, what in REQUIRED:
@@ -61,7 +61,7 @@ async def _subscription(graph, account: str) -> Finding:
     return ("ok", "whatsapp webhook subscription", f"subscribed: {names}")
 
 
-def _templates(config: Config) -> list[Finding]:
+def _templates(config: ChannelConfig) -> list[Finding]:
     templates = config["whatsapp"]["templates"]
     missing = [kind for kind in KINDS if not templates.get(kind)]
     if not missing:

@@ -51,12 +51,12 @@ ROOT_MODULES = {"app", ""}   # bot.app (the composition root) and bot itself
 # person (language: a preview's Phrase, rendered later in each reader's language), plus two
 # shared helpers they reach directly: the worker pool (bot.toolbox.offload) and image sniffing
 # and file-name display (bot.media).
-# Channels: the contract (the inbox, held and sent messages are ports of it) and their own
-# configuration, the reader's words (language: catalogs and formats, below everything but
+# Channels: the contract (the inbox, held and sent messages and the configuration they read
+# are ports of it), the reader's words (language: catalogs and formats, below everything but
 # core), plus what they still reach directly: the approval records' labels and ids and the
 # batch heading (approvals), Slack's image sniffing (media); each is a candidate for the contract.
 OUTER_ALLOWED = {"tools": frozenset({"core", "language", "toolbox", "media"}),
-                 "channels": frozenset({"core", "config", "language", "approvals", "media"})}
+                 "channels": frozenset({"core", "language", "approvals", "media"})}
 
 
 @dataclass(frozen=True)
