@@ -149,10 +149,12 @@ class Reader:
 def shared_message(event: dict[str, Any]) -> tuple[str, str]:
     """The text of the messages shared into this one, and who wrote them (the first one's
     author, as Slack names them, else their user id): ("", "") when nothing was shared."""
-    shares = [a for a in event.get("attachments") or ()
+    attachments = event.get("attachments")
+    shares = [a for a in (attachments if isinstance(attachments, list) else [])[:MAX_SHARED]
               if isinstance(a, dict) and (a.get("is_share") or a.get("is_msg_unfurl"))]
-    texts = [_unescape(str(a.get("text") or a.get("fallback") or "")).strip() for a in shares]
-    texts = [t for t in texts if t][:MAX_SHARED]
+    texts = [_unescape(str(a.get("text") or a.get("fallback") or "")[:MAX_SHARED_CHARS]).strip()
+             for a in shares]
+    texts = [t for t in texts if t]
     if not texts:
         return "", ""
     first = shares[0]

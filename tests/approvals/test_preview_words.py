@@ -42,13 +42,19 @@ def test_a_stored_preview_is_a_message_again_only_when_it_renders_to_the_text_sh
     assert summary == text and isinstance(summary, Phrase) is kept
 
 
-async def test_a_card_is_in_each_readers_words_around_the_exact_diff_before_and_after_a_restart(
-        app_factory, fake_anthropic):
+async def asked_to_write(app_factory, fake_anthropic) -> tuple:
+    """A supervised sender's fs_write of nota.txt, waiting for approval: (app, ApprovalNeeded)."""
     app = await app_factory({"senders": {"telegram:7": "supervised"}})
     fake_anthropic.script(tool_use("fs_write", {"path": "nota.txt", "content": "latte\n"}))
     sink = CollectingSink()
     await app.agent.handle(IncomingMessage("telegram:7", "7", "scrivi", channel="telegram"), sink)
     (asked,) = sink.of(ApprovalNeeded)
+    return app, asked
+
+
+async def test_a_card_is_in_each_readers_words_around_the_exact_diff_before_and_after_a_restart(
+        app_factory, fake_anthropic):
+    app, asked = await asked_to_write(app_factory, fake_anthropic)
     now = asked.approval.summary
     stored = (await app.services.approvals.get(asked.approval.id)).summary
     for summary in (now, stored):
@@ -80,11 +86,7 @@ async def test_what_an_always_covers_is_in_each_readers_words_on_the_card_and_th
         app_factory, fake_anthropic):
     from bot.approvals.grants import Scope
 
-    app = await app_factory({"senders": {"telegram:7": "supervised"}})
-    fake_anthropic.script(tool_use("fs_write", {"path": "nota.txt", "content": "latte\n"}))
-    sink = CollectingSink()
-    await app.agent.handle(IncomingMessage("telegram:7", "7", "scrivi", channel="telegram"), sink)
-    (asked,) = sink.of(ApprovalNeeded)
+    app, asked = await asked_to_write(app_factory, fake_anthropic)
     stored = await app.services.approvals.get(asked.approval.id)
     for always in (asked.approval.always, stored.view().always):
         assert str(always) == "files in the workspace root in this chat"
