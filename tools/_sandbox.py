@@ -3,7 +3,7 @@
 `resolve_in_workspace` turns what the model asked for into a real path (symlinks followed) and
 refuses anything that leaves the workspace, is not a plain file or directory, or is one of the
 bot's own files (config, store, receipt key, data dir) — the agent must never be able to lift its
-own limits by editing them. A secret file (bot/core/secret_files.py: by any name on the way, as
+own limits by editing them. A secret file (bot/core/secrets/files.py: by any name on the way, as
 a symlink's target, or as another hard link to one) is never written, and read only in a call
 a person approved (`CallContext.approved_by`); a preview may name it.
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bot.core.secret_files import SecretFiles, is_secret_inode
+from bot.core.secrets.files import SecretFiles, is_secret_inode
 from bot.core.tool import (
     CallContext,
     ToolExternalError,

@@ -15,7 +15,7 @@ import shlex
 import unicodedata
 from dataclasses import dataclass
 
-from bot.core.secret_files import DEFAULT, SecretFiles
+from bot.core.secrets.files import DEFAULT, SecretFiles
 from bot.core.tool import Risk
 from tools._shell_shapes import GIT_SHAPES, GIT_SUMMARY, SHAPES, parse
 

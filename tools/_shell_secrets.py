@@ -1,4 +1,4 @@
-"""What shell_run does about secret files (bot/core/secret_files.py).
+"""What shell_run does about secret files (bot/core/secrets/files.py).
 
 - A command that reads whole trees (a recursive search, ripgrep, diff of folders) is rated as
   reading every file in them: high when the workspace holds a secret file.
@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from bot.core.secret_files import SecretFiles, inventory
+from bot.core.secrets.files import SecretFiles, inventory
 from bot.core.tool import CallContext, Risk, ToolPermissionError
 from tools._shell_risk import Verdict, _words
 

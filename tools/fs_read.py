@@ -1,6 +1,6 @@
 """fs_read: read a text file from the workspace (untrusted output: a file can say anything).
 
-A secret file (bot/core/secret_files.py) is read only in a call a person approves: naming one is
+A secret file (bot/core/secrets/files.py) is read only in a call a person approves: naming one is
 high risk, its preview names it without showing it, no "Always" covers it, and the sandbox
 refuses it (by any other name too) in a call that was not approved.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 from typing import Any
 
-from bot.core.secret_files import DEFAULT, SecretFiles
+from bot.core.secrets.files import DEFAULT, SecretFiles
 from bot.core.tool import (
     BaseTool,
     CallContext,

@@ -3,7 +3,7 @@
 The walk is our own (os.scandir, symlinks never followed) rather than pathlib's glob: a pattern
 cannot climb out with `..` or an absolute path, a symlinked directory is listed but not entered,
 and the bot's protected files (store, config, keys) are not listed at all. Secret files
-(bot/core/secret_files.py) are left out and counted, unless the call asks for them with
+(bot/core/secrets/files.py) are left out and counted, unless the call asks for them with
 `include_secret_files`: that is high risk, is asked for naming it, and no "Always" covers it.
 """
 
@@ -16,7 +16,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from bot.core.secret_files import SecretFiles
+from bot.core.secrets.files import SecretFiles
 from bot.core.tool import BaseTool, CallContext, Risk, ToolInvalidArgsError, ToolMeta
 from bot.language.catalogs import N_
 from bot.language.phrase import Phrase

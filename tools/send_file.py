@@ -14,7 +14,7 @@ import mimetypes
 from typing import Any
 
 from bot.core.events import FileOut
-from bot.core.secret_files import DEFAULT, SecretFiles
+from bot.core.secrets.files import DEFAULT, SecretFiles
 from bot.core.tool import BaseTool, CallContext, Risk, ToolMeta, ToolUnsupportedError
 from bot.language.catalogs import N_
 from bot.language.phrase import Phrase

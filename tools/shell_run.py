@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from bot.core.secret_files import DEFAULT, SECRET_ENV_VARS, SecretFiles
+from bot.core.secrets.files import DEFAULT, SECRET_ENV_VARS, SecretFiles
 from bot.core.tool import (
     BaseTool,
     CallContext,

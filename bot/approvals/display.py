@@ -12,23 +12,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.approvals.records import ApprovalRequest
-from bot.core.errors import ChannelError
-from bot.core.events import (
+from bot.core.approval_cards import (
     ApprovalBatchNeeded,
     ApprovalNeeded,
     ApprovalResolved,
     ApprovalSurface,
     ApprovalView,
-    CallOutcome,
 )
+from bot.core.errors import ChannelError
 
 if TYPE_CHECKING:
     from bot.approvals.service import Approvals
-    from bot.language.translator import Translator
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +63,7 @@ class ApprovalDisplay:
         lock = self._batch_locks.setdefault(batch, asyncio.Lock())
         async with lock:
             members = await approvals.batch_members(batch)
-            calls = tuple(call_outcome(m) for m in members)
+            calls = tuple(m.outcome() for m in members)
             shown: set[tuple[str, str]] = set()
             for member, call in zip(members, calls, strict=True):
                 for channel, ref in await approvals.message_refs(member.id):
@@ -91,38 +87,3 @@ def requests_event(views: list[ApprovalView]) -> ApprovalNeeded | ApprovalBatchN
     if len(views) == 1:
         return ApprovalNeeded(views[0])
     return ApprovalBatchNeeded(views[0].batch, tuple(views))
-
-
-def call_outcome(request: ApprovalRequest) -> CallOutcome:
-    choice = {"pending": "", "denied": "deny", "expired": "expire"}.get(request.status, "approve")
-    return CallOutcome(request.view(), choice, request.resolved_by or "",
-                       request.resolved_at or 0.0)
-
-
-def batch_heading(first_number: int, calls: Sequence[CallOutcome], total: int,
-                  tr: Translator) -> tuple[bool, str, str]:
-    """Whether a call of a batch page still waits, the page's title ("Approval needed: 9 calls"
-    while one does) and its span of calls (" (calls 3–5 of 9)", empty when the page shows them
-    all), the same on every channel, in the reader's language."""
-    pending = any(not call.choice for call in calls)
-    last = first_number + len(calls) - 1
-    span = (" " + tr._("(calls {first}–{last} of {total})", first=first_number, last=last,
-                       total=total)) if len(calls) < total else ""
-    title = (tr.ngettext("Approval needed: {n} call", "Approval needed: {n} calls", total)
-             if pending else
-             tr.ngettext("Approval request: {n} call", "Approval request: {n} calls", total))
-    return pending, title, span
-
-
-def previews_moved_out(calls: Sequence[ApprovalView], fits: Callable[[frozenset[str]], bool],
-                       size: Callable[[str], int] = len) -> frozenset[str] | None:
-    """The ids of a batch page's calls whose previews move out of the page (posted before it),
-    longest first, until `fits(moved_out)`; None when it does not fit even with all of them out.
-    `size` measures a preview as the channel counts its limit."""
-    moved: set[str] = set()
-    while not fits(frozenset(moved)):
-        inside = [view for view in calls if view.id not in moved]
-        if not inside:
-            return None
-        moved.add(max(inside, key=lambda view: size(view.summary or "")).id)
-    return frozenset(moved)

@@ -1,53 +1,26 @@
-"""Approval requests as values: the stored row as an `ApprovalRequest`, the outcome of an
-answer as a `Resolution`, the id pattern, the labels every channel shows, and the reference
-to the message that shows a request. bot/approvals/service.py is the service that stores and answers
-them.
+"""Approval requests as values: the stored row as an `ApprovalRequest` and the outcome of an
+answer as a `Resolution` (the ids, labels and message references every channel shows are the
+contract's, bot.core.approval_cards). bot/approvals/service.py stores and answers them.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.approvals.grants import Scope
-from bot.core.events import ApprovalView
-from bot.core.tool import NO_PREVIEW, args_hash
-from bot.language.catalogs import N_
+from bot.core.approval_cards import SUPERSEDED, ApprovalView, CallOutcome
+from bot.core.tool import args_hash
 from bot.language.phrase import Moment, Phrase, words_of
+from bot.store.audit import AuditEntry
 from bot.store.protocol import Row
 
 Status = Literal["pending", "approved", "denied", "expired", "started", "executed", "failed",
                  "in_doubt"]
 Choice = Literal["approve", "deny", "always"]
 CHOICES: tuple[str, ...] = ("approve", "deny", "always")
-SUPERSEDED = "superseded"
-# token_urlsafe(12) gives 16 characters; anything else cannot be one of ours. Channels build
-# their button patterns from ID_PATTERN, so a forged id is refused the same way everywhere.
-ID_PATTERN = r"[A-Za-z0-9_-]{16}"
-ID_RE = re.compile(ID_PATTERN)
-# How an answer reads, everywhere it is shown (channels add an icon, and translate: these are
-# catalog message ids, English as they stand).
-ANSWER_LABELS = {"approve": N_("Approved"), "always": N_("Approved, and always from now on"),
-                 "deny": N_("Denied")}
-EXPIRED_LABEL = N_("Expired")
-SUPERSEDED_LABEL = N_("Cancelled (a newer message arrived)")
 UNKNOWN_REQUEST = Phrase("Unknown approval request.")
-RISK_NAMES = {"low": N_("low"), "medium": N_("medium"), "high": N_("high")}
-# bot.core.tool.NO_PREVIEW, the words channels show for a tool that cannot describe its call
-NO_PREVIEW_TEXT = N_("(preview not available for this tool)")
-
-
-def preview_text(summary: str | None, tr: Any) -> str:
-    """A preview as the tool wrote it — its own words in the reader's language (`tr`, a
-    bot.language Translator), its content (a diff, a command, a URL) exactly — or the
-    placeholder of a tool without one (or an empty preview) in the reader's words."""
-    text = tr.say(summary) if summary else NO_PREVIEW
-    if text.strip().startswith(NO_PREVIEW):   # anything else is shown as written, to the space
-        text = text.strip()
-        text = tr._(NO_PREVIEW_TEXT) + text[len(NO_PREVIEW):]
-    return text
 
 
 @dataclass
@@ -80,6 +53,11 @@ class ApprovalRequest:
                             Phrase("{scope} in this chat", scope=self.scope.label)
                             if self.scope else "",
                             self.batch or "", self.position)
+
+    def outcome(self) -> CallOutcome:
+        """Where this call stands, as a request message shows it."""
+        choice = {"pending": "", "denied": "deny", "expired": "expire"}.get(self.status, "approve")
+        return CallOutcome(self.view(), choice, self.resolved_by or "", self.resolved_at or 0.0)
 
     @property
     def args_intact(self) -> bool:
@@ -134,21 +112,28 @@ def closed_reason(request: ApprovalRequest, now: float) -> str:
     return Phrase("This request expired at {time}.", time=Moment(request.expires_at, now=now))
 
 
-_MESSAGE_REF = re.compile(r"(-?\d{1,20}):(\d{1,20})")
+AUDIT_SUMMARY_CHARS = 160
 
 
-def message_ref(chat_id: int, message_id: int) -> str:
-    """Where a channel showed a request ("chat:message"), stored with it so the channel can
-    edit that message when the request is answered elsewhere."""
-    return f"{chat_id}:{message_id}"
+def answer_audit(approval_id: str, resolver: str, choice: str,
+                 resolution: Resolution) -> AuditEntry:
+    """The audit row of an answer (or of a refused one): who, what, and how it ended."""
+    request = resolution.request
+    outcome = resolution.status if resolution.ok else "refused"
+    return AuditEntry(
+        sender=resolver, decision=f"approval:{choice}"[:40], outcome=outcome or "refused",
+        session_id=request.session_id if request else None,
+        tool=request.tool if request else None,
+        args_hash=request.args_hash if request else None,
+        detail=f"{approval_id[:40]!r}{_what(request)}: {resolution.reason}")
 
 
-def parse_message_ref(ref: str | None) -> tuple[int, int] | None:
-    """(chat id, message id) of a stored `message_ref`, None when it is not one."""
-    match = _MESSAGE_REF.fullmatch(ref or "")
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def looks_like_id(value: Any) -> bool:
-    """Forged ids are refused before they reach SQL (any string, any type, is safe here)."""
-    return isinstance(value, str) and ID_RE.fullmatch(value) is not None
+def _what(request: ApprovalRequest | None) -> str:
+    """What was asked, for the audit row: the tool and the first line of its preview (the
+    approval id alone says nothing to someone reading the log later)."""
+    if request is None:
+        return ""
+    first = (str(request.summary).strip().splitlines() or [""])[0]
+    if len(first) > AUDIT_SUMMARY_CHARS:
+        first = first[:AUDIT_SUMMARY_CHARS - 1] + "…"
+    return f" ({request.tool}: {first})" if first else f" ({request.tool})"

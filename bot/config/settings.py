@@ -27,7 +27,7 @@ from bot.config.file import read_toml
 from bot.config.schema import first_problem
 from bot.core.errors import ConfigError
 from bot.core.identity import OPERATOR
-from bot.core.secret_files import DEFAULT_SECRET_FILES, SECRET_ENV_VARS
+from bot.core.secrets.files import DEFAULT_SECRET_FILES, SECRET_ENV_VARS
 
 DEFAULTS: dict[str, Any] = {
     "agent": {
@@ -136,7 +136,7 @@ DEFAULTS: dict[str, Any] = {
     "rate_limits": {"messages_per_minute": 20, "levels": {"full": 0},
                     "max_share_of_model_slots": 0.25},
     # secret_files: globs of file or folder names whose content no tool call reads unless a
-    # person approved that call naming the file (bot/core/secret_files.py).
+    # person approved that call naming the file (bot/core/secrets/files.py).
     "security": {"secret_files": list(DEFAULT_SECRET_FILES)},
 }
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from bot.core.approval_cards import ApprovalBatchNeeded, ApprovalNeeded, ApprovalView
 
 if TYPE_CHECKING:
     from bot.core.ports import HeldPort, InboxPort, SentPort
@@ -222,24 +224,6 @@ class IncomingMessage:
         return bool(self.parts) or self.download is not None
 
 
-@dataclass(frozen=True)
-class ApprovalView:
-    """What a channel needs to show an approval request (a copy, not the live record)."""
-
-    id: str
-    tool: str
-    risk: str
-    summary: str
-    sender: str
-    chat: str
-    channel: str
-    args: dict[str, Any]
-    expires_at: float
-    always: str = ""      # what an "Always" tap would cover ("`git` in this chat"); "" = no Always
-    batch: str = ""       # shared by the requests asked in one model step; "" = asked alone
-    position: int = 0     # the call's place in its batch
-
-
 # --- events emitted by the agent ------------------------------------------------------------
 
 
@@ -268,21 +252,6 @@ class ToolFinished:
     tool: str
     ok: bool
     summary: str = ""
-
-
-@dataclass(frozen=True)
-class ApprovalNeeded:
-    approval: ApprovalView
-
-
-@dataclass(frozen=True)
-class ApprovalBatchNeeded:
-    """Several calls of one model step wait for approval: shown as one request listing every
-    call with its preview, with Approve all / Deny all and a pair of buttons per call. The
-    conversation resumes once, when every call is decided."""
-
-    batch: str
-    approvals: tuple[ApprovalView, ...]
 
 
 @dataclass(frozen=True)
@@ -371,39 +340,6 @@ class CollectingSink:
     def text(self) -> str:
         done = self.of(Done)
         return done[-1].text if done else ""
-
-
-@dataclass(frozen=True)
-class CallOutcome:
-    """Where one call of a batch stands, as its request message shows it."""
-
-    approval: ApprovalView
-    choice: str             # "" while pending, else approve | deny | expire
-    resolver: str = ""
-    resolved_at: float = 0.0
-
-
-@dataclass(frozen=True)
-class ApprovalResolved:
-    """An approval answered away from its channel's own buttons (e.g. in the web console)."""
-
-    approval: ApprovalView
-    choice: str                        # approve | deny | always | expire (nobody answered)
-    resolver: str                      # who answered ("console:operator")
-    resolved_at: float
-    message_ref: str | None            # what the channel stored when it showed the request
-    note: str = ""                     # what became of the call, when known ("in doubt: …")
-    # For a request of a batch: every call of the batch as it stands now (the message showing
-    # `approval` is redrawn from it, buttons kept for the calls still pending).
-    batch: tuple[CallOutcome, ...] = ()
-
-
-@runtime_checkable
-class ApprovalSurface(Protocol):
-    """A channel whose request message shows the outcome of an approval answered elsewhere
-    (the conversation itself resumes through the channel's delivery outlet)."""
-
-    async def approval_resolved(self, outcome: ApprovalResolved) -> None: ...
 
 
 class AgentAPI(Protocol):

@@ -133,7 +133,8 @@ class MediaIntake:
             # refused as one).
             if sniff_image(part.data) is not None or (
                     isinstance(part, ImagePart) and not part.data.startswith(PDF_MAGIC)):
-                return [await self._image(uploader, part.data, part.name, origin, sink)]
+                seen = Origin.ATTACHMENT if origin is Origin.DOCUMENT else origin   # a picture
+                return [await self._image(uploader, part.data, part.name, seen, sink)]
             document = DocumentPart(part.data, part.name, part.media_type)
             return [await self._document(uploader, document, origin, sink)]
         if isinstance(part, AudioPart):

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from bot.config.settings import Config, SessionScope
 from bot.core.identity import OPERATOR, is_operator
-from bot.core.secret_files import DEFAULT_SECRET_FILES
+from bot.core.secrets.files import DEFAULT_SECRET_FILES
 from bot.core.tool import Finding, Severity
 
 SEVERITY_ORDER: tuple[Severity, ...] = ("high", "medium", "low")

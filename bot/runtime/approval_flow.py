@@ -1,4 +1,6 @@
-"""How the agent answers approval requests: one answer wins (bot.approvals.service), the channel then
+"""How the agent asks for approvals (one request per call, a batch for several of one step;
+a member's message waits while another's request holds a shared conversation) and answers
+them: one answer wins (bot.approvals.service), the channel then
 resumes the conversation; lapsed requests are closed; approvers get private copies. Part of
 `bot.runtime.agent.Agent`, kept apart so the turn loop reads on its own.
 """
@@ -6,22 +8,19 @@ resumes the conversation; lapsed requests are closed; approvers get private copi
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.approvals.display import call_outcome, requests_event
-from bot.approvals.records import SUPERSEDED, ApprovalRequest, Resolution
+from bot.approvals.display import requests_event
+from bot.approvals.grants import may_offer
+from bot.approvals.records import ApprovalRequest, Resolution
 from bot.conversation import turns
-from bot.core.events import (
-    ApprovalSurface,
-    ApprovalView,
-    IncomingMessage,
-    Notice,
-    Sink,
-)
+from bot.core.approval_cards import SUPERSEDED, ApprovalSurface, ApprovalView
+from bot.core.events import IncomingMessage, Notice, Sink
 from bot.core.identity import LEVELS, Level
-from bot.core.tool import ToolError, args_hash
-from bot.language.phrase import Phrase
+from bot.core.tool import ToolError, args_hash, to_tool_error
+from bot.language.phrase import Phrase, plural_phrase
 from bot.runtime.dispatch import Planned, Turn, error_block
 from bot.store.audit import write_audit
 
@@ -30,6 +29,66 @@ log = logging.getLogger(__name__)
 
 class ApprovalFlow:
     """The approval half of the Agent (mixed into `bot.runtime.agent.Agent`, whose state it uses)."""
+
+    # --- asking ------------------------------------------------------------------------
+
+    def _may_offer_always(self, tool: str, risk: str) -> bool:
+        registry = self.services.registry
+        found = registry.get(tool)
+        if found is not None and found.meta.discloses:   # asked every time: no "Always"
+            return False
+        profile = registry.profile
+        return may_offer(tool, risk, profile.always_max_risk, profile.always_ask)
+
+    async def ask_all(self, turn: Turn, asks: list[Planned],
+                       results: dict[str, dict[str, Any]]) -> list[ApprovalView]:
+        """One request per call to ask about; several asked in one step share a batch. A call
+        whose preview fails gets its error in `results` instead (it cannot work)."""
+        previewed: list[tuple[Planned, str]] = []
+        for plan in asks:
+            block, tool = plan.block, plan.tool
+            try:
+                previewed.append((plan, await self.dispatcher.preview(turn, tool, block["input"],
+                                                                      block["id"])))
+            except Exception as exc:  # a failing preview means the call cannot work: say so
+                results[block["id"]] = error_block(block["id"], to_tool_error(exc, tool.meta.name),
+                                                   tool, block["input"])
+        batch = self.services.approvals.new_batch() if len(previewed) > 1 else None
+        views = []
+        for position, (plan, summary) in enumerate(previewed):
+            block, name = plan.block, plan.tool.meta.name
+            request = await self.services.approvals.create(
+                session_id=turn.session_id, sender=turn.sender, chat=turn.chat,
+                channel=turn.channel, tool=name, tool_use_id=block["id"], args=block["input"],
+                risk=plan.risk, summary=summary, autonomy=turn.autonomy,
+                allowlist=turn.run_allowlist, batch=batch, position=position,
+                scope=plan.scope if self._may_offer_always(name, plan.risk) else None)
+            views.append(request.view())
+        return views
+
+    async def held_by_another(self, turn: Turn) -> bool:
+        """In a shared conversation, someone else's request waiting for an answer holds it: a
+        member's message must not cancel it (that would be answering it for them). The member
+        is told to write again later; the requester and approvers go on (their message
+        supersedes it, as in a conversation of one)."""
+        if self.is_approver(turn.sender):
+            return False
+        approvals = self.services.approvals
+        held = [r for r in await approvals.pending_for_session(turn.session_id)
+                if r.sender != turn.sender]
+        if not held:
+            return False
+        minutes = max(1, math.ceil((max(r.expires_at for r in held) - approvals.clock()) / 60))
+        await turn.sink.emit(Notice(plural_phrase(
+            "{who} has a request waiting for an answer in this conversation, so I cannot take "
+            "your message yet. Send it again once they answer, or in {n} minute when the "
+            "request expires.",
+            "{who} has a request waiting for an answer in this conversation, so I cannot take "
+            "your message yet. Send it again once they answer, or in {n} minutes when the "
+            "request expires.", minutes, who=held[0].sender)))
+        return True
+
+    # --- answers -----------------------------------------------------------------------
 
     async def resolve_approval(self, approval_id: str, resolver: str, choice: str) -> Resolution:
         """Decide one answer (bot.approvals.service decides who may answer, and only one answer wins).
@@ -174,7 +233,7 @@ class ApprovalFlow:
         # now instead of keeping buttons that can no longer do anything.
         request = await approvals.get(approval_id)
         if request is not None and request.status != "pending":
-            outcome = call_outcome(request)
+            outcome = request.outcome()
             await self.display.show_outcome(request, outcome.choice, outcome.resolver)
 
     async def pending_approvals(self, channel: str) -> list[ApprovalView]:

@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 from bot.access.senders import PairingError
 from bot.approvals.grants import GrantError
-from bot.approvals.records import ANSWER_LABELS
 from bot.config.settings import Config
+from bot.core.approval_cards import ANSWER_LABELS
 from bot.core.errors import reason_of
 from bot.core.events import Button, IncomingMessage, Notice, Sink
 from bot.language.catalogs import N_

@@ -30,8 +30,8 @@ from bot.core.events import (
 from bot.core.identity import Sender
 from bot.core.logs import Redactor
 from bot.core.policy import Caller, Decision, decide
-from bot.core.secret_files import SecretFiles
-from bot.core.secret_redaction import SecretRedaction
+from bot.core.secrets.files import SecretFiles
+from bot.core.secrets.redaction import SecretRedaction
 from bot.core.tool import (
     NO_PREVIEW,
     CallContext,

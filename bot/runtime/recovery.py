@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.approvals.display import requests_event
-from bot.approvals.records import SUPERSEDED
 from bot.conversation import turns
 from bot.conversation.history import error_result
+from bot.core.approval_cards import SUPERSEDED, ApprovalView
 from bot.core.errors import LLMError
-from bot.core.events import ApprovalView, Done, ErrorEvent, Notice, Sink
+from bot.core.events import Done, ErrorEvent, Notice, Sink
 from bot.language.phrase import Lines, Moment, Phrase, plural_phrase
 from bot.runtime.dispatch import Turn
 from bot.store import audit

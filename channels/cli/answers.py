@@ -6,8 +6,7 @@ step in one question: a (approve all), d (deny all, or Enter) or a letter per ca
 
 from __future__ import annotations
 
-from bot.approvals.records import RISK_NAMES
-from bot.core.events import ApprovalView
+from bot.core.approval_cards import RISK_NAMES, ApprovalView
 from bot.language.translator import Translator
 from channels.cli import texts
 

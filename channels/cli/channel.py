@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from bot.core.events import MAX_MESSAGE_CHARS, AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage, Part
+from bot.core.approval_cards import ApprovalResolved, ApprovalView
+from bot.core.events import MAX_MESSAGE_CHARS, AgentAPI, IncomingMessage, Part
 from bot.core.identity import Sender
 from bot.language.names import terminal_language
 from bot.language.translator import Translator

@@ -15,10 +15,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol, TextIO
 
+from bot.core.approval_cards import ApprovalBatchNeeded, ApprovalNeeded, ApprovalView
 from bot.core.events import (
-    ApprovalBatchNeeded,
-    ApprovalNeeded,
-    ApprovalView,
     Done,
     ErrorEvent,
     Event,

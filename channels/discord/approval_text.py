@@ -8,7 +8,7 @@ import re
 
 import discord
 
-from bot.approvals.records import (
+from bot.core.approval_cards import (
     ANSWER_LABELS,
     EXPIRED_LABEL,
     RISK_NAMES,

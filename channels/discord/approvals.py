@@ -20,9 +20,9 @@ from typing import Any
 
 import discord
 
-from bot.approvals.records import ID_PATTERN, SUPERSEDED, message_ref
+from bot.core.approval_cards import ID_PATTERN, SUPERSEDED, ApprovalView, CallOutcome, message_ref
 from bot.core.errors import MyclawError
-from bot.core.events import AgentAPI, ApprovalView, CallOutcome
+from bot.core.events import AgentAPI
 from bot.core.identity import Sender
 from bot.language.catalogs import N_
 from bot.language.translator import Translator

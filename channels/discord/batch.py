@@ -21,9 +21,15 @@ from typing import Any
 
 import discord
 
-from bot.approvals.display import batch_heading, previews_moved_out
-from bot.approvals.records import ID_PATTERN, SUPERSEDED
-from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
+from bot.core.approval_cards import (
+    ID_PATTERN,
+    SUPERSEDED,
+    ApprovalResolved,
+    ApprovalView,
+    CallOutcome,
+    batch_heading,
+    previews_moved_out,
+)
 from bot.language.translator import Translator
 from channels.discord.approval_text import label_for, literal_block, mention, risk_text, summary_text
 

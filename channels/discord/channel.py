@@ -26,9 +26,9 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from bot.approvals.records import parse_message_ref
+from bot.core.approval_cards import ApprovalResolved, ApprovalView, parse_message_ref
 from bot.core.errors import ChannelError
-from bot.core.events import AgentAPI, ApprovalResolved, ApprovalView, IncomingMessage
+from bot.core.events import AgentAPI, IncomingMessage
 from bot.core.identity import Sender
 from bot.core.ports import ChannelConfig
 from bot.language.translator import Translator

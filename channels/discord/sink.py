@@ -19,10 +19,8 @@ from typing import Any, Protocol
 
 import discord
 
+from bot.core.approval_cards import ApprovalBatchNeeded, ApprovalNeeded, ApprovalView
 from bot.core.events import (
-    ApprovalBatchNeeded,
-    ApprovalNeeded,
-    ApprovalView,
     Done,
     ErrorEvent,
     Event,

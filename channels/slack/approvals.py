@@ -20,15 +20,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.approvals.records import (
+from bot.core.approval_cards import (
     ANSWER_LABELS,
     ID_PATTERN,
     RISK_NAMES,
     SUPERSEDED,
     SUPERSEDED_LABEL,
+    ApprovalView,
     preview_text,
 )
-from bot.core.events import ApprovalView
 from bot.core.identity import Sender
 from bot.language.translator import Translator
 from channels.slack import texts

@@ -17,9 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.approvals.display import batch_heading, previews_moved_out
-from bot.approvals.records import ID_PATTERN, preview_text
-from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
+from bot.core.approval_cards import (
+    ID_PATTERN,
+    ApprovalResolved,
+    ApprovalView,
+    CallOutcome,
+    batch_heading,
+    preview_text,
+    previews_moved_out,
+)
 from bot.language.translator import Translator
 from channels.slack import texts
 from channels.slack.approvals import (

@@ -27,8 +27,9 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from bot.core.approval_cards import ApprovalResolved
 from bot.core.errors import ChannelError, ShuttingDown
-from bot.core.events import AgentAPI, ApprovalResolved
+from bot.core.events import AgentAPI
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
 from bot.core.ports import ChannelConfig

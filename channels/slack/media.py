@@ -23,9 +23,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
+from bot.core.events import AudioPart, DocumentPart, Part, UnavailablePart
 from bot.language.phrase import Phrase, size_phrase
-from bot.media.images import sniff_image
 from channels.slack import texts
 
 log = logging.getLogger(__name__)
@@ -103,12 +102,11 @@ class Files:
 
 
 def _typed(data: bytes, name: str, file: dict[str, Any]) -> Part:
+    """A file as a part. Whether it is a photo is read from its bytes by the media intake
+    (a picture Slack calls a file is a photo, a file it calls a picture is not), so a file
+    that is not audio goes in as a document: what it declares decides nothing."""
     declared = str(file.get("mimetype") or "").lower()
-    image = sniff_image(data)
-    if image is not None:
-        return ImagePart(data, f"image/{image}", name, int(file.get("original_w") or 0),
-                         int(file.get("original_h") or 0))
-    if is_audio(file):
+    if is_audio(file) and not declared.startswith("image/"):
         return AudioPart(data, name, declared or "audio/mp4", spoken_by_sender=voice_clip(file))
     return DocumentPart(data, name, "application/octet-stream" if declared.startswith("image/")
                         else declared)

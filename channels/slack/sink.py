@@ -21,14 +21,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from bot.approvals.records import preview_text
-from bot.core.events import (
-    AgentAPI,
+from bot.core.approval_cards import (
     ApprovalBatchNeeded,
     ApprovalNeeded,
     ApprovalView,
-    Button,
     CallOutcome,
+    preview_text,
+)
+from bot.core.events import (
+    AgentAPI,
+    Button,
     Done,
     ErrorEvent,
     Event,

@@ -14,15 +14,15 @@ import re
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.approvals.records import (
+from bot.core.approval_cards import (
     ANSWER_LABELS,
     ID_PATTERN,
     RISK_NAMES,
     SUPERSEDED,
     SUPERSEDED_LABEL,
+    ApprovalView,
     preview_text,
 )
-from bot.core.events import ApprovalView
 from bot.language.translator import Translator
 from channels.telegram.rendering import Part, escape, truncate, utf16_len
 

@@ -18,9 +18,15 @@ from dataclasses import dataclass
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.approvals.display import batch_heading, previews_moved_out
-from bot.approvals.records import ID_PATTERN, preview_text
-from bot.core.events import ApprovalResolved, ApprovalView, CallOutcome
+from bot.core.approval_cards import (
+    ID_PATTERN,
+    ApprovalResolved,
+    ApprovalView,
+    CallOutcome,
+    batch_heading,
+    preview_text,
+    previews_moved_out,
+)
 from bot.language.translator import Translator
 from channels.telegram.approvals import always_line, callback_data, outcome_line, risk_text
 from channels.telegram.rendering import MESSAGE_LIMIT, Part, escape, truncate, utf16_len

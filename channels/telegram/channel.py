@@ -34,9 +34,9 @@ from telegram.error import InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, ContextTypes, MessageHandler
 from telegram.ext import filters as tg_filters
 
-from bot.approvals.records import parse_message_ref
+from bot.core.approval_cards import ApprovalResolved, parse_message_ref
 from bot.core.errors import ChannelError
-from bot.core.events import AgentAPI, ApprovalResolved, IncomingMessage
+from bot.core.events import AgentAPI, IncomingMessage
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
 from bot.core.ports import ChannelConfig

@@ -27,13 +27,15 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.approvals.records import message_ref
-from bot.core.events import (
-    AgentAPI,
+from bot.core.approval_cards import (
     ApprovalBatchNeeded,
     ApprovalNeeded,
     ApprovalView,
     CallOutcome,
+    message_ref,
+)
+from bot.core.events import (
+    AgentAPI,
     Done,
     ErrorEvent,
     Event,

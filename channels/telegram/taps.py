@@ -19,8 +19,7 @@ from typing import Any
 from telegram import CallbackQuery, Message
 from telegram.error import TelegramError
 
-from bot.approvals.display import call_outcome
-from bot.approvals.records import ANSWER_LABELS
+from bot.core.approval_cards import ANSWER_LABELS
 from bot.core.events import AgentAPI
 from bot.core.identity import Sender
 from bot.language.catalogs import N_
@@ -77,7 +76,7 @@ class TapHandler:
             await self._answer(query, tr.say(resolution.reason), alert=True)
             ended = resolution.request
             if ended is not None and ended.status != "pending" and isinstance(message, Message):
-                await self._redraw(message, ended, call_outcome(ended).choice,
+                await self._redraw(message, ended, ended.outcome().choice,
                                    self._who(query, ended, resolver))
             return
         request = resolution.request

@@ -20,16 +20,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.approvals.display import batch_heading
-from bot.approvals.records import (
+from bot.core.approval_cards import (
     ANSWER_LABELS,
     ID_PATTERN,
     RISK_NAMES,
     SUPERSEDED,
     SUPERSEDED_LABEL,
+    ApprovalView,
+    CallOutcome,
+    batch_heading,
     preview_text,
 )
-from bot.core.events import ApprovalView, CallOutcome
 from bot.language.translator import Translator
 from channels.whatsapp import texts
 from channels.whatsapp.rendering import MESSAGE_LIMIT, plain_of

@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bot.approvals.records import SUPERSEDED
+from bot.core.approval_cards import SUPERSEDED, ApprovalResolved
 from bot.core.errors import ChannelError, ShuttingDown
-from bot.core.events import AgentAPI, ApprovalResolved
+from bot.core.events import AgentAPI
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
 from bot.core.ports import ChannelConfig, InboxRow

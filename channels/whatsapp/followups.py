@@ -21,7 +21,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.core.events import AgentAPI, ApprovalNeeded, ApprovalView
+from bot.core.approval_cards import ApprovalNeeded, ApprovalView
+from bot.core.events import AgentAPI
 from bot.core.ports import HeldPort
 from channels.whatsapp import texts
 from channels.whatsapp.graph import OUTSIDE_WINDOW, GraphError

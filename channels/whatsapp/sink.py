@@ -32,12 +32,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 
-from bot.approvals.records import preview_text
+from bot.core.approval_cards import ApprovalBatchNeeded, ApprovalNeeded, ApprovalView, preview_text
 from bot.core.events import (
     AgentAPI,
-    ApprovalBatchNeeded,
-    ApprovalNeeded,
-    ApprovalView,
     Button,
     Done,
     ErrorEvent,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.core.events import ApprovalBatchNeeded, ApprovalNeeded, CollectingSink, Done
+from bot.core.approval_cards import ApprovalBatchNeeded, ApprovalNeeded
+from bot.core.events import CollectingSink, Done
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.runtime.test_turn_recovery import SENDERS, HangsOn, message, recover, restarted
 from tests.support.pg_support import on_both_backends

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from bot.core.events import ApprovalNeeded, ApprovalView, CollectingSink, IncomingMessage
+from bot.core.approval_cards import ApprovalNeeded, ApprovalView
+from bot.core.events import CollectingSink, IncomingMessage
 from channels.discord.approvals import request_text
 from channels.discord.rendering import split_message as discord_split
 from channels.telegram.approvals import preview_parts, request_message

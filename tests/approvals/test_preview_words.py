@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from bot.approvals.records import preview_text, summary_of
-from bot.core.events import ApprovalNeeded, CollectingSink, IncomingMessage
+from bot.approvals.records import summary_of
+from bot.core.approval_cards import ApprovalNeeded, preview_text
+from bot.core.events import CollectingSink, IncomingMessage
 from bot.language.phrase import Number, Phrase, phrase_data, phrase_from
 from tests.fakes.anthropic_server import tool_use
 from tests.support.languages import EN, ES, IT, PSEUDO, unmarked_words

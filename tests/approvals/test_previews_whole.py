@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from bot.core.events import ApprovalNeeded, ApprovalView, CollectingSink, IncomingMessage
+from bot.core.approval_cards import ApprovalNeeded, ApprovalView
+from bot.core.events import CollectingSink, IncomingMessage
 from bot.core.tool import NO_PREVIEW, BaseTool, CallContext, ToolMeta
 from bot.runtime.dispatch import MAX_PREVIEW_CHARS, Dispatcher, Turn, visible_json
 from channels import discord as discord_bot

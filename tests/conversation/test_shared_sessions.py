@@ -11,13 +11,8 @@ import asyncio
 import json
 from typing import Any
 
-from bot.core.events import (
-    ApprovalNeeded,
-    CollectingSink,
-    DocumentPart,
-    IncomingMessage,
-    Notice,
-)
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, DocumentPart, IncomingMessage, Notice
 from bot.core.tool import BaseTool, ToolMeta
 from tests.fakes.anthropic_server import error, text, tool_use
 from tests.support.pg_support import on_both_backends

@@ -20,7 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.core.events import ApprovalNeeded, CollectingSink, IncomingMessage
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, IncomingMessage
 from bot.core.tool import BaseTool, CallContext, ToolExternalError, ToolMeta
 from bot.runtime.services import Network
 from bot.toolbox.mcp.client import MCPManager

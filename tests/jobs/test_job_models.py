@@ -10,7 +10,8 @@ import pytest
 
 from bot.app import App
 from bot.conversation import turns
-from bot.core.events import ApprovalNeeded, CollectingSink, Done
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, Done
 from bot.jobs.jobs import Job
 from bot.jobs.runner import AgentJobRunner
 from bot.jobs.schedule import parse_cron

@@ -11,7 +11,8 @@ import pytest
 
 from bot.app import App
 from bot.approvals.expiry import ExpirySweeper
-from bot.core.events import ApprovalNeeded, CollectingSink, Done, IncomingMessage, Notice
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, Done, IncomingMessage, Notice
 from bot.jobs.jobs import Job, JobError, JobLimits, Jobs
 from bot.jobs.runner import AgentJobRunner
 from bot.jobs.schedule import parse_at, parse_cron

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.events import ApprovalView, Button, CallOutcome
+from bot.core.approval_cards import ApprovalView, CallOutcome
+from bot.core.events import Button
 from channels.telegram import approvals as tg_cards
 from channels.telegram import batch as tg_batch
 from channels.telegram.rendering import MESSAGE_LIMIT, utf16_len

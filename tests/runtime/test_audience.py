@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from bot.core.events import ApprovalNeeded, CollectingSink, DocumentPart, IncomingMessage
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, DocumentPart, IncomingMessage
 from bot.core.identity import Sender
 from tests.fakes.anthropic_server import text, tool_use
 from tests.support.pg_support import on_both_backends

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 from telegram import Message
 
+from bot.core.approval_cards import ApprovalNeeded
 from bot.core.events import (
-    ApprovalNeeded,
     AudioPart,
     CollectingSink,
     DocumentPart,

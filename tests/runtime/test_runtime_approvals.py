@@ -11,7 +11,8 @@ import textwrap
 
 import pytest
 
-from bot.core.events import ApprovalNeeded, CollectingSink, Done, IncomingMessage, Notice
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, Done, IncomingMessage, Notice
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.support.pg_support import on_both_backends
 from tests.support.providers import PROVIDERS, is_error_text, tool_result_texts

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from bot.core.events import ApprovalNeeded, CollectingSink, Notice
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, Notice
 from bot.runtime.commands import TOOLS_OFF
 from tests.fakes.openai_server import printed_call, raw_call, text
 from tests.runtime.test_runtime import say

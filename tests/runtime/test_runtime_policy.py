@@ -7,7 +7,8 @@ import asyncio
 
 import pytest
 
-from bot.core.events import ApprovalNeeded, CollectingSink, IncomingMessage
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, IncomingMessage
 from bot.core.policy import Profile
 from bot.core.tool import BaseTool, ToolMeta
 from bot.toolbox.registry import RegistrationError, Registry

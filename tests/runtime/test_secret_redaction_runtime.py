@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import logging
 
-from bot.core.events import ApprovalNeeded, CollectingSink, IncomingMessage
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, IncomingMessage
 from tests.conftest import FAKE_ENV
 from tests.fakes.anthropic_server import text, tool_use
 from tests.support.runtime_tools import answer

@@ -12,14 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.core.events import (
-    ApprovalNeeded,
-    AudioPart,
-    CollectingSink,
-    DocumentPart,
-    ImagePart,
-    IncomingMessage,
-)
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import AudioPart, CollectingSink, DocumentPart, ImagePart, IncomingMessage
 from bot.core.policy import TAINT_REASON, Caller, Profile, decide
 from bot.core.tool import ToolMeta, egress_of
 from bot.toolbox.mcp.config import ServerSpec

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from bot.conversation import turns
-from bot.core.events import ApprovalNeeded, ApprovalResolved, CollectingSink, Done, IncomingMessage, Notice
+from bot.core.approval_cards import ApprovalNeeded, ApprovalResolved
+from bot.core.events import CollectingSink, Done, IncomingMessage, Notice
 from bot.core.tool import BaseTool, CallContext, ToolMeta
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.support.pg_support import on_both_backends

@@ -5,14 +5,8 @@ test_voice_store.py.)"""
 
 from __future__ import annotations
 
-from bot.core.events import (
-    ApprovalNeeded,
-    CollectingSink,
-    Done,
-    IncomingMessage,
-    Notice,
-    SpeechOut,
-)
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, Done, IncomingMessage, Notice, SpeechOut
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.stt_server import FakeSTT
 from tests.fakes.tts_server import FakeTTS

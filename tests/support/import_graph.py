@@ -51,12 +51,11 @@ ROOT_MODULES = {"app", ""}   # bot.app (the composition root) and bot itself
 # person (language: a preview's Phrase, rendered later in each reader's language), plus two
 # shared helpers they reach directly: the worker pool (bot.toolbox.offload) and image sniffing
 # and file-name display (bot.media).
-# Channels: the contract (the inbox, held and sent messages and the configuration they read
-# are ports of it), the reader's words (language: catalogs and formats, below everything but
-# core), plus what they still reach directly: the approval records' labels and ids and the
-# batch heading (approvals), Slack's image sniffing (media); each is a candidate for the contract.
+# Channels: the contract (the inbox, held and sent messages, the configuration they read and
+# what an approval request shows are ports of it) and the reader's words (language: catalogs
+# and formats, below everything but core).
 OUTER_ALLOWED = {"tools": frozenset({"core", "language", "toolbox", "media"}),
-                 "channels": frozenset({"core", "language", "approvals", "media"})}
+                 "channels": frozenset({"core", "language"})}
 
 
 @dataclass(frozen=True)

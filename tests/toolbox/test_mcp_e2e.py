@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.events import ApprovalNeeded, CollectingSink, IncomingMessage
+from bot.core.approval_cards import ApprovalNeeded
+from bot.core.events import CollectingSink, IncomingMessage
 from bot.core.tool import NO_PREVIEW
 from bot.toolbox.mcp.client import MCPManager
 from tests.fakes.anthropic_server import reply, text, tool_use

@@ -193,7 +193,7 @@ def test_an_always_for_git_covers_commits_but_never_history_or_secret_names(ctx)
 
 
 async def test_a_workspace_too_large_to_check_runs_no_unapproved_command(ctx, monkeypatch):
-    from bot.core import secret_files
+    from bot.core.secrets import files as secret_files
     monkeypatch.setattr(secret_files, "SCAN_LIMIT", 3)
     (ctx.workspace / "more").mkdir()
     for index in range(5):

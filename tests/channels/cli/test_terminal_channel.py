@@ -12,7 +12,8 @@ import pytest
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.plain_text import PlainTextOutput
 
-from bot.core.events import MAX_MESSAGE_CHARS, ApprovalNeeded, ApprovalResolved, ApprovalView, Done
+from bot.core.approval_cards import ApprovalNeeded, ApprovalResolved, ApprovalView
+from bot.core.events import MAX_MESSAGE_CHARS, Done
 from bot.language.names import supported
 from channels.cli import TerminalChannel
 from channels.cli.prompt import PromptLines

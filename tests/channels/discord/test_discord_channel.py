@@ -12,10 +12,9 @@ import socket
 import discord.http
 import pytest
 
+from bot.core.approval_cards import ApprovalNeeded, ApprovalView
 from bot.core.errors import ChannelError
 from bot.core.events import (
-    ApprovalNeeded,
-    ApprovalView,
     Done,
     IncomingMessage,
     Notice,

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bot.core.events import ApprovalView
+from bot.core.approval_cards import ApprovalView
 from channels.discord.approvals import outcome_text, request_text
 from tests.support.languages import EN
 

@@ -5,7 +5,7 @@ against the fake Slack, the fake Anthropic API."""
 
 from __future__ import annotations
 
-from bot.core.events import ApprovalNeeded, ApprovalView
+from bot.core.approval_cards import ApprovalNeeded, ApprovalView
 from channels.slack.approvals import MAX_BLOCKS
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.fakes.slack_server import FakeSlack, buttons_of, visible_text

@@ -252,7 +252,7 @@ def tool_uses(fake_anthropic) -> list[dict]:
 
 
 def test_every_page_of_a_large_batch_fits_telegram_before_and_after_its_calls_are_answered():
-    from bot.core.events import ApprovalView, CallOutcome
+    from bot.core.approval_cards import ApprovalView, CallOutcome
     from channels.telegram.batch import continuation_parts, page_keyboard, page_part, pages
     from channels.telegram.rendering import utf16_len
 
@@ -277,7 +277,7 @@ def test_every_page_of_a_large_batch_fits_telegram_before_and_after_its_calls_ar
 
 
 def test_a_page_whose_always_scopes_cannot_all_be_explained_still_fits_and_keeps_its_buttons():
-    from bot.core.events import ApprovalView, CallOutcome
+    from bot.core.approval_cards import ApprovalView, CallOutcome
     from channels.telegram.batch import continuation_parts, page_keyboard, page_part, pages
     from channels.telegram.rendering import utf16_len
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from bot.core.events import ApprovalView
+from bot.core.approval_cards import ApprovalView
 from channels.whatsapp import approvals
 from channels.whatsapp.rendering import MESSAGE_LIMIT, chunks, plain_of, split_message
 from tests.channels.whatsapp.conftest import ADA

@@ -2,7 +2,7 @@
 
 The values are the bot's own secrets (its environment: API keys, tokens, the database password)
 the passwords in the URLs of a workspace repository's remotes (`.git/config`), and the values
-found in the workspace's secret files (bot/core/secret_files.py): each
+found in the workspace's secret files (bot/core/secrets/files.py): each
 assignment's value (`KEY=value`, `"key": "value"`, `password hunter2` as in .netrc) whose
 name says it is a secret, and every value or line that looks random enough to be a key (a PEM
 body line, an API token). Every string of a tool result is scrubbed of them before the result
@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from bot.core.secret_files import DEFAULT, Inventory, SecretFiles, inventory
+from bot.core.secrets.files import DEFAULT, Inventory, SecretFiles, inventory
 from bot.core.tool import ToolError
 
 REDACTED = "[REDACTED]"

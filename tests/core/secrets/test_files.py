@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from bot.core import secret_files
-from bot.core.secret_files import DEFAULT, SecretFiles, inventory, is_secret_inode
+from bot.core.secrets import files as secret_files
+from bot.core.secrets.files import DEFAULT, SecretFiles, inventory, is_secret_inode
 
 
 @pytest.mark.parametrize("path", [".env", ".env.production", ".envrc", "app/.ENV", "server.pem",

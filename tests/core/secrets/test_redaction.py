@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core import secret_redaction
-from bot.core.secret_redaction import REDACTED, SecretRedaction, values_in
+from bot.core.secrets import redaction as secret_redaction
+from bot.core.secrets.redaction import REDACTED, SecretRedaction, values_in
 from bot.core.tool import ToolError
 
 TOKEN = "sk-live-Q7x9Zr2Lm4Pw8Kd1"
