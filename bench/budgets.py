@@ -121,8 +121,9 @@ async def postgres_parts(args: argparse.Namespace) -> None:
 async def turns(args: argparse.Namespace) -> None:
     """Both apps open at once, taking turns message by message: drift of the machine's speed
     falls on both alike."""
-    from bot.app import App, long_lived_heap
+    from bot.app import App
     from bot.core.events import IncomingMessage
+    from bot.ops.process import long_lived_heap
 
     settings = {
         "on": {"budgets": {"sender_daily": 1000.0, "sender_monthly": 10000.0,

@@ -65,7 +65,8 @@ async def raw_turn(raw: Any, requests: list[dict[str, Any]]) -> float:
 async def run(turns: int, warmup: int) -> None:
     import openai
 
-    from bot.app import App, long_lived_heap
+    from bot.app import App
+    from bot.ops.process import long_lived_heap
 
     with fake_anthropic(responder="tool-then-text", module=FAKE) as base_url:
         overrides = {"models": {"local": {"provider": "openai", "base_url": base_url + "/v1",

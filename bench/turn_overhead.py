@@ -91,8 +91,9 @@ def gaps(answered: list[float], times: list[float]) -> list[float]:
 async def run(turns: int, warmup: int) -> None:
     import anthropic
 
-    from bot.app import App, long_lived_heap
+    from bot.app import App
     from bot.core.events import IncomingMessage
+    from bot.ops.process import long_lived_heap
 
     with fake_anthropic(responder="tool-then-text") as base_url:
         with long_lived_heap():   # as `myclaw run` starts

@@ -11,24 +11,20 @@ runs until SIGTERM/SIGINT; `App.chat_in_terminal` is the terminal conversation. 
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import gc
 import importlib
 import logging
-import os
 import signal
-import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.approvals.expiry import ExpirySweeper
-from bot.config.settings import SECRET_ENV_VARS, Config, model_names
-from bot.core.errors import ChannelError, ConfigError
-from bot.core.events import ApprovalSurface
+from bot.config.settings import Config, model_names
+from bot.core.approval_cards import ApprovalSurface
+from bot.core.errors import ChannelError
 from bot.core.identity import CONSOLE_OPERATOR, OPERATOR, Level, Sender
 from bot.core.listeners import Listeners
 from bot.core.policy import Profile
@@ -48,7 +44,6 @@ BUILTIN_TOOLS_PACKAGE = "tools"
 CHANNEL_MODULES = {"telegram": "channels.telegram", "discord": "channels.discord",
                    "slack": "channels.slack", "whatsapp": "channels.whatsapp",
                    "cli": "channels.cli"}
-PR_SET_DUMPABLE = 4
 
 
 def build_tools(config: Config, cwd: Path | str | None = None) -> tuple[Registry, LoadReport]:
@@ -348,7 +343,7 @@ class App:
             await self.start_scheduler()
             await self.expiry.sweep()   # requests that lapsed while the bot was down
             log.info("myclaw ready (channels: %s)", ", ".join(names) or "none")
-            gc.freeze()   # the channels' libraries, now up, join the frozen heap (long_lived_heap)
+            gc.freeze()   # the channels' libraries, now up, join the frozen heap (bot.ops.process)
             await stop.wait()
             log.info("shutting down: finishing the turns in flight")
             await self.agent.shutdown(grace)
@@ -366,55 +361,3 @@ def channel_module(name: str,
     """A channel's package, imported on demand (with its platform library): "telegram",
     "discord", "slack", "whatsapp" or "cli". An ImportError means the channel cannot be used here."""
     return import_module(CHANNEL_MODULES[name])
-
-
-def harden_process() -> None:
-    """Keep the bot's secrets away from the commands its tools run.
-
-    The secrets were copied into the Config when it was loaded; dropping them from os.environ
-    means no child process can inherit them, and (on Linux) a non-dumpable process cannot have
-    its memory or /proc/<pid>/environ read by other processes of the same user — such as a
-    shell command the agent runs.
-    """
-    for name in SECRET_ENV_VARS:
-        os.environ.pop(name, None)
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-            log.warning("could not make the process non-dumpable (errno %d)", ctypes.get_errno())
-
-
-@contextmanager
-def long_lived_heap() -> Iterator[None]:
-    """Around the start-up of a long-running process: no cyclic collections while it builds what
-    lives as long as the process (the libraries' models — anthropic's alone are hundreds of
-    thousands of objects — the registry, the app), then all of that is frozen out of the
-    collector's reach, so later full collections (in every turn) stop re-scanning it. Measured
-    with bench/startup.py: start-up work after the imports roughly halves."""
-    gc.disable()
-    try:
-        yield
-        gc.freeze()
-    finally:
-        gc.enable()
-
-
-def require_api_key(config: Config) -> None:
-    from bot.config.settings import model_names
-    from bot.llm.models import Models
-
-    # supra_model only serves the supra_llm tool, which says so itself when its key is missing.
-    needed = [(where, name) for where, name in model_names(config)
-              if where != "[agent] supra_model"]
-    missing = Models(config).missing_keys(needed, config)
-    other = [m for m in missing if m[0] != "ANTHROPIC_API_KEY"]
-    if other:
-        env, model, where = other[0]
-        raise ConfigError(f"{env} is not set: the model {model!r} ({where}) needs it. Export "
-                          f"it (export {env}=...) and run again.")
-    if missing:
-        raise ConfigError(
-            "ANTHROPIC_API_KEY is not set. Export your Anthropic API key "
-            "(export ANTHROPIC_API_KEY=sk-ant-...) and run again. Optional: TELEGRAM_BOT_TOKEN "
-            "and/or DISCORD_BOT_TOKEN to enable those channels; without them the terminal "
-            "channel opens.")

@@ -29,15 +29,15 @@ from typing import Any
 from bot.approvals.grants import Grants, Scope
 from bot.approvals.records import (
     CHOICES,
-    SUPERSEDED,
     UNKNOWN_REQUEST,
     ApprovalRequest,
     Resolution,
     Status,
+    answer_audit,
     closed_reason,
     from_row,
-    looks_like_id,
 )
+from bot.core.approval_cards import SUPERSEDED, looks_like_id
 from bot.core.identity import in_terminal
 from bot.core.tool import args_hash
 from bot.language.catalogs import N_
@@ -273,15 +273,7 @@ class Approvals:
     @staticmethod
     async def _audit(tx: Transaction, approval_id: str, resolver: str, choice: str,
                      resolution: Resolution) -> None:
-        request = resolution.request
-        outcome = resolution.status if resolution.ok else "refused"
-        await write_audit(tx, AuditEntry(
-            sender=resolver, decision=f"approval:{choice}"[:40], outcome=outcome or "refused",
-            session_id=request.session_id if request else None,
-            tool=request.tool if request else None,
-            args_hash=request.args_hash if request else None,
-            detail=f"{approval_id[:40]!r}{_what(request)}: {resolution.reason}",
-        ))
+        await write_audit(tx, answer_audit(approval_id, resolver, choice, resolution))
 
     async def _audit_refusal(self, approval_id: Any, resolver: str, choice: Any,
                              resolution: Resolution) -> None:
@@ -416,17 +408,3 @@ async def _close_batches(tx: Transaction, batches: list[str], now: float) -> lis
             " AND status IN ('pending', 'approved') RETURNING *", (now, batch))
         closed.extend(sorted((from_row(row) for row in rows), key=lambda r: r.position))
     return closed
-
-
-AUDIT_SUMMARY_CHARS = 160
-
-
-def _what(request: Any) -> str:
-    """What was asked, for the audit row: the tool and the first line of its preview (the
-    approval id alone says nothing to someone reading the log later)."""
-    if request is None:
-        return ""
-    first = (str(request.summary).strip().splitlines() or [""])[0]
-    if len(first) > AUDIT_SUMMARY_CHARS:
-        first = first[:AUDIT_SUMMARY_CHARS - 1] + "…"
-    return f" ({request.tool}: {first})" if first else f" ({request.tool})"

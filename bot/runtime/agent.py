@@ -7,7 +7,8 @@ added. It emits events into the channel's sink and never calls a platform API it
 
 The Agent is one object in three modules: this one (the channel-facing `handle` and the turn
 loop), bot/runtime/session_control.py (sessions, /stop, shutdown, rate limits, pairing) and
-bot/runtime/approval_flow.py (answers to approval requests and the conversations they resume).
+bot/runtime/approval_flow.py (asking for approvals, the answers and the conversations they
+resume).
 """
 
 from __future__ import annotations
@@ -15,14 +16,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import math
 import secrets
 import time
 from typing import Any
 
 from bot.access.audience import reach_for
 from bot.approvals.display import ApprovalDisplay, requests_event
-from bot.approvals.grants import may_offer
 from bot.approvals.records import ApprovalRequest
 from bot.conversation import history, members, turns
 from bot.conversation.inbox import replica_name
@@ -31,7 +30,6 @@ from bot.conversation.sessions import SessionQueue
 from bot.core.events import (
     MAX_MESSAGE_CHARS,
     REPAIRED_NOTICE,
-    ApprovalView,
     Done,
     IncomingMessage,
     Notice,
@@ -40,15 +38,14 @@ from bot.core.events import (
 )
 from bot.core.identity import Level, Stranger
 from bot.core.ports import Payer
-from bot.core.tool import to_tool_error
 from bot.language.catalogs import translator
-from bot.language.phrase import Number, Phrase, plural_phrase
+from bot.language.phrase import Number, Phrase
 from bot.language.translator import Translator
 from bot.llm.prompt import PromptBuilder
 from bot.media.intake import MediaIntake
 from bot.runtime import commands
 from bot.runtime.approval_flow import ApprovalFlow
-from bot.runtime.dispatch import Dispatcher, Planned, StepCancelled, Turn, error_block, tainted_since_user
+from bot.runtime.dispatch import Dispatcher, StepCancelled, Turn, tainted_since_user
 from bot.runtime.recovery import Recovery
 from bot.runtime.services import Services
 from bot.runtime.session_control import SessionControl
@@ -177,7 +174,7 @@ class Agent(SessionControl, ApprovalFlow):
         stored, size, cached = await self.journal.history(session_id)
         turn.attachments = bool(message.parts) or self.journal.holds_attachments(session_id)
         waiting = _open_tool_uses(stored)
-        if waiting and turn.shared and await self._held_by_another(turn):
+        if waiting and turn.shared and await self.held_by_another(turn):
             return
         # What this process wrote is already in the API's shape except possibly at its end
         # (calls waiting for a tap, a user message left by a failed call): only the end is
@@ -230,28 +227,6 @@ class Agent(SessionControl, ApprovalFlow):
         if self.shared_sessions:
             content = members.said_by(content, message.sender, message.display_name, time.time())
         return content
-
-    async def _held_by_another(self, turn: Turn) -> bool:
-        """In a shared conversation, someone else's request waiting for an answer holds it: a
-        member's message must not cancel it (that would be answering it for them). The member
-        is told to write again later; the requester and approvers go on (their message
-        supersedes it, as in a conversation of one)."""
-        if self.is_approver(turn.sender):
-            return False
-        approvals = self.services.approvals
-        held = [r for r in await approvals.pending_for_session(turn.session_id)
-                if r.sender != turn.sender]
-        if not held:
-            return False
-        minutes = max(1, math.ceil((max(r.expires_at for r in held) - approvals.clock()) / 60))
-        await turn.sink.emit(Notice(plural_phrase(
-            "{who} has a request waiting for an answer in this conversation, so I cannot take "
-            "your message yet. Send it again once they answer, or in {n} minute when the "
-            "request expires.",
-            "{who} has a request waiting for an answer in this conversation, so I cannot take "
-            "your message yet. Send it again once they answer, or in {n} minutes when the "
-            "request expires.", minutes, who=held[0].sender)))
-        return True
 
     async def _turn(self, session_id: str, sender: str, chat: str, autonomy: Level | str,
                     sink: Sink, run_allowlist: frozenset[str] | None = None,
@@ -388,7 +363,7 @@ class Agent(SessionControl, ApprovalFlow):
                 turn, [*step, {"role": "user", "content": cancelled}],
                 None if ahead else response))
             raise
-        pending_views = await self._ask_all(turn, asks, results)
+        pending_views = await self.ask_all(turn, asks, results)
         ordered = [results[p.block["id"]] for p in plans if p.block["id"] in results]
         answered = [{"role": "user", "content": ordered}] if ordered else []
         # Stored before any button can be tapped.
@@ -399,40 +374,6 @@ class Agent(SessionControl, ApprovalFlow):
             await turn.sink.emit(requests_event(pending_views))
         await self.notify_approvers(turn, pending_views)
         return bool(pending_views)
-
-    def _may_offer_always(self, tool: str, risk: str) -> bool:
-        registry = self.services.registry
-        found = registry.get(tool)
-        if found is not None and found.meta.discloses:   # asked every time: no "Always"
-            return False
-        profile = registry.profile
-        return may_offer(tool, risk, profile.always_max_risk, profile.always_ask)
-
-    async def _ask_all(self, turn: Turn, asks: list[Planned],
-                       results: dict[str, dict[str, Any]]) -> list[ApprovalView]:
-        """One request per call to ask about; several asked in one step share a batch. A call
-        whose preview fails gets its error in `results` instead (it cannot work)."""
-        previewed: list[tuple[Planned, str]] = []
-        for plan in asks:
-            block, tool = plan.block, plan.tool
-            try:
-                previewed.append((plan, await self.dispatcher.preview(turn, tool, block["input"],
-                                                                      block["id"])))
-            except Exception as exc:  # a failing preview means the call cannot work: say so
-                results[block["id"]] = error_block(block["id"], to_tool_error(exc, tool.meta.name),
-                                                   tool, block["input"])
-        batch = self.services.approvals.new_batch() if len(previewed) > 1 else None
-        views = []
-        for position, (plan, summary) in enumerate(previewed):
-            block, name = plan.block, plan.tool.meta.name
-            request = await self.services.approvals.create(
-                session_id=turn.session_id, sender=turn.sender, chat=turn.chat,
-                channel=turn.channel, tool=name, tool_use_id=block["id"], args=block["input"],
-                risk=plan.risk, summary=summary, autonomy=turn.autonomy,
-                allowlist=turn.run_allowlist, batch=batch, position=position,
-                scope=plan.scope if self._may_offer_always(name, plan.risk) else None)
-            views.append(request.view())
-        return views
 
     # --- turns taken up again after a restart (bot.runtime.recovery) ------------------------------
 

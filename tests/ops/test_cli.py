@@ -165,7 +165,7 @@ def test_the_running_bot_hides_its_secrets_from_the_commands_it_runs(tmp_path):
 
 
 def test_the_bot_process_is_not_dumpable():
-    probe = ("import ctypes, bot.app as a; a.harden_process(); "
+    probe = ("import ctypes, bot.ops.process as a; a.harden_process(); "
              "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))")  # 3 = PR_GET_DUMPABLE
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import io
 
-from bot.core.events import ApprovalView, Done, Notice, TextDelta, ToolProgress
+from bot.core.approval_cards import ApprovalView
+from bot.core.events import Done, Notice, TextDelta, ToolProgress
 from channels.cli import TerminalChannel
 from tests.support.languages import EN
 

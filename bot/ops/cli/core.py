@@ -54,7 +54,8 @@ def add_commands(subparsers: Any) -> None:
 
 
 async def cmd_run(args: argparse.Namespace, config: Config) -> int:
-    from bot.app import App, harden_process, long_lived_heap, require_api_key
+    from bot.app import App
+    from bot.ops.process import harden_process, long_lived_heap, require_api_key
     from bot.ops.surfaces import OPERATOR_SURFACES
 
     require_api_key(config)
@@ -73,7 +74,8 @@ async def cmd_run(args: argparse.Namespace, config: Config) -> int:
 
 
 async def cmd_chat(args: argparse.Namespace, config: Config) -> int:
-    from bot.app import App, harden_process, long_lived_heap, require_api_key
+    from bot.app import App
+    from bot.ops.process import harden_process, long_lived_heap, require_api_key
     from bot.ops.surfaces import OPERATOR_SURFACES
 
     require_api_key(config)
