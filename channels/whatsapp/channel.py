@@ -35,7 +35,7 @@ from channels.whatsapp.followups import Followups
 from channels.whatsapp.graph import Graph, GraphError
 from channels.whatsapp.intake import WhatsAppIntake
 from channels.whatsapp.media import Attachments, has_attachments
-from channels.whatsapp.reading import incoming, tap_of, timestamp_of
+from channels.whatsapp.reading import incoming, tap_of
 from channels.whatsapp.rendering import Part
 from channels.whatsapp.sending import DeliveryError, Messenger, OutsideWindow
 from channels.whatsapp.sink import ChatSink, SinkSettings
@@ -150,7 +150,8 @@ class WhatsAppChannel:
         self._taps = TapHandler(self._messenger, self.agent, self._sink)
         self._followups = Followups(self._messenger, self._held, self.agent,
                                     lambda wa_id: self._sink(wa_id, None))
-        self._intake = WhatsAppIntake(self.agent.inbox, graph.phone_number_id, self._handle)
+        self._intake = WhatsAppIntake(self.agent.inbox, graph.phone_number_id, self._handle,
+                                      clock=self._clock)
         self._webhook = WebhookServer(
             self._intake.receive, app_secret=app_secret, verify_token=verify_token,
             path=section["webhook_path"], listen=section["listen"], port=section["port"],
@@ -209,14 +210,18 @@ class WhatsAppChannel:
         if not isinstance(message, dict):
             return None
         try:
-            return await self._on_message(row, message, str(payload.get("name") or ""))
+            return await self._on_message(row, message, str(payload.get("name") or ""),
+                                          _received(payload, self._clock))
         except ShuttingDown:
             return False   # kept for the restart: nobody has to send it again
 
-    async def _on_message(self, row: InboxRow, message: dict[str, Any], name: str) -> bool | None:
+    async def _on_message(self, row: InboxRow, message: dict[str, Any], name: str,
+                          received: float) -> bool | None:
         assert self._messenger is not None and self._taps is not None
         wa_id, inbound = str(message["from"]), str(message.get("id", ""))
-        self._messenger.seen(wa_id, timestamp_of(message) or self._clock())
+        # The window opens when we receive the message, by our clock: the message's own
+        # `timestamp` may be old or fixed (Meta's sample payloads) and must not silence us.
+        self._messenger.seen(wa_id, received)
         assert self._followups is not None
         await self._followups.deliver_held(wa_id, self._pending_ids)
         tap = tap_of(message)
@@ -278,6 +283,12 @@ class WhatsAppChannel:
         if outcome.note:
             line += f"\n{tr.say(outcome.note)}"
         await self._say(wa_id, line, reply_to=card)
+
+
+def _received(payload: dict[str, Any], clock: Callable[[], float]) -> float:
+    """When our webhook received the stored message (now, for a row stored without it)."""
+    received = payload.get("received")
+    return float(received) if isinstance(received, int | float) and received > 0 else clock()
 
 
 def create(config: ChannelConfig, agent: AgentAPI, listeners: Listeners | None = None) -> WhatsAppChannel:

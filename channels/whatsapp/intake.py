@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -39,8 +40,11 @@ def _conversation(message: dict[str, Any]) -> str:
     return str(message.get("from", ""))
 
 
-def entries_of(delivery: dict[str, Any], phone_number_id: str) -> list[Entry]:
-    """The messages and statuses of a delivery meant for our phone number, as inbox entries."""
+def entries_of(delivery: dict[str, Any], phone_number_id: str, received: float = 0.0
+               ) -> list[Entry]:
+    """The messages and statuses of a delivery meant for our phone number, as inbox entries;
+    each message carries `received`, when our webhook got it (the 24-hour window's start: the
+    message's own `timestamp` is the sender's clock, or a fixed one in Meta's samples)."""
     entries: list[Entry] = []
     for entry in delivery.get("entry") or []:
         for change in (entry or {}).get("changes") or []:
@@ -55,7 +59,8 @@ def entries_of(delivery: dict[str, Any], phone_number_id: str) -> list[Entry]:
                      for c in value.get("contacts") or [] if isinstance(c, dict)}
             for message in value.get("messages") or []:
                 if isinstance(message, dict) and message.get("id") and message.get("from"):
-                    payload = {"message": message, "name": names.get(str(message["from"]), "")}
+                    payload = {"message": message, "name": names.get(str(message["from"]), ""),
+                               "received": received}
                     entries.append(Entry(str(message["id"]), _conversation(message),
                                          json.dumps(payload, separators=(",", ":"))))
             for status in value.get("statuses") or []:
@@ -67,8 +72,9 @@ def entries_of(delivery: dict[str, Any], phone_number_id: str) -> list[Entry]:
 
 class WhatsAppIntake:
     def __init__(self, inbox: InboxPort, phone_number_id: str, handle: Handle,
-                 max_running: int = DEFAULT_MAX_RUNNING):
+                 max_running: int = DEFAULT_MAX_RUNNING, clock: Callable[[], float] = time.time):
         self._inbox = inbox
+        self._clock = clock
         self._phone = phone_number_id
         self._handle = handle
         self._running = asyncio.BoundedSemaphore(max_running)   # turns, not taps or statuses
@@ -78,7 +84,7 @@ class WhatsAppIntake:
     async def receive(self, delivery: dict[str, Any]) -> None:
         """Store the delivery's entries (raises when that fails: do not acknowledge it), then
         run the ones never seen before."""
-        entries = entries_of(delivery, self._phone)
+        entries = entries_of(delivery, self._phone, self._clock())
         if not entries:
             return
         for row in await self._inbox.put(CHANNEL, entries, claim=True):

@@ -4,9 +4,12 @@ interactive messages, and the 24-hour window.
 - A text goes out formatted first; a refusal of that message (other than the window or a rate
   limit) resends it as plain text. What still fails is a `DeliveryError`, logged by the sink.
 - WhatsApp accepts free-form messages only within 24 hours of the person's last message
-  (`seen` records each one). Outside it (known here, or answered by the API with 131047)
-  `OutsideWindow` is raised, and the caller falls back to a template (`template`) or holds the
-  message (bot/conversation/outbound.py) for when the person writes again.
+  (`seen` records when we received each one, by our clock). The API is the authority: its
+  131047 raises `OutsideWindow`, and the caller falls back to a template (`template`) or holds
+  the message (bot/conversation/outbound.py) for when the person writes again. Only an
+  unattended send (a job's result, a reminder, an approver's copy: any kind but "reply") is
+  refused here first, when this process received the person's last message more than 24 hours
+  ago; a reply to someone who just wrote always goes to the API.
 - Each sent message is written down (`agent.sent`, in the store), so a `failed` status callback
   arriving later, even after a restart or at another replica, can be retried (rate limits) or
   reported, and a reply quoting it can be read.
@@ -54,19 +57,23 @@ class Messenger:
     # --- the window --------------------------------------------------------------------------
 
     def seen(self, wa_id: str, at: float) -> None:
-        """The person wrote at `at` (their message's timestamp): the window is open 24 h."""
+        """We received the person's message at `at` (our clock): the window is open 24 h."""
         if at > self._last_seen.get(wa_id, 0.0):
             self._last_seen[wa_id] = at
 
-    def known_closed(self, wa_id: str) -> bool:
-        """True when this process knows the window is closed (unknown: let the API decide)."""
+    def known_closed(self, wa_id: str, kind: str = "job") -> bool:
+        """True when an unattended send (`kind` other than "reply") is known to be outside the
+        window: this process received the person's last message more than 24 hours ago.
+        A reply, or a person not seen here, is the API's to decide."""
+        if kind == "reply":
+            return False
         last = self._last_seen.get(wa_id)
         return last is not None and self.clock() - last > WINDOW_SECONDS
 
     # --- sending ----------------------------------------------------------------------------
 
     async def _post(self, to: str, message: dict[str, Any], kind: str, text: str) -> str:
-        if self.known_closed(to):
+        if self.known_closed(to, kind):
             raise OutsideWindow()
         payload = {"to": to, **message}
         try:
@@ -116,7 +123,7 @@ class Messenger:
         as_image = media_type in IMAGE_TYPES and len(data) <= MAX_IMAGE_BYTES
         kind_of_media = "image" if as_image else "document"
         try:
-            if self.known_closed(to):
+            if self.known_closed(to, kind):
                 raise OutsideWindow()
             media_id = await self.graph.upload(name, data, media_type or "application/octet-stream")
             media: dict[str, Any] = {"id": media_id}
@@ -132,7 +139,7 @@ class Messenger:
     async def send_voice(self, to: str, data: bytes, *, kind: str = "reply") -> str:
         """An OGG/Opus voice note (WhatsApp plays mono OGG/Opus audio as one)."""
         try:
-            if self.known_closed(to):
+            if self.known_closed(to, kind):
                 raise OutsideWindow()
             media_id = await self.graph.upload("voice-reply.ogg", data, "audio/ogg")
             return await self._post(to, {"type": "audio", "audio": {"id": media_id, "voice": True}},

@@ -9,12 +9,16 @@ import argparse
 import logging
 import time
 
+import pytest
+
 from bot.jobs.jobs import Job
 from bot.jobs.runner import AgentJobRunner
 from bot.jobs.schedule import parse_at
 from bot.jobs.scheduler import Scheduler
 from bot.ops.cli.jobs import jobs_list
 from channels.whatsapp import texts
+from channels.whatsapp.graph import Graph
+from channels.whatsapp.sending import Messenger, OutsideWindow
 from tests.channels.whatsapp.conftest import ADA, EVE
 from tests.channels.whatsapp.test_whatsapp_approvals import ask_to_write, button, is_card
 from tests.fakes.anthropic_server import text
@@ -124,3 +128,50 @@ async def test_a_failed_status_for_an_unknown_message_is_logged_as_an_error(bot,
         await started.channel.intake.idle()
     assert any(r.levelno == logging.ERROR and "not one this bot sent" in r.getMessage()
                for r in caplog.records)
+
+
+class Outbox:
+    """The sent-message record, in memory (`SentPort`)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, object] = {}
+
+    async def remember(self, message_id: str, sent: object) -> None:
+        self.kept[message_id] = sent
+
+    async def recall(self, message_id: str) -> object | None:
+        return self.kept.get(message_id)
+
+
+async def test_a_message_with_an_old_timestamp_is_answered_and_a_reminder_after_it_is_sent(
+        bot, wa, fake_anthropic):
+    started = await bot(OWNER)
+    wa.opened(ADA)   # the person wrote just now; the payload's timestamp is a sample's, fixed
+    delivery = started.driver.message(ADA, "text", {"body": "hello"}, timestamp=1_700_000_000)
+    assert await started.driver.post(delivery) == 200
+    await wa.wait_for(lambda m: m.to == ADA and m.text == "ok: hello")
+    job = await run_reminder(started.app)
+    assert job.last_outcome == "ok: reminder sent"
+    answer, reminder = wa.texts_to(ADA)
+    assert answer == "ok: hello" and "Time to stretch!" in reminder and wa.refused == []
+
+
+async def test_the_window_is_known_closed_only_for_unattended_sends_a_day_after_we_received(wa):
+    clock = Clock(1_000_000.0)
+    graph = Graph(wa.base_url, wa.version, wa.phone_number_id, wa.token)
+    await graph.open()
+    try:
+        messenger = Messenger(graph, Outbox(), {}, "en", clock)
+        messenger.seen(ADA, clock())           # received by our clock, whatever its timestamp
+        clock.now += DAY + 60
+        wa.opened(ADA)                         # WhatsApp's view: the person wrote again since
+        with pytest.raises(OutsideWindow):     # a job's result: held here, the API not asked
+            await messenger.send_markdown(ADA, "Your report is ready.", kind="job")
+        assert wa.sent == [] and wa.refused == []
+        await messenger.send_markdown(ADA, "Here is your answer.")   # a reply: always asked
+        assert wa.texts_to(ADA) == ["Here is your answer."]
+        with pytest.raises(OutsideWindow):     # someone not seen here: the API's 131047 decides
+            await messenger.send_markdown(EVE, "A copy for you.", kind="approval")
+        assert [code for code, _ in wa.refused] == [131047]
+    finally:
+        await graph.close()
