@@ -29,6 +29,7 @@ MEDIA_KINDS = ("image", "document", "audio", "video")
 REFUSED = {"sticker": (texts.STICKER_NAME, texts.STICKER_REFUSED),
            "location": (texts.LOCATION_NAME, texts.LOCATION_REFUSED)}
 USED_KINDS = ("text", "interactive", "button", *MEDIA_KINDS)
+OGG_TYPES = ("audio/ogg", "audio/opus")
 
 
 def has_attachments(message: dict[str, Any]) -> bool:
@@ -44,6 +45,19 @@ def refusal(kind: str) -> UnavailablePart:
     # The kind is WhatsApp's own word for it ("video", "contacts"): shown as it is.
     return UnavailablePart(Phrase(texts.UNSUPPORTED_NAME, kind=kind or "?"),
                            Phrase(texts.UNSUPPORTED_REFUSED))
+
+
+def spoken_by_sender(message: dict[str, Any], body: dict[str, Any], declared: str,
+                     data: bytes) -> bool:
+    """Whether an audio message is the sender's own words. A voice note recorded in the chat is
+    (WhatsApp records them as OGG/Opus; the `voice` flag is not always there); a forwarded one
+    is someone else's, and so is an audio file shared (`"voice": false`, an mp3 or m4a): a
+    recording of anyone, its transcript untrusted data."""
+    context = message.get("context") or {}
+    if context.get("forwarded") or context.get("frequently_forwarded"):
+        return False
+    ogg = declared in OGG_TYPES or data[:4] == b"OggS"
+    return not (body.get("voice") is False and not ogg)
 
 
 class Attachments:
@@ -71,13 +85,10 @@ class Attachments:
         data = await self._fetch(str(body.get("id") or ""), name, limit)
         if isinstance(data, UnavailablePart):
             return (data,)
-        forwarded = bool((message.get("context") or {}).get("forwarded"))
         if kind == "image":
             return (ImagePart(data, declared or "image/jpeg", name),)
         if kind == "audio":
-            # A voice note recorded in the chat is the sender's own words; a forwarded one or
-            # an audio file is a recording of anyone: someone else's words, untrusted data.
-            own = bool(body.get("voice")) and not forwarded
+            own = spoken_by_sender(message, body, declared, data)
             return (AudioPart(data, name, declared or "audio/ogg", spoken_by_sender=own),)
         if declared.startswith("audio/"):
             return (AudioPart(data, name, declared, spoken_by_sender=False),)
