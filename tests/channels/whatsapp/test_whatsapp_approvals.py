@@ -5,10 +5,15 @@ request still pending across a restart."""
 
 from __future__ import annotations
 
+import re
+import tomllib
+from pathlib import Path
+
 from tests.channels.whatsapp.conftest import ADA, BOB, EVE
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.fakes.whatsapp_server import FakeWhatsApp, Sent
 
+GUIDE = (Path(__file__).resolve().parents[3] / "docs" / "whatsapp.md").read_text("utf-8")
 SENDERS = {f"whatsapp:{ADA}": "supervised", f"whatsapp:{BOB}": "supervised",
            f"whatsapp:{EVE}": "supervised"}
 
@@ -40,6 +45,25 @@ async def test_the_card_shows_tool_risk_requester_and_preview_with_three_reply_b
     assert card.button_titles() == ["Approve", "Deny", "Always"]
     assert all(len(t) <= 20 for t in card.button_titles())
     assert [i.rsplit(":", 1)[1] for i in card.button_ids()] == ["a", "d", "s"]
+
+
+async def test_the_guides_step_four_shows_its_card_with_the_guides_own_configuration(
+        bot, wa, fake_anthropic):
+    example = GUIDE.split("```toml\n", 1)[1].split("```", 1)[0]   # README's is the same
+    owner = re.search(r'"whatsapp:(\d+)"', example).group(1)
+    config = tomllib.loads(example.replace(owner, ADA))
+    asked = re.search(r'Write to the test number: \*"([^"]+)"\*', GUIDE).group(1)
+    started = await bot(config["senders"], **{k: v for k, v in config.items()
+                                              if k not in ("senders", "whatsapp")})
+    fake_anthropic.script(reply(text("I'll write it."),
+                                tool_use("fs_write", {"path": "notes.txt", "content": "milk"})),
+                          text("Written."))
+    await started.driver.text(ADA, asked)
+    card = await wa.wait_for(lambda m: m.to == ADA and is_card(m))
+    assert card.button_titles() == ["Approve", "Deny", "Always"]
+    await started.driver.tap(ADA, button(card, ":a"), card.wamid)
+    await wa.wait_for(lambda m: m.to == ADA and m.text == "Written.")
+    assert (started.app.config.workspace / "notes.txt").read_text() == "milk"
 
 
 async def test_approving_runs_the_call_and_the_outcome_is_a_reply_to_the_card(
