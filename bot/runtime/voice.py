@@ -25,7 +25,7 @@ from bot.core.ports import Payer
 from bot.language.catalogs import N_
 from bot.language.phrase import Number, Phrase
 from bot.media.speech.engine import Speaker, SpeechError, build_engine, engine_name
-from bot.media.speech.spoken import guess_language, spoken_text
+from bot.media.speech.spoken import language_scores, leading_language, spoken_text
 from bot.money.budgets import BudgetExceeded
 from bot.store.notices import OnceNotices
 
@@ -82,13 +82,22 @@ class VoiceReplies:
         else:
             self._modes.pop(sender, None)
 
-    def language_of(self, sender: str, answer: str) -> str:
+    def language_of(self, sender: str, answer: str, heard: str = "") -> str:
         """The language the answer is spoken in, decided here only: the one the person chose
-        (/language); else the one the answer is written in (the model answers in the person's
-        language), with the resolver's (the platform's hint, the configured default) when
-        the text does not say."""
+        (/language); else the one the answer is clearly written in (the voice reads that text:
+        an English voice must not read Italian); else the one the answer and the person's own
+        message (`heard`) clearly share; else the resolver's (bot/access/languages.py: the
+        platform's hint, the configured default). WhatsApp and Discord DMs give no hint, so
+        for them the words decide."""
         languages = self.services.languages
-        return languages.chosen(sender) or guess_language(answer, languages.language_of(sender))
+        chosen = languages.chosen(sender)
+        if chosen:
+            return chosen
+        written = language_scores(answer)
+        both = {lang: score + language_scores(heard).get(lang, 0)
+                for lang, score in written.items()}
+        return leading_language(written) or leading_language(both) or \
+            languages.language_of(sender)
 
     # --- a turn's answer, spoken ----------------------------------------------------------
 
@@ -124,7 +133,7 @@ class VoiceReplies:
 
     async def _speak(self, message: IncomingMessage, level: str, text: str, sink: Sink) -> None:
         sender = message.sender
-        language = self.language_of(sender, text)
+        language = self.language_of(sender, text, message.text)
         said = spoken_text(text, language, int(self.section["max_chars"]))
         if not said:
             return

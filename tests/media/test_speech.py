@@ -52,6 +52,28 @@ def test_the_language_of_an_answer_is_recognised_from_its_common_words(answer, l
     assert guess_language(answer) == language
 
 
+@pytest.mark.parametrize(("answer", "language"), [
+    ("Ciao! Come stai?", "it"),
+    ("Certo, ti aiuto volentieri.", "it"),
+    ("La capitale d'Italia è Roma.", "it"),
+    ("Hola, ¿cómo estás?", "es"),
+    ("Claro, te ayudo con gusto.", "es"),
+    ("¡Perfecto!", "es"),
+    ("Hello! How are you?", "en"),
+    ("Sure, I'd be glad to help.", "en"),
+    ("The capital of Italy is Rome.", "en"),
+    ("I need a pen.", "en"),
+    ("Done! I wrote milk to notes.txt.", "en"),
+])
+def test_a_short_answer_is_recognised_from_its_words_accents_and_marks(answer, language):
+    assert guess_language(answer, default="none") == language
+
+
+@pytest.mark.parametrize("answer", ["OK", "Roma 👍", "A table.", "12:30"])
+def test_an_answer_that_does_not_say_its_language_is_left_to_the_default(answer):
+    assert guess_language(answer, default="none") == "none"
+
+
 async def test_espeak_reads_text_that_looks_like_an_option_as_text():
     engine = EspeakEngine(voices={}, timeout=20)
     wav = await engine.synthesize("--version -v xx", "en")

@@ -9,6 +9,7 @@ from channels.whatsapp.media import spoken_by_sender
 from tests.channels.whatsapp.conftest import ADA
 from tests.fakes.anthropic_server import text
 from tests.fakes.stt_server import FakeSTT
+from tests.fakes.tts_server import FakeTTS
 from tests.support.voice_support import assert_voice_message
 
 
@@ -87,3 +88,25 @@ def test_an_audio_message_is_the_senders_own_unless_forwarded_or_a_shared_audio_
         context, body, declared, data, own):
     message = {"type": "audio", "audio": body, **({"context": context} if context else {})}
     assert spoken_by_sender(message, body, declared, data) is own
+
+
+@pytest.mark.parametrize(("asked", "answer", "voice"), [
+    ("Ciao! Come stai?", "Certo, ti aiuto volentieri.", "voce-italiana"),
+    ("Qual è la capitale?", "La capitale d'Italia è Roma.", "voce-italiana"),
+    ("Ricordami di comprare il latte", "OK 👍", "voce-italiana"),   # the person's words decide
+    ("Hola", "Hola, ¿cómo estás?", "voz-española"),
+    ("What is the capital?", "The capital of Italy is Rome.", "alloy"),
+    ("Ok", "Sure, I'd be glad to help.", "alloy"),
+])
+async def test_a_person_on_whatsapp_hears_the_voice_of_the_language_they_write_in(
+        bot, wa, fake_anthropic, asked, answer, voice):
+    async with FakeTTS() as tts:
+        started = await bot(media={"speech": {"base_url": tts.base_url, "voice": "alloy", "voices": {
+            "it": "voce-italiana", "es": "voz-española"}}})
+        await started.driver.text(ADA, "/voice on")
+        await started.channel.intake.idle()
+        fake_anthropic.script(text(answer))
+        await started.driver.text(ADA, asked)
+        await wa.wait_for(lambda m: m.to == ADA and m.type == "audio")
+        await started.app.agent.voice.settled()
+    assert [r.json["voice"] for r in tts.requests] == [voice]
