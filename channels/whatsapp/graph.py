@@ -11,13 +11,18 @@ per request grows with the pool (measured for Telegram: channels/telegram/http.p
 Errors come back as `{"error": {"code", "message", "error_data": {"details"}}}`: a `GraphError`
 carries the code, so callers can tell 131047 (outside the 24-hour window: only a template may be
 sent) from the rest. Rate limits (130429, 131056, 80007, 4, or HTTP 429) and transient failures
-(5xx, network) are retried a few times with backoff here; what still fails is raised. The
-token is sent only to the configured API host or over https, and never logged.
+(5xx, network) are retried a few times with backoff here; what still fails is raised.
+
+The token is never logged, and a media URL gets it only where Meta's API would send us: the
+configured API's own origin, https on Meta's hosts (lookaside.fbsbx.com and the like), or, when
+the configured API is itself on this machine (a test fake, a local proxy), any loopback address
+(127.0.0.1, ::1, localhost, on any port). A redirect elsewhere drops it (aiohttp).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,6 +38,8 @@ BACKOFF_SECONDS = 0.5
 TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=5.0, sock_read=30.0)
 UPLOAD_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=5.0, sock_read=120.0)
 POOL_SIZE = 256
+DEFAULT_PORTS = {"http": 80, "https": 443}
+META_DOMAINS = ("fbsbx.com", "facebook.com", "fbcdn.net", "whatsapp.net", "whatsapp.com")
 
 
 class GraphError(Exception):
@@ -160,8 +167,11 @@ class Graph:
     async def download(self, url: str, limit: int) -> bytes | None:
         """The bytes at a media URL the API gave (None when larger than `limit`)."""
         assert self._session is not None
-        if not self._may_carry_token(url):
-            raise GraphError(0, "the media URL is neither https nor on the API's host")
+        if not may_carry_token(url, self.base):
+            host = urlsplit(url).hostname or "?"
+            raise GraphError(0, f"the media URL's host ({host}) is not one the access token may "
+                                "be sent to (the API's own, Meta's over https, or loopback for a "
+                                "local API)")
         try:
             async with self._session.get(url, timeout=UPLOAD_TIMEOUT) as response:
                 if response.status >= 400:
@@ -176,10 +186,6 @@ class Graph:
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise GraphError(0, f"media download failed ({type(exc).__name__})") from exc
 
-    def _may_carry_token(self, url: str) -> bool:
-        parts, base = urlsplit(url), urlsplit(self.base)
-        return parts.scheme == "https" or (parts.scheme, parts.netloc) == (base.scheme, base.netloc)
-
     async def phone_number(self) -> dict[str, Any]:
         """GET /{phone-number-id}: proves the token and the id (doctor, start-up)."""
         answer = await self.request("GET", self.url(self.phone_number_id), params={
@@ -190,3 +196,35 @@ class Graph:
         answer = await self.request("GET", self.url(business_account_id, "subscribed_apps"))
         data = answer.get("data") if isinstance(answer, dict) else None
         return data if isinstance(data, list) else []
+
+
+def _loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _meta_host(host: str | None) -> bool:
+    host = (host or "").lower().rstrip(".")
+    return any(host == domain or host.endswith("." + domain) for domain in META_DOMAINS)
+
+
+def may_carry_token(url: str, base: str) -> bool:
+    """Whether a media URL the API answered may be fetched with the access token."""
+    try:
+        parts, api = urlsplit(url), urlsplit(base)
+        if parts.scheme not in DEFAULT_PORTS:
+            return False
+        if (parts.scheme, parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme]) == (
+                api.scheme, api.hostname, api.port or DEFAULT_PORTS.get(api.scheme)):
+            return True
+        if parts.scheme == "https" and _meta_host(parts.hostname):
+            return True
+        return _loopback(api.hostname) and _loopback(parts.hostname)
+    except ValueError:   # a port out of range, a malformed address
+        return False

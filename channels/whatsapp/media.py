@@ -3,9 +3,11 @@
 A message names its media by id: `GET /{media-id}` (with the access token) answers the file's
 short-lived URL, declared type, size and SHA-256, and `GET url` (with the token again) the bytes.
 The declared size is checked against `[media]` before downloading, the download stops once it
-passes the limit, and the bytes must match the declared SHA-256. The type the platform declares
-is only a hint: the core reads the content (bot/media). This runs only once the agent has
-admitted the sender (`IncomingMessage.download`), so a stranger's file is never fetched.
+passes the limit, and the bytes must match the declared SHA-256 (when one is declared: an absent
+or ill-formed hash is not checked). The URL gets the token only where graph.py allows. The type
+the platform declares is only a hint: the core reads the content (bot/media). This runs only
+once the agent has admitted the sender (`IncomingMessage.download`), so a stranger's file is
+never fetched.
 
 Stickers, locations and other kinds the bot cannot use become `UnavailablePart`s with a polite
 reason (a Phrase: the core tells the sender in their language) and makes no model call.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import re
 from typing import Any
 
 from bot.core.events import AudioPart, DocumentPart, ImagePart, Part, UnavailablePart
@@ -105,17 +108,33 @@ class Attachments:
                                                     limit=size_phrase(limit)))
             data = await self.graph.download(info["url"], limit)
         except GraphError as exc:
-            log.warning("whatsapp: downloading an attachment failed (%s)", exc.code or "network")
+            log.warning("whatsapp: downloading an attachment failed: %s", exc)   # no URL in it
             return UnavailablePart(name, Phrase(texts.MEDIA_FAILED))
         if data is None:
             over = Phrase(texts.MEDIA_OVER, size=size_phrase(limit))
             return UnavailablePart(name, Phrase(texts.MEDIA_TOO_LARGE, size=over,
                                                 limit=size_phrase(limit)))
-        expected = str(info.get("sha256") or "")
-        digest = hashlib.sha256(data).digest()
-        # Meta writes the hash in hex in some answers and in base64 in others.
-        if expected and expected.lower() != digest.hex() and expected != base64.b64encode(
-                digest).decode():
+        declared = declared_sha256(info.get("sha256"))
+        if declared is not None and declared != hashlib.sha256(data).digest():
             log.warning("whatsapp: an attachment did not match its declared SHA-256")
             return UnavailablePart(name, Phrase(texts.MEDIA_FAILED))
         return data
+
+
+def declared_sha256(value: Any) -> bytes | None:
+    """The 32-byte digest the media lookup declared (Meta writes it in hex in some answers and
+    in base64 in others); None when absent or not a SHA-256 at all, which is then not checked
+    (the download came from Meta with our token; only a real hash can prove it wrong)."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if re.fullmatch(r"[0-9a-fA-F]{64}", text):
+        return bytes.fromhex(text)
+    if re.fullmatch(r"[A-Za-z0-9+/_-]{43}=?", text):
+        try:
+            digest = base64.urlsafe_b64decode(text.replace("+", "-").replace("/", "_")
+                                              .rstrip("=") + "=")
+        except ValueError:
+            return None
+        return digest if len(digest) == 32 else None
+    return None

@@ -16,6 +16,9 @@ card body 1,024, three buttons of ≤ 20 characters, ids ≤ 256, list rows ≤ 
 window: a free-form message to someone who has not written (through the driver, or `opened`)
 within 24 hours is refused with 131047; templates pass, when their name is in `templates`.
 `rate_limit(n)` refuses the next n messages with 130429, `refuse_next(code, n)` with any code.
+Media: `await serve_media_elsewhere("localhost")` answers media URLs on a second port of this
+server under that host name (Meta's URLs are on another host than the API's); `sha256_of`
+gives the hash a media lookup declares (None: none declared).
 """
 
 from __future__ import annotations
@@ -104,6 +107,8 @@ class FakeWhatsApp:
     refused: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     last_inbound: dict[str, float] = field(default_factory=dict)
     base_url: str = ""
+    media_url: str = ""     # where media URLs point ("": base_url)
+    sha256_of: Callable[[bytes], str | None] = lambda data: hashlib.sha256(data).hexdigest()
 
     def __post_init__(self) -> None:
         self._media: dict[str, tuple[bytes, str]] = {}
@@ -120,6 +125,15 @@ class FakeWhatsApp:
         await site.start()
         self.base_url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
         return self
+
+    async def serve_media_elsewhere(self, host: str = "localhost") -> str:
+        """Media URLs from now on name `host` and a second port of this server; that base."""
+        assert self._runner is not None
+        before = {address[1] for address in self._runner.addresses}
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        (port,) = {address[1] for address in self._runner.addresses} - before
+        self.media_url = f"http://{host}:{port}"
+        return self.media_url
 
     async def __aexit__(self, *exc: object) -> None:
         if self._runner is not None:
@@ -203,10 +217,12 @@ class FakeWhatsApp:
                 "name": "myclaw test app", "id": "42"}}]})
         if len(parts) == 1 and parts[0] in self._media and request.method == "GET":
             data, mime = self._media[parts[0]]
-            return web.json_response({"url": f"{self.base_url}/_media/{parts[0]}",
-                                      "mime_type": mime, "sha256": hashlib.sha256(data).hexdigest(),
-                                      "file_size": len(data), "id": parts[0],
-                                      "messaging_product": "whatsapp"})
+            info = {"url": f"{self.media_url or self.base_url}/_media/{parts[0]}",
+                    "mime_type": mime, "sha256": self.sha256_of(data), "file_size": len(data),
+                    "id": parts[0], "messaging_product": "whatsapp"}
+            if info["sha256"] is None:
+                del info["sha256"]
+            return web.json_response(info)
         return _error(100, "Unsupported request", 400)
 
     def _media_bytes(self, media_id: str) -> web.StreamResponse:

@@ -4,6 +4,12 @@ refused politely without a model call; nothing fetched for a stranger; files sen
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
+import pytest
+
+from channels.whatsapp.graph import may_carry_token
 from tests.channels.whatsapp.conftest import ADA, BOB
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.stt_server import FakeSTT
@@ -101,3 +107,56 @@ async def test_send_file_uploads_an_image_as_an_image_and_text_as_a_document(
     assert set(kinds) == {"image", "document"}
     assert kinds["document"].body["document"]["filename"] == "notes.md"
     assert {u.filename for u in wa.uploads} == {"chart.png", "notes.md"}
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
+async def test_a_photo_served_on_another_loopback_port_is_downloaded(bot, wa, fake_anthropic,
+                                                                     host):
+    started = await bot()
+    await wa.serve_media_elsewhere(host)   # Meta's media URLs are not on the API's host either
+    fake_anthropic.script(text("A small picture."))
+    await started.driver.media(ADA, "image", png(), "image/png")
+    await wa.wait_for(lambda m: m.to == ADA and m.text == "A small picture.")
+    assert "image" in [block["type"] for block in user_blocks(fake_anthropic)]
+    assert len(wa.downloads) == 1
+
+
+@pytest.mark.parametrize(("declared", "fetched"), [
+    (lambda data: hashlib.sha256(data).hexdigest().upper(), True),
+    (lambda data: base64.b64encode(hashlib.sha256(data).digest()).decode(), True),
+    (lambda data: None, True),                       # none declared: nothing to check
+    (lambda data: "not-a-hash", True),               # not a SHA-256: nothing to check
+    (lambda data: hashlib.sha256(b"other bytes").hexdigest(), False),   # a real mismatch
+])
+async def test_a_download_is_refused_only_when_a_real_sha256_does_not_match(
+        bot, wa, fake_anthropic, declared, fetched):
+    started = await bot()
+    wa.sha256_of = declared
+    fake_anthropic.script(text("A small picture."))
+    await started.driver.media(ADA, "image", png(), "image/png", caption="what is this?")
+    answer = await wa.wait_for(lambda m: m.to == ADA)
+    if fetched:
+        assert answer.text == "A small picture."
+        assert "image" in [block["type"] for block in user_blocks(fake_anthropic)]
+    else:
+        assert "the download from WhatsApp failed" in answer.text
+        assert fake_anthropic.requests == []
+
+
+@pytest.mark.parametrize(("url", "api", "allowed"), [
+    ("http://127.0.0.1:4000/m", "http://127.0.0.1:4000", True),           # the API's own origin
+    ("http://localhost:5000/m", "http://127.0.0.1:4000", True),           # loopback, local API
+    ("http://[::1]:5000/m", "http://localhost:4000", True),
+    ("https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=1",
+     "https://graph.facebook.com", True),                                 # Meta's media host
+    ("https://graph.facebook.com:443/m", "https://graph.facebook.com", True),
+    ("http://lookaside.fbsbx.com/m", "https://graph.facebook.com", False),   # not over TLS
+    ("https://lookaside.fbsbx.com.evil.example/m", "https://graph.facebook.com", False),
+    ("https://evil.example/m", "https://graph.facebook.com", False),      # any other host
+    ("http://127.0.0.1:8080/m", "https://graph.facebook.com", False),     # this machine: no
+    ("http://10.0.0.5:4000/m", "http://127.0.0.1:4000", False),
+    ("file:///etc/passwd", "http://127.0.0.1:4000", False),
+    ("http://127.0.0.1:99999/m", "http://127.0.0.1:4000", False),
+])
+def test_the_access_token_goes_only_where_meta_or_a_local_api_serves_media(url, api, allowed):
+    assert may_carry_token(url, api) is allowed
