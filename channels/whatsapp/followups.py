@@ -89,21 +89,28 @@ class Followups:
         sink = self._make_sink(wa_id)
         tr = sink.tr
         try:
-            for message in held:
+            for index, message in enumerate(held):
                 if message.kind == "approval":
                     view = ApprovalView(**json.loads(message.text))
                     if view.id in await pending(view.channel):
                         await self._say(wa_id, tr._(texts.HELD_APPROVAL))
-                        await sink.emit(ApprovalNeeded(view))
+                        await sink.emit(ApprovalNeeded(view))   # a failure is held again
                     continue
                 intro = tr._(texts.FAILED_REPLY, reason=message.reason) \
                     if message.kind == "failed" else tr._(texts.HELD_INTRO)
-                await self._say(wa_id, f"{intro}\n\n{message.text}")
+                if not await self._say(wa_id, f"{intro}\n\n{message.text}"):
+                    for again in held[index:]:   # still not deliverable: kept for next time
+                        await self._held.hold(again.recipient, again.kind, again.text,
+                                              again.reason, again.approval_id)
+                    return
         finally:
             await sink.close()
 
-    async def _say(self, wa_id: str, text: str) -> None:
+    async def _say(self, wa_id: str, text: str) -> bool:
         try:
             await self._messenger.send_markdown(wa_id, text)
+            return True
         except (DeliveryError, OutsideWindow):
-            log.warning("whatsapp: could not deliver a held message to %s", wa_id, exc_info=True)
+            log.warning("whatsapp: could not deliver a held message to %s; kept for their next "
+                        "message", wa_id, exc_info=True)
+            return False

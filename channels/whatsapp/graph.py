@@ -75,12 +75,12 @@ def _retryable(exc: GraphError) -> bool:
 
 class Graph:
     def __init__(self, base_url: str, version: str, phone_number_id: str, token: str, *,
-                 backoff: float = BACKOFF_SECONDS):
+                 backoff: float | None = None):
         self.base = base_url.rstrip("/")
         self.version = version
         self.phone_number_id = str(phone_number_id)
         self._token = token
-        self._backoff = backoff
+        self._backoff = BACKOFF_SECONDS if backoff is None else backoff
         self._session: aiohttp.ClientSession | None = None
 
     async def open(self) -> None:

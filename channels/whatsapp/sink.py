@@ -10,7 +10,11 @@ the agent works, the person sees the typing indicator (with the read receipt of 
   its command ("c:/pair allow …"), run as if the tapper had typed it.
 - FileOut: uploaded, as an image when WhatsApp shows it as one, else as a document.
 - SpeechOut: the spoken answer as a voice note (OGG/Opus audio), after its text.
-A failed delivery is logged and never raised into the agent's turn.
+A delivery that still fails after the Graph client's retries and the plain-text fallback (a
+rate limit that does not lift, an outage) is never raised into the agent's turn, and never
+lost: it is logged and held for the person's next message (`agent.held`, as for a `failed`
+status: "My last message did not reach you …"); an approval request held so comes back as its
+card while it is still pending.
 
 The 24-hour window. A sink for a conversation someone is having (`attended`) is inside it: the
 person just wrote. Any other sink (a job's run, an approver's copy, a note about pairing) may be
@@ -49,6 +53,7 @@ from bot.core.identity import Sender
 from bot.core.ports import HeldPort
 from bot.language.translator import Translator
 from channels.whatsapp import approvals, texts
+from channels.whatsapp.graph import GraphError
 from channels.whatsapp.rendering import Part, plain_of
 from channels.whatsapp.sending import DeliveryError, Messenger, OutsideWindow
 
@@ -66,6 +71,12 @@ class SinkSettings:
     typing_delay: float = 0.4          # instant answers (commands, ignored senders) show none
     typing_interval: float = 20.0      # WhatsApp shows the indicator for up to 25 s
     typing_idle_limit: float = 150.0   # stop if nothing happened for this long
+
+
+def _reason(exc: DeliveryError) -> str:
+    """What WhatsApp said, for the person and the log (never a URL or the token)."""
+    cause = exc.__cause__
+    return cause.message if isinstance(cause, GraphError) else str(exc)
 
 
 def notice_buttons(text: str, buttons: tuple[Button, ...], tr: Translator) -> dict | None:
@@ -124,9 +135,35 @@ class ChatSink:
         self._last_activity = time.monotonic()
         try:
             await self._render(event)
-        except DeliveryError:
-            log.warning("whatsapp: could not deliver %s to %s", type(event).__name__,
-                        self.wa_id, exc_info=True)
+        except DeliveryError as exc:
+            await self._hold_failed(event, exc)
+
+    async def _hold_failed(self, event: Event, exc: DeliveryError) -> None:
+        """What could not be delivered, held for when the person next writes."""
+        reason = _reason(exc)
+        if isinstance(event, ApprovalNeeded | ApprovalBatchNeeded):
+            views = (event.approval,) if isinstance(event, ApprovalNeeded) else event.approvals
+            for view in views:
+                await self._held.hold(self.recipient, "approval", json.dumps(asdict(view)),
+                                      reason, view.id)
+        elif isinstance(event, Notice):
+            await self._held.hold(self.recipient, "failed", plain_of(self.tr.say(event.text)),
+                                  reason)
+        elif isinstance(event, FileOut):
+            said = f"📎 {event.name}" + (f"\n{event.caption}" if event.caption else "")
+            await self._held.hold(self.recipient, "failed", said, reason)
+        else:
+            log.warning("whatsapp: could not deliver %s to %s (%s)", type(event).__name__,
+                        self.wa_id, reason)
+            return
+        log.warning("whatsapp: %s to %s not delivered (%s); held for their next message",
+                    type(event).__name__, self.wa_id, reason)
+
+    async def _hold_text(self, text: str, exc: DeliveryError) -> None:
+        reason = _reason(exc)
+        await self._held.hold(self.recipient, "failed", plain_of(text), reason)
+        log.warning("whatsapp: a message to %s not delivered (%s); held for their next message",
+                    self.wa_id, reason)
 
     async def _render(self, event: Event) -> None:
         if isinstance(event, TextDelta):
@@ -171,8 +208,11 @@ class ChatSink:
             await self._markdown(text, "job")
 
     async def _markdown(self, text: str, kind: str) -> None:
-        await self._guarded(kind, text, lambda: self._messenger.send_markdown(
-            self.wa_id, text, kind=self._kind(kind)))
+        try:
+            await self._guarded(kind, text, lambda: self._messenger.send_markdown(
+                self.wa_id, text, kind=self._kind(kind)))
+        except DeliveryError as exc:
+            await self._hold_text(text, exc)
         self._last_sent = text
 
     async def _guarded(self, kind: str, text: str, send: Callable[[], Awaitable[object]]) -> bool:

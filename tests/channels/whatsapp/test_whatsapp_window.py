@@ -16,7 +16,7 @@ from bot.jobs.runner import AgentJobRunner
 from bot.jobs.schedule import parse_at
 from bot.jobs.scheduler import Scheduler
 from bot.ops.cli.jobs import jobs_list
-from channels.whatsapp import texts
+from channels.whatsapp import graph, texts
 from channels.whatsapp.graph import Graph
 from channels.whatsapp.sending import Messenger, OutsideWindow
 from tests.channels.whatsapp.conftest import ADA, EVE
@@ -158,10 +158,10 @@ async def test_a_message_with_an_old_timestamp_is_answered_and_a_reminder_after_
 
 async def test_the_window_is_known_closed_only_for_unattended_sends_a_day_after_we_received(wa):
     clock = Clock(1_000_000.0)
-    graph = Graph(wa.base_url, wa.version, wa.phone_number_id, wa.token)
-    await graph.open()
+    api = Graph(wa.base_url, wa.version, wa.phone_number_id, wa.token)
+    await api.open()
     try:
-        messenger = Messenger(graph, Outbox(), {}, "en", clock)
+        messenger = Messenger(api, Outbox(), {}, "en", clock)
         messenger.seen(ADA, clock())           # received by our clock, whatever its timestamp
         clock.now += DAY + 60
         wa.opened(ADA)                         # WhatsApp's view: the person wrote again since
@@ -174,4 +174,38 @@ async def test_the_window_is_known_closed_only_for_unattended_sends_a_day_after_
             await messenger.send_markdown(EVE, "A copy for you.", kind="approval")
         assert [code for code, _ in wa.refused] == [131047]
     finally:
-        await graph.close()
+        await api.close()
+
+
+async def test_a_reply_still_refused_after_the_retries_is_held_and_said_after_the_next_message(
+        bot, wa, fake_anthropic, caplog, monkeypatch):
+    monkeypatch.setattr(graph, "BACKOFF_SECONDS", 0.0)   # the retries, without their waits
+    started = await bot()
+    wa.rate_limit(graph.ATTEMPTS)                        # every try of the reply: 130429
+    with caplog.at_level(logging.WARNING, logger="channels.whatsapp"):
+        await started.driver.text(ADA, "hello")
+        await started.channel.intake.idle()
+    assert wa.texts_to(ADA) == [] and [code for code, _ in wa.refused] == [130429] * 4
+    assert any("held for their next message" in r.getMessage() for r in caplog.records)
+    await started.driver.text(ADA, "are you there?")
+    await wa.wait_for(lambda m: m.to == ADA and m.text == "ok: are you there?")
+    report, answer = wa.texts_to(ADA)
+    assert report.startswith("My last message did not reach you (WhatsApp said: Rate limit hit")
+    assert report.endswith("ok: hello") and answer == "ok: are you there?"
+
+
+async def test_a_held_reply_that_fails_again_is_kept_for_the_message_after(
+        bot, wa, fake_anthropic, monkeypatch):
+    monkeypatch.setattr(graph, "BACKOFF_SECONDS", 0.0)
+    started = await bot()
+    wa.rate_limit(graph.ATTEMPTS)
+    await started.driver.text(ADA, "hello")
+    await started.channel.intake.idle()
+    wa.rate_limit(graph.ATTEMPTS)                        # the held reply is refused again
+    await started.driver.text(ADA, "still there?")
+    await wa.wait_for(lambda m: m.to == ADA and m.text == "ok: still there?")
+    await started.driver.text(ADA, "and now?")
+    await wa.wait_for(lambda m: m.to == ADA and m.text == "ok: and now?")
+    first, report, last = wa.texts_to(ADA)
+    assert first == "ok: still there?" and last == "ok: and now?"
+    assert report.startswith("My last message did not reach you") and "ok: hello" in report
