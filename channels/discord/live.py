@@ -169,3 +169,49 @@ class LiveAnswer:
         self._messages.append(sent)
         self._shown.append(chunk)
         self._edited_at.append(self._settings.clock())
+
+
+class StatusLine:
+    """The tool status line below a step's text: one message, edited in place at most once per
+    `interval` like the streamed answer. A change arriving sooner (two tools started and
+    finished within milliseconds) waits for its turn in the background, and only the newest
+    text is then shown; `settle` (at the turn's end) waits for that last edit."""
+
+    def __init__(self, message: discord.Message, text: str, settings: StreamSettings):
+        self._message = message
+        self._settings = settings
+        self._shown = self._wanted = text
+        self._edited_at = settings.clock()
+        self._task: asyncio.Task[None] | None = None
+
+    async def show(self, text: str) -> None:
+        self._wanted = text
+        if self._task is not None and not self._task.done():
+            return              # the waiting edit will show the newest text
+        if self._settings.clock() - self._edited_at >= self._settings.interval:
+            await self._edit()
+        elif self._wanted != self._shown:
+            self._task = asyncio.create_task(self._later())
+
+    async def settle(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            await asyncio.wait({task})
+
+    async def _later(self) -> None:
+        try:
+            while self._wanted != self._shown:
+                wait = self._edited_at + self._settings.interval - self._settings.clock()
+                if wait > 0:
+                    await self._settings.sleep(wait)   # Discord's edit rate, not synchronisation
+                await self._edit()
+        except Exception:   # a task of its own: nobody else would see it fail
+            log.warning("discord: the tool status line could not be edited", exc_info=True)
+
+    async def _edit(self) -> None:
+        text = self._wanted
+        if text == self._shown:
+            return
+        self._edited_at = self._settings.clock()
+        await self._message.edit(content=text, allowed_mentions=NO_MENTIONS)
+        self._shown = text

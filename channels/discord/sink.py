@@ -35,7 +35,7 @@ from bot.core.events import (
 from bot.language.catalogs import N_
 from bot.language.translator import Translator
 from channels.discord.buttons import view_for
-from channels.discord.live import LiveAnswer, StreamSettings
+from channels.discord.live import LiveAnswer, StatusLine, StreamSettings
 from channels.discord.rendering import split_message
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,6 @@ class ApprovalDesk(Protocol):
     def reader(self, outlet: Outlet) -> Translator: ...
 
 NO_MENTIONS = discord.AllowedMentions.none()
-STATUS_MIN_INTERVAL = 1.2       # seconds between edits of the tool status line (rate limits)
 DM_REFUSED = N_("I couldn't send you a direct message — allow DMs from server members and try "
                 "again.")
 
@@ -225,7 +224,8 @@ class TurnSink:
     """The `bot.core.events.Sink` of one turn (or of the continuation after an approval tap).
 
     Streamed text is shown as it is written (channels.discord.live: a message edited in place
-    at most once per 1.2 s, continued in follow-up messages past 2,000 characters). Text the
+    at most once per 1.2 s, continued in follow-up messages past 2,000 characters); tool
+    progress is a status line edited at the same rate, showing the newest state. Text the
     model writes before calling a tool ("Let me check…") is finished when the tool starts or
     asks for approval, so it stays above the status line or the buttons; the final answer
     replaces the streamed text with `Done`, whole.
@@ -238,8 +238,8 @@ class TurnSink:
         self._stream = stream or StreamSettings()
         self._live: LiveAnswer | None = None  # the current model step's text, as streamed
         self._step_text = ""                 # what was posted from the current step
-        self._status: discord.Message | None = None
-        self._status_edited_at = 0.0
+        self._status: StatusLine | None = None     # the current step's tool status line
+        self._status_lines: list[StatusLine] = []  # this turn's, settled at its end
 
     async def emit(self, event: Event) -> None:
         if self.outlet.client.is_closed():
@@ -276,15 +276,22 @@ class TurnSink:
         """End of the handling: nothing is left streaming."""
         if self._live is not None:
             await self._live.close()
+        await self._settle_status()
+
+    async def _settle_status(self) -> None:
+        """Each status line shows its last text (its edit waits for the edit rate)."""
+        lines, self._status_lines = self._status_lines, []
+        for line in lines:
+            await line.settle()
 
     async def _render(self, event: Event) -> None:
         if isinstance(event, Done):
             if self._live is not None:
                 await self._finish_step_text(event.text)
-                return
             # Waiting for approval, Done repeats the step's text: it is already above the buttons.
-            if event.text.strip() and event.text.strip() != self._step_text.strip():
+            elif event.text.strip() and event.text.strip() != self._step_text.strip():
                 await self.outlet.send(event.text)
+            await self._settle_status()   # the answer first; the status line's last edit after
             return
         await self._finish_step_text()
         if isinstance(event, Notice):
@@ -308,22 +315,22 @@ class TurnSink:
 
     async def _on_tool(self, event: Event) -> None:
         if isinstance(event, ToolStarted):
-            await self._set_status(f"⚙️ `{event.tool}` …", force=True)
+            await self._set_status(f"⚙️ `{event.tool}` …")
         elif isinstance(event, ToolProgress):
-            await self._set_status(f"⚙️ `{event.tool}` — {event.text}"[:1900], force=False)
+            await self._set_status(f"⚙️ `{event.tool}` — {event.text}"[:1900])
         elif isinstance(event, ToolFinished):
             mark = "✅" if event.ok else "⚠️"
             said = self.desk.reader(self.outlet).say(event.summary) if event.summary else ""
             detail = f" — {said}" if said else ""
-            await self._set_status(f"{mark} `{event.tool}`{detail}"[:1900], force=True)
+            await self._set_status(f"{mark} `{event.tool}`{detail}"[:1900])
 
-    async def _set_status(self, text: str, *, force: bool) -> None:
-        """One status message per turn, edited in place; progress edits are throttled."""
-        now = self._stream.clock()
+    async def _set_status(self, text: str) -> None:
+        """One status message per step, edited in place at most once per interval: a change
+        sooner than that is shown (the newest one) when the interval has passed."""
         if self._status is None:
-            self._status = await self.outlet.send(text)
-        elif force or now - self._status_edited_at >= STATUS_MIN_INTERVAL:
-            await self._status.edit(content=text, allowed_mentions=NO_MENTIONS)
-        else:
+            message = await self.outlet.send(text)
+            if message is not None:
+                self._status = StatusLine(message, text, self._stream)
+                self._status_lines.append(self._status)
             return
-        self._status_edited_at = now
+        await self._status.show(text)

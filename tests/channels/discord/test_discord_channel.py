@@ -152,6 +152,8 @@ async def test_tool_progress_is_one_status_message_edited_in_place(start, discor
     await start(agent)
     await discord_fake.send_message(author_id=USER, content="read a", channel_id=USER_DM)
     await discord_fake.wait_for_text(USER_DM, "Here it is.")
+    # Edits of the status line are at most one per interval: its last one may follow the answer.
+    await discord_fake.wait_for_text(USER_DM, "✅ `fs_read` — read 3 lines")
     status, answer = discord_fake.bot_messages(USER_DM)
     assert status["content"] == "✅ `fs_read` — read 3 lines" and answer["content"] == "Here it is."
     assert len(discord_fake.requests_to("POST", f"/channels/{USER_DM}/messages")) == 2
@@ -316,6 +318,7 @@ async def test_text_before_a_tool_and_the_final_answer_are_both_shown_in_order(s
     await start(agent)
     await discord_fake.send_message(author_id=USER, content="time?", channel_id=USER_DM)
     await discord_fake.wait_for_bot_messages(USER_DM, count=3)
+    await discord_fake.wait_for_text(USER_DM, "✅ `time_now`")   # the status line's last edit
     posted = [m["content"] for m in discord_fake.bot_messages(USER_DM)]
     assert posted == ["OK.", "✅ `time_now`", "OK."]
 

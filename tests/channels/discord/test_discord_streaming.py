@@ -171,6 +171,8 @@ async def test_tool_progress_is_a_status_line_between_the_text_before_and_the_an
         TextDelta("It has "), TextDelta("3 lines."), Done("It has 3 lines.")))
     await ask(discord_fake)
     await discord_fake.wait_for_text(USER_DM, "It has 3 lines.")
+    await discord_fake.wait_for(lambda: "✅ `fs_read` — 3 lines" in [
+        m["content"] for m in discord_fake.bot_messages(USER_DM)])   # its edit waits its turn
     posted = [m["content"] for m in discord_fake.bot_messages(USER_DM)]
     assert posted == ["Let me look.", "✅ `fs_read` — 3 lines", "It has 3 lines."]
 
@@ -200,3 +202,23 @@ async def test_a_message_that_can_no_longer_be_edited_still_gets_the_final_answe
     await ask(discord_fake)
     await discord_fake.wait_for_text(USER_DM, "The final answer.")
     assert [m["content"] for m in discord_fake.bot_messages(USER_DM)] == ["The final answer."]
+
+
+async def test_two_tools_in_one_step_edit_their_status_line_at_most_once_per_interval(
+        start, discord_fake):
+    await start(StreamingAgent(
+        ToolStarted("c1", "fs_read", {"path": "a"}), ToolFinished("c1", "fs_read", True, "3 lines"),
+        ToolStarted("c2", "fs_list", {"path": "."}), ToolProgress("c2", "fs_list", "half way"),
+        ToolFinished("c2", "fs_list", True, "2 files"),
+        TextDelta("Read and listed."), Done("Read and listed.")))
+    await ask(discord_fake)
+    await discord_fake.wait_for_text(USER_DM, "Read and listed.")
+    status = discord_fake.bot_messages(USER_DM)[0]
+    await discord_fake.wait_for(lambda: discord_fake.bot_messages(USER_DM)[0]["content"]
+                                == "✅ `fs_list` — 2 files")   # its last edit waits its turn
+    (posted,) = [r for r in posts(discord_fake) if r.json["content"].startswith("⚙️ `fs_read`")]
+    times = [posted.at] + [r.at for r in edits(discord_fake, status["id"])]
+    assert len(times) >= 2
+    assert all(later - earlier >= INTERVAL - 1e-9 for earlier, later in itertools.pairwise(times))
+    assert [m["content"] for m in discord_fake.bot_messages(USER_DM)] == [
+        "✅ `fs_list` — 2 files", "Read and listed."]
