@@ -192,6 +192,7 @@ SCHEMA: dict[str, Any] = _obj({
         "port": {"type": "integer", "minimum": 0, "maximum": 65535},
         "slash_command": {"type": "string", "pattern": "^(/[a-z0-9_-]{1,31})?$"},
         "streaming": {"type": "boolean"},
+        "locale_hint": {"type": "boolean"},
     }),
     "tools": {
         "type": "object",

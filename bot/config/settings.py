@@ -77,11 +77,12 @@ DEFAULTS: dict[str, Any] = {
     "discord": {"enabled": True, "guilds": [], "roles": {}, "approvals_in_dm": False,
                 "guild_ready_timeout": 2.0, "shard_count": 0, "shard_ids": []},
     # Socket Mode needs no public URL; "events" serves the Events API on listen:port.
-    # groups: Slack user group id -> autonomy; slash_command: "" = none, else e.g. "/myclaw".
+    # groups: Slack user group id -> autonomy; slash_command: "" = none, else e.g. "/myclaw";
+    # locale_hint: each person's Slack language (users.info, scope users:read), asked once.
     "slack": {"enabled": True, "base_url": "https://slack.com/api/", "mode": "socket",
               "team_id": "", "channels": [], "groups": {}, "webhook_path": "/slack/events",
               "listen": "127.0.0.1", "port": 3000, "slash_command": "/myclaw",
-              "streaming": True},
+              "streaming": True, "locale_hint": True},
     "tools": {
         "custom_paths": [],
         "shell_run": {"timeout_seconds": 60, "max_output_bytes": 50_000, "cpu_seconds": 60,

@@ -41,6 +41,7 @@ from channels.slack.events import EventsServer
 from channels.slack.groups import UserGroups
 from channels.slack.intake import RowState, SlackIntake
 from channels.slack.live import Streaming
+from channels.slack.locales import UserLocales
 from channels.slack.media import Files
 from channels.slack.reading import Reader, Reading, Threads, parse_chat
 from channels.slack.sending import DeliveryError, Poster, error_code, web_client
@@ -104,6 +105,7 @@ class SlackChannel:
         self._taps: TapHandler | None = None
         self._files: Files | None = None
         self._groups: UserGroups | None = None
+        self._locales: UserLocales | None = None
         self._bolt: AsyncApp | None = None
         self._socket: SocketReceiver | None = None
         self._events: EventsServer | None = None
@@ -167,6 +169,8 @@ class SlackChannel:
         self._files = Files(bot_token, section["base_url"], self.config["media"])
         if section["groups"]:
             self._groups = UserGroups(client, section["groups"])
+        if section["locale_hint"]:
+            self._locales = UserLocales(client)
         bolt = AsyncApp(client=client, process_before_response=True,
                         request_verification_enabled=False, url_verification_enabled=False,
                         ssl_check_enabled=False)
@@ -226,10 +230,12 @@ class SlackChannel:
         message = reading.message
         if not message.text and not reading.files:
             message = dataclasses.replace(message, text=BARE_MENTION)
-        roles = await self._groups.of(reading.target.user_id) if self._groups else ()
+        user = reading.target.user_id
+        roles = await self._groups.of(user) if self._groups else ()
+        hint = await self._locales.of(user) if self._locales else ""
         files, fetch = reading.files, self._files
         message = dataclasses.replace(
-            message, roles=roles, inbox_id=state.row_id,
+            message, roles=roles, inbox_id=state.row_id, language_hint=hint,
             # Fetched by the agent once it admits the sender: a stranger's file is never read.
             download=(lambda: fetch.parts(files)) if files and fetch is not None else None)
         sink = self._sink(reading.target)

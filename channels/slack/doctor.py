@@ -22,7 +22,7 @@ from channels.slack.sending import error_code, web_client
 Check = tuple[str, str, str]
 
 SCOPES = ("chat:write", "im:history", "im:write", "channels:history", "groups:history",
-          "files:read", "files:write", "usergroups:read", "commands")
+          "files:read", "files:write", "usergroups:read", "users:read", "commands")
 HELLO_TIMEOUT = 10.0
 
 
@@ -33,6 +33,8 @@ def required_scopes(config: ChannelConfig) -> list[str]:
         skip.add("usergroups:read")
     if not section["slash_command"]:
         skip.add("commands")
+    if not section["locale_hint"]:
+        skip.add("users:read")
     return [scope for scope in SCOPES if scope not in skip]
 
 

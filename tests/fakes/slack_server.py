@@ -41,7 +41,7 @@ TEAM = "T0TEAM"
 BOT_USER = "UBOT"
 BOT_ID = "BBOT"
 SCOPES = ("chat:write,im:history,im:write,channels:history,groups:history,files:read,files:write,"
-          "usergroups:read,commands")
+          "usergroups:read,users:read,commands")
 # The scopes each Web API method the channel calls needs, as Slack checks them (a call without
 # one gets `missing_scope`); conversations.replies needs the history scope of the channel's kind.
 METHOD_SCOPES: dict[str, tuple[str, ...]] = {
@@ -51,7 +51,7 @@ METHOD_SCOPES: dict[str, tuple[str, ...]] = {
     "chat.appendStream": ("chat:write",), "chat.stopStream": ("chat:write",),
     "conversations.open": ("im:write",),
     "conversations.replies": ("channels:history", "groups:history", "im:history"),
-    "usergroups.users.list": ("usergroups:read",),
+    "usergroups.users.list": ("usergroups:read",), "users.info": ("users:read",),
     "files.getUploadURLExternal": ("files:write",), "files.completeUploadExternal": ("files:write",),
 }
 HISTORY_SCOPE = {"C": "channels:history", "G": "groups:history", "D": "im:history"}
@@ -143,6 +143,7 @@ class FakeSlack:
         self.files: dict[str, bytes] = {}          # downloadable, by file id
         self.uploads: dict[str, Params] = {}       # uploaded by the bot, by file id
         self.usergroups: dict[str, list[str]] = {}
+        self.locales: dict[str, str] = {}          # a user's Slack language, by user id
         self.streaming = True
         self.scopes = SCOPES
         self.socket_url: str | None = None   # what apps.connections.open hands out, if not ours
@@ -442,6 +443,12 @@ class FakeSlack:
 
     def _m_usergroups_users_list(self, p: Params) -> Params:
         return {"users": self.usergroups.get(str(p["usergroup"]), [])}
+
+    def _m_users_info(self, p: Params) -> Params:
+        user: Params = {"id": str(p["user"]), "name": str(p["user"]).lower()}
+        if str(p.get("include_locale", "")).lower() in ("true", "1"):
+            user["locale"] = self.locales.get(str(p["user"]), "en-US")
+        return {"user": user}
 
     def _m_files_getUploadURLExternal(self, p: Params) -> Params:
         file_id = f"F{next(self._ids)}"

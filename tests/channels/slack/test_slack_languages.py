@@ -1,5 +1,5 @@
-"""Each person hears the bot in their own language on Slack (the one they chose with /language:
-Slack's payloads name no locale): an Italian requester's card, the Spanish approver's copy of
+"""Each person hears the bot in their own language on Slack (the one they chose with /language,
+else their Slack language, asked once with users.info): an Italian requester's card, the Spanish approver's copy of
 it, the outcome redrawn on each in its reader's words, what a tapper alone is told, a file
 refused and an error line. The real App and slack-bolt/slack-sdk in Socket Mode against the fake
 Slack and the fake Anthropic API."""
@@ -101,3 +101,36 @@ async def test_not_here_a_file_too_large_and_an_error_line_speak_the_persons_lan
     await sink.emit(ErrorEvent(Phrase("I'm restarting right now; please send that again in a "
                                       "minute.")))
     assert said(slack, dm_of(ADA), "⚠️ Mi sto riavviando proprio ora; rimandalo tra un minuto.")
+
+
+async def test_a_person_whose_slack_is_in_spanish_is_answered_in_spanish_and_asked_once(
+        bot, slack, fake_anthropic):
+    slack.locales[ADA] = "es-ES"
+    await bot(senders=SENDERS)
+    await slack.send("events_api", slack.dm_event(ADA, "/whoami"))
+    await slack.wait_until(lambda: said(slack, dm_of(ADA), "Autonomía: "))
+    await slack.send("events_api", slack.dm_event(ADA, "/whoami"))
+    await slack.wait_until(lambda: len([t for t in slack.texts_in(dm_of(ADA)) if "Autonomía: " in t]) == 2)
+    asked = slack.of("users.info")
+    assert [c.params["user"] for c in asked] == [ADA]
+    assert str(asked[0].params["include_locale"]).lower() in ("1", "true")
+
+
+async def test_without_the_users_read_scope_the_default_language_is_used_and_asked_once(
+        bot, slack, fake_anthropic):
+    slack.locales[ADA] = "it-IT"
+    slack.scopes = slack.scopes.replace(",users:read", "")
+    await bot(senders=SENDERS)
+    for _ in range(2):
+        await slack.send("events_api", slack.dm_event(ADA, "/whoami"))
+    await slack.wait_until(lambda: len([t for t in slack.texts_in(dm_of(ADA)) if "Autonomy: " in t]) == 2)
+    assert [c.error for c in slack.calls_of_errors("users.info")] == ["missing_scope"]
+    assert slack.of("users.info") == []
+
+
+async def test_a_chosen_language_outranks_the_slack_language(bot, slack, fake_anthropic):
+    slack.locales[BOB] = "es-ES"
+    await bot(senders=SENDERS)
+    await speak(slack, BOB, "it", "Con te parlo Italiano")
+    await slack.send("events_api", slack.dm_event(BOB, "/whoami"))
+    await slack.wait_until(lambda: said(slack, dm_of(BOB), "Autonomia: "))
