@@ -21,6 +21,7 @@ from pathlib import Path
 from bot.core.secrets.files import SecretFiles, inventory
 from bot.core.tool import CallContext, Risk, ToolPermissionError
 from tools._shell_risk import Verdict, _words
+from tools._shell_shapes import GIT_GRANTABLE_SHAPES, parse
 
 MAX_MASKS = 4096          # secret files one command can have masked
 SHOWN_IN_PREVIEW = 12     # secret files named in a preview before "and N more"
@@ -32,10 +33,10 @@ TOO_LARGE_HINT = ("Ask the user to approve this command, or to move large folder
 UNMASKED_NOTE = "If approved, it can read these secret files: {names}"
 MORE = " and {count} more"
 HISTORY_NOTE = "If approved, it can read the repository's history, secret files committed there included."
-# git subcommands that print no file content: an "Always" for git may cover them.
-GIT_GRANTABLE = frozenset({"add", "commit", "push", "pull", "fetch", "checkout", "switch",
-                           "branch", "merge", "rebase", "init", "clone", "rm", "mv", "restore",
-                           "reset", "status", "tag", "remote"})
+# git subcommands that print no file content: an "Always" for git may cover them, each with
+# the options of its shape (tools/_shell_shapes.py GIT_GRANTABLE_SHAPES).
+GIT_GRANTABLE = frozenset(GIT_GRANTABLE_SHAPES)
+MAX_CODE_DEPTH = 4        # `sh -c "sh -c '...'"`: deeper than this is not looked into
 
 
 def reads_secret_tree(workspace: str, verdict: Verdict, secrets: SecretFiles) -> bool:
@@ -83,11 +84,54 @@ def _has_repository(root: str) -> bool:
 
 def grantable(command: str, secrets: SecretFiles) -> bool:
     """May an "Always" for this command's programs cover it? Not when it names a secret file
-    or runs a git subcommand that can print what the repository holds (looked for anywhere in
-    the text: `sh -c "git show ..."` runs git too)."""
+    or runs git in a way that can print what the repository holds: a subcommand or an option
+    outside GIT_GRANTABLE_SHAPES (`status -v`, `commit --dry-run -v`, `add -p`, `stash show
+    -p`, `--exec`), looked for anywhere in the text (`sh -c "git show ..."` runs git too) and
+    in every quoted piece of code it carries, nor when that code hides what it runs."""
     if secrets.named_in(_words(command) or [command]):
         return False
-    return all(sub in GIT_GRANTABLE for sub in _GIT_CALL.findall(command + " "))
+    if not all(sub in GIT_GRANTABLE for sub in _GIT_CALL.findall(command + " ")):
+        return False
+    calls = _git_calls(command, 0)
+    return calls is not None and all(_grantable_git(args) for args in calls)
 
 
+def _grantable_git(args: list[str]) -> bool:
+    if not args or args[0] not in GIT_GRANTABLE_SHAPES:
+        return False
+    return not parse(f"git {args[0]}", GIT_GRANTABLE_SHAPES[args[0]], args[1:]).problem
+
+
+def _git_calls(text: str, depth: int) -> list[list[str]] | None:
+    """The arguments of every git call in a command line, and in every word of it that is
+    itself code (has spaces or shell operators: `sh -c '...'`); None when that cannot be known
+    (unparsable, nested too deep, or code that computes what it runs: `$g status -v`)."""
+    words = _words(text)
+    if words is None or depth > MAX_CODE_DEPTH:
+        return None
+    calls: list[list[str]] = []
+    segment: list[str] = []
+    for word in [*words, ";"]:
+        if word and set(word) <= _OPERATOR:
+            calls += [segment[i + 1:] for i, w in enumerate(segment) if _is_git(w)]
+            segment = []
+            continue
+        segment.append(word)
+        if depth and _HIDDEN.search(word):
+            return None
+        if _CODE.search(word):
+            inner = _git_calls(word, depth + 1)
+            if inner is None:
+                return None
+            calls += inner
+    return calls
+
+
+def _is_git(word: str) -> bool:
+    return word.rsplit("/", 1)[-1] == "git"
+
+
+_OPERATOR = set("();<>|&\n")
+_CODE = re.compile(r"[\s;&|()<>]")
+_HIDDEN = re.compile(r"[$`\\]")   # in quoted code: a variable, substitution or escape
 _GIT_CALL = re.compile(r"(?<![\w.-])git(?:\s+(\S*)|$)")

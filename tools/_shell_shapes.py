@@ -124,13 +124,15 @@ SHAPES: dict[str, Shape] = {
 
 # git: only these subcommands, each with its own shape. `log` prints commits, never a file's
 # content (no -p, -L, --cc, ...); `diff` only its summaries (names and counts) or two named
-# working-tree files (--no-index); `status` names. Everything else reads or changes the
-# repository in ways not listed here: high.
+# working-tree files (--no-index); `status` names (never -v/--verbose: that prints the staged
+# diff, -vv the unstaged one too, from the index where no mask reaches). Everything else reads
+# or changes the repository in ways not listed here: high.
 _GIT_SUMMARY = _set("--stat --shortstat --numstat --name-only --name-status --summary")
+_STATUS = Shape(flags="sbz", revisions=True, long=_set(
+    "--short --branch --long --ignored --show-stash --ahead-behind --no-ahead-behind"),
+    long_optional=_set("--porcelain --untracked-files --ignore-submodules"))
 GIT_SHAPES: dict[str, Shape] = {
-    "status": Shape(flags="sbvz", revisions=True, long=_set(
-        "--short --branch --long --ignored --show-stash --ahead-behind --no-ahead-behind "
-        "--verbose"), long_optional=_set("--porcelain --untracked-files --ignore-submodules")),
+    "status": _STATUS,
     "log": Shape(valued="n", numeric=True, revisions=True, long=_set(
         "--oneline --graph --decorate --no-decorate --all --reverse --no-merges --merges "
         "--first-parent --abbrev-commit --date-order --topo-order --follow --branches --tags "
@@ -141,6 +143,69 @@ GIT_SHAPES: dict[str, Shape] = {
         "--cached --staged --no-index --no-renames --ignore-all-space --ignore-space-change")),
 }
 GIT_SUMMARY = _GIT_SUMMARY
+
+# The git calls an "Always" may cover (tools/_shell_secrets.py `grantable`): these subcommands,
+# each only with options that print no file content (no diff, hunk or blob: `status -v`,
+# `commit --dry-run -v`, `add -p`, `checkout -p`), open no editor (whose buffer may be a diff),
+# read no file into git (`-F`, `--pathspec-from-file`) and run no program named on the command
+# line (`rebase --exec`, `fetch --upload-pack`, `clone --template`, signing). Anything else —
+# another option, an abbreviation (git takes `--verb` for `--verbose`), an optional value glued
+# to a short option (`-uno`) — is asked each time. Operands are not checked here (a secret
+# file's name is, by the caller).
+_PUSH_FETCH = _set("--all --prune --tags --no-tags --quiet --verbose --dry-run --force")
+GIT_GRANTABLE_SHAPES: dict[str, Shape] = {
+    "status": _STATUS,
+    "add": Shape(flags="AunfvN", long=_set(
+        "--all --no-all --update --dry-run --force --verbose --intent-to-add --ignore-errors "
+        "--ignore-missing --renormalize --ignore-removal --sparse --refresh"),
+        long_valued=_set("--chmod")),
+    "commit": Shape(flags="aqsnoi", valued="m", long=_set(
+        "--all --amend --no-edit --quiet --signoff --no-signoff --allow-empty "
+        "--allow-empty-message --no-verify --only --include --reset-author --no-verbose"),
+        long_valued=_set("--message --author --date --cleanup --fixup --squash")),
+    "push": Shape(flags="fnuqvd", long=_PUSH_FETCH | _set(
+        "--set-upstream --delete --follow-tags --no-verify --atomic"),
+        long_optional=_set("--force-with-lease --force-if-includes")),
+    "pull": Shape(flags="qv", long=_set(
+        "--no-rebase --ff-only --ff --no-ff --quiet --verbose --all --tags --prune --autostash "
+        "--no-autostash --no-edit --squash --stat --no-stat"),
+        long_optional=_set("--rebase")),
+    "fetch": Shape(flags="qvpPtf", long=_PUSH_FETCH | _set("--prune-tags --unshallow"),
+                   long_valued=_set("--depth")),
+    "checkout": Shape(flags="fqmt", valued="bB", long=_set(
+        "--force --quiet --track --no-track --detach --merge"),
+        long_valued=_set("--orphan")),
+    "switch": Shape(flags="dfqmt", valued="cC", long=_set(
+        "--detach --force --discard-changes --quiet --merge --track --no-track"),
+        long_valued=_set("--create --force-create --orphan")),
+    "branch": Shape(flags="avlrdDmMfqcC", valued="u", long=_set(
+        "--all --verbose --list --remotes --delete --move --copy --force --quiet "
+        "--show-current --unset-upstream"),
+        long_valued=_set("--set-upstream-to"),
+        long_optional=_set("--merged --no-merged --contains --no-contains --sort")),
+    "merge": Shape(flags="nq", valued="m", long=_set(
+        "--ff --no-ff --ff-only --no-edit --squash --abort --continue --quit --quiet --stat "
+        "--no-stat --no-commit --commit --no-verify --allow-unrelated-histories"),
+        long_valued=_set("--message")),
+    "rebase": Shape(flags="q", long=_set(
+        "--continue --abort --skip --quit --autostash --no-autostash --root --quiet"),
+        long_valued=_set("--onto")),
+    "init": Shape(flags="q", valued="b", long=_set("--quiet --bare"),
+                  long_valued=_set("--initial-branch --object-format")),
+    "clone": Shape(flags="qn", valued="bo", long=_set(
+        "--quiet --no-checkout --bare --single-branch --no-single-branch --no-tags"),
+        long_valued=_set("--branch --depth --origin")),
+    "rm": Shape(flags="rfnq", long=_set(
+        "--cached --force --dry-run --quiet --ignore-unmatch --sparse")),
+    "mv": Shape(flags="fnkv", long=_set("--force --dry-run --verbose")),
+    "restore": Shape(flags="WSq", valued="s", long=_set(
+        "--staged --worktree --quiet --ours --theirs --merge --overlay --no-overlay"),
+        long_valued=_set("--source")),
+    "reset": Shape(flags="q", long=_set("--soft --mixed --hard --merge --keep --quiet")),
+    "tag": Shape(flags="adfln", valued="m", long=_set("--annotate --delete --force --list"),
+                 long_valued=_set("--message --sort")),
+    "remote": Shape(flags="vf", valued="tm", long=_set("--verbose --tags --no-tags")),
+}
 
 
 def parse(program: str, shape: Shape, args: list[str]) -> Parsed:

@@ -63,6 +63,52 @@ WAYS = [
     ("git bundle create - HEAD", True),
     ("git format-patch --stdout --root", True),
     ("sh -c 'git show HEAD:.env'", True),
+    # git spellings that print a diff or a blob from the index or history ...
+    ("git status -v", True),
+    ("git status -vv", True),
+    ("git status --verbose", True),
+    ("git status --verbose --verbose", True),
+    ("git status -v -v", True),
+    ("git status -sv", True),
+    ("git status --verb", True),
+    ("git commit --dry-run -v", True),
+    ("git commit --dry-run --verbose", True),
+    ("git commit -av --dry-run", True),
+    ("git commit -v -m done", True),
+    ("git commit --dry-run", True),
+    ("git add -p", True),
+    ("git add --patch", True),
+    ("git add -i", True),
+    ("git add -e", True),
+    ("git checkout -p", True),
+    ("git reset --patch", True),
+    ("git restore -p .", True),
+    ("git stash show -p", True),
+    ("git stash show", True),
+    ("git show --stat", True),
+    ("git log --patch --stat", True),
+    ("git whatchanged -p", True),
+    ("git diff --staged", True),
+    ("git diff --cached HEAD", True),
+    ("git cherry -v", True),
+    ("git range-diff HEAD~1 HEAD HEAD", True),
+    ("git annotate .env", True),
+    ("git blame notes/a.md", True),
+    ("git grep -e API", True),
+    ("git cat-file --batch-all-objects --batch", True),
+    ("git archive --format=tar HEAD", True),
+    ("git bundle create x HEAD", True),
+    ("git format-patch -1 --stdout", True),
+    ("git add --pathspec-from-file=notes/soft.txt", True),
+    # ... or run a program that could (an "Always" for git must not cover them).
+    ("git rebase --exec 'git show HEAD:.env' HEAD", True),
+    ("git rebase -x true HEAD", True),
+    ("git fetch --upload-pack=true .", True),
+    ("git -c core.pager=cat status -v", True),
+    ("env git status -v", True),
+    ("sh -c 'git status -v'", True),
+    ("sh -c \"g''it status -v\"", True),
+    ("sh -c 'g=git; $g status -vv'", True),
     ("tar cf - .", False),
     ("tar -cO .env", False),
     ("zip -r - .", False),
@@ -188,7 +234,10 @@ def test_an_always_for_git_covers_commits_but_never_history_or_secret_names(ctx)
     tool = shell_run.build(ctx.settings)
     assert scope_of(tool, {"command": "git commit -m done"}).key == "programs:git"
     assert scope_of(tool, {"command": "git log --oneline"}).key == "programs:git"
-    for command in ("git show HEAD", "git log -p", "cat .env", "git add .env", "sh -c 'git grep x'"):
+    assert scope_of(tool, {"command": "git add -A"}).key == "programs:git"
+    assert scope_of(tool, {"command": "git push origin main"}).key == "programs:git"
+    for command in ("git show HEAD", "git log -p", "cat .env", "git add .env", "sh -c 'git grep x'",
+                    "git status -v", "git commit -v -m done", "git add -p"):
         assert scope_of(tool, {"command": command}).key.startswith("exact:"), command
 
 
