@@ -4,7 +4,9 @@ In a conversation other people read (a group) with per_sender workspaces, a turn
 conversation's own folder and memory (bot.access.audience): the requester's private folder and
 memory are out of its reach. This is the one way to put something of theirs in front of the
 group, and it is a way out (egress) that discloses: asked every time, of the requester, with a
-preview naming what is shared and with whom (bot.core.policy). A file is copied into the
+preview naming what is shared and with whom (bot.core.policy) — never its content: the card is
+posted in the group, so it names the file or how many memories (and their numbers), not their
+words. A file is copied into the
 group's folder (`inbox/…`), memories into the group's memory; the result says where. A secret
 file is never shared.
 """
@@ -68,12 +70,21 @@ class SharePrivate(BaseTool):
             return {"summary": Phrase("Share your private file {path} with {whom}: it is copied "
                                       "into the group's folder, where every member's turns can "
                                       "read it.", path=shown, whom=whom)}
-        memories = await _memories(ctx, args["memory_query"])
-        listed = "\n".join(f"• {m.text}" for m in memories)
+        # The card is posted where it was asked: in front of the very audience the memories are
+        # not yet shared with. It names how many and which (their numbers), never their words.
+        query = args["memory_query"]
+        memories = await _memories(ctx, query)
+        if not memories:
+            return {"summary": Phrase("None of your private memories matches “{query}”: nothing "
+                                      "would be shared with {whom}.", query=query, whom=whom)}
         return {"summary": plural_phrase(
-            "Share {n} of your private memories with {whom}:\n{listed}",
-            "Share {n} of your private memories with {whom}:\n{listed}", len(memories),
-            whom=whom, listed=listed or Phrase("• (none match)"))}
+            "Share {n} of your private memories (number {numbers}) matching “{query}” with "
+            "{whom}. Its words are not shown here, where everyone in the conversation reads "
+            "this card.",
+            "Share {n} of your private memories (numbers {numbers}) matching “{query}” with "
+            "{whom}. Their words are not shown here, where everyone in the conversation reads "
+            "this card.", len(memories),
+            numbers=", ".join(str(m.id) for m in memories), query=query, whom=whom)}
 
     async def execute(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
         whom = _audience(ctx)

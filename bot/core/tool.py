@@ -111,7 +111,9 @@ class ToolMeta:
     egress: bool | None = None
     # The call puts the requester's private files or memory in front of the other people of a
     # shared conversation: asked every time (of the requester, whose data it is), never covered
-    # by auto_approve or an "Always", refused at read_only.
+    # by auto_approve or an "Always", refused at read_only. Its preview is shown in that
+    # conversation, so it names what (a file's name, how many memories) and with whom, never the
+    # private content itself (tests/runtime/test_audience.py holds every such tool to it).
     discloses: bool = False
 
     def __post_init__(self) -> None:

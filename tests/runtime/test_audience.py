@@ -118,12 +118,35 @@ async def test_a_read_only_member_cannot_share_and_a_private_chat_has_nothing_to
     assert any("Nothing to share" in r for r in sink_results)
 
 
-async def test_sharing_a_memory_lists_what_will_be_shared(app_factory, fake_anthropic):
+async def test_sharing_a_memory_says_how_many_and_with_whom_but_not_their_words(
+        app_factory, fake_anthropic):
     app = await group_app(app_factory)
     sink = await turn(app, fake_anthropic, said(OWNER, "tell them my door code"),
                       ("share_private", {"memory_query": "door code"}))
     (needed,) = sink.of(ApprovalNeeded)
-    assert "my door code is 4711" in needed.approval.summary and WHOM in needed.approval.summary
+    summary = needed.approval.summary
+    assert "1 of your private memories" in summary and "door code" in summary
+    assert WHOM in summary and "4711" not in summary
+
+
+async def test_the_card_the_group_sees_holds_no_private_words_of_any_tool_that_discloses(
+        app_factory, fake_anthropic):
+    """The card is posted in the group, before the owner answers: whatever a disclosing tool
+    previews, no word of the private file or memory is in it (nor in the arguments shown)."""
+    app = await group_app(app_factory)
+    disclosing = [n for n in app.services.registry.names()
+                  if app.services.registry.get(n).meta.discloses]
+    probes = {"share_private": [{"path": "passwords.md"}, {"memory_query": "door code"}]}
+    assert sorted(probes) == disclosing, "a tool that discloses needs its probes here"
+    for name, calls in probes.items():
+        for args in calls:
+            sink = await turn(app, fake_anthropic, said(OWNER, "share it"), (name, args))
+            (needed,) = sink.of(ApprovalNeeded)
+            card = json.dumps([needed.approval.summary, needed.approval.args], ensure_ascii=False)
+            assert "hunter2" not in card and "4711" not in card, card
+            assert (await answer(app.agent, needed.approval.id, OWNER, "deny",
+                                 CollectingSink())).ok
+            await app.agent.queue.drain(5)
 
 
 class Outlet:

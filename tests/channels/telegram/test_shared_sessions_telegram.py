@@ -160,3 +160,28 @@ async def test_a_members_tap_on_another_members_revoke_button_revokes_nothing(
     await tg.wait_until(lambda: any(t.startswith("Cannot revoke") for t in sent_to(tg, GROUP)))
     (grant,) = await app.services.approvals.grants.listing()
     assert grant.sender == f"telegram:{GUEST}"
+
+
+async def test_a_request_to_share_a_private_memory_shows_the_group_no_word_of_it(
+        app_factory, tg, fake_anthropic):
+    """The card is posted in the group before the owner answers: it says how many memories and
+    with whom, never their words (per_sender workspaces: the memory is the owner's alone)."""
+    from bot.core.identity import Sender
+
+    overrides = {"senders": SENDERS, "agent": {"session_scope": "chat",
+                                               "workspace_mode": "per_sender"},
+                 **channel_overrides(tg, groups=[GROUP])}
+    app = await app_factory(overrides, env={"TELEGRAM_BOT_TOKEN": tg.token})
+    await app.services.ports.memory.remember(Sender.parse(f"telegram:{OWNER}"),
+                                             "the safe's combination is 31-7-44")
+    channel = TelegramChannel(app.config, app.agent, settings=FAST)
+    await channel.start()
+    try:
+        fake_anthropic.script(tool_use("share_private", {"memory_query": "safe combination"}))
+        tg.group_message(GROUP, OWNER, "tell everyone the safe's combination", mention=True)
+        request = await tg.wait_for_card(lambda p: bool(buttons_of(p)))
+        shown = sent_to(tg, GROUP)
+        assert request.params["chat_id"] == GROUP and "1 of your private memories" in shown[-1]
+        assert not any("31-7-44" in m for m in shown), shown
+    finally:
+        await channel.stop()
