@@ -2,8 +2,12 @@
 
 WhatsApp bots talk one to one: the chat is the person's wa_id, and so is the sender
 (`whatsapp:<wa_id>`). The text is the message's body, or the caption of a photo or document;
-a reply quoting one of the bot's own recent messages is read with that message's opening, a
-forwarded message is marked as someone else's words.
+a forwarded message is marked as someone else's words. A reply quoting one of the bot's own
+recent messages that is not in the conversation (a job's output, a reminder, a notice, a card)
+passes that message's opening on as a quote: data, never the sender's request (it may repeat
+what a job read outside), so the turn is tainted. A quote of the bot's reply in a turn is left
+out (its words are in the history already), as Telegram and Discord do; of any other message
+WhatsApp sends only its id.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from channels.whatsapp.sending import Messenger
 
 CHANNEL = "whatsapp"
 QUOTED_CHARS = 200
+IN_THE_CONVERSATION = "reply"   # the kind of a message sent in a turn the person started
 
 
 def text_of(message: dict[str, Any]) -> str:
@@ -29,17 +34,23 @@ def text_of(message: dict[str, Any]) -> str:
 
 async def incoming(message: dict[str, Any], name: str, messenger: Messenger) -> IncomingMessage:
     wa_id = str(message["from"])
-    text = text_of(message)
     context = message.get("context") or {}
-    quoted = await messenger.outbox.recall(str(context.get("id") or ""))
-    if quoted is not None and quoted.text.strip() and text.strip():
-        opening = " ".join(quoted.text.split())[:QUOTED_CHARS]
-        text = f"{texts.REPLYING_TO.format(quoted=opening)}\n{text}"
+    quoted, quoted_from = await _quoted(context, messenger)
     forwarded = texts.FORWARDED_BY if context.get("forwarded") or context.get(
         "frequently_forwarded") else ""
-    return IncomingMessage(sender=Sender.of(CHANNEL, wa_id), chat=wa_id, text=text,
+    return IncomingMessage(sender=Sender.of(CHANNEL, wa_id), chat=wa_id, text=text_of(message),
                            channel=CHANNEL, message_id=str(message.get("id", "")),
-                           display_name=name, forwarded_from=forwarded)
+                           display_name=name, forwarded_from=forwarded,
+                           quoted=quoted, quoted_from=quoted_from)
+
+
+async def _quoted(context: dict[str, Any], messenger: Messenger) -> tuple[str, str]:
+    """(the words, their author) of the bot's own message a reply quotes, when they are not in
+    the conversation already; ("", "") otherwise."""
+    sent = await messenger.outbox.recall(str(context.get("id") or ""))
+    if sent is None or sent.kind == IN_THE_CONVERSATION or not sent.text.strip():
+        return "", ""
+    return " ".join(sent.text.split())[:QUOTED_CHARS], texts.QUOTED_FROM.format(kind=sent.kind)
 
 
 def timestamp_of(message: dict[str, Any]) -> float:

@@ -44,6 +44,6 @@ BUTTONS_BODY = N_("Choose:")     # a list's button (20) and its section title (2
 
 # --- not for a person: the job record, the logs, the model -------------------------------------
 NOT_DELIVERED = "not delivered: outside WhatsApp's 24-hour window"
-REPLYING_TO = "(replying to your message «{quoted}»)"
+QUOTED_FROM = "this bot, in an earlier {kind} message (it may repeat outside content)"
 FORWARDED_BY = "someone else (forwarded on WhatsApp)"
 VOICE_NOTE = "🔊 voice reply"   # what the sent-message record says of a voice note

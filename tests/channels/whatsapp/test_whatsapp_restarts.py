@@ -1,6 +1,6 @@
 """WhatsApp after a process restart, on both store backends: what the bot sent is in the store,
 so a `failed` status Meta reports afterwards is still retried (rate limits, once) or told to the
-person, a reply quoting a message sent before the restart is read with its opening, and a
+person, a reply quoting a reminder sent before the restart is read with its opening, and a
 pending approval's button works in the new process. Each
 restart is a new App on the same store: nothing survives in memory."""
 
@@ -62,14 +62,17 @@ async def test_a_failure_reported_after_a_restart_is_told_when_the_person_writes
     assert "Message undeliverable" in report
 
 
-async def test_a_reply_quoting_a_message_sent_before_the_restart_is_read_with_its_opening(
+async def test_a_reply_quoting_a_reminder_sent_before_the_restart_is_read_with_its_opening(
         bot, app_factory, wa, fake_anthropic):
-    started, sent = await answered_hello(bot, wa)
+    started, _ = await answered_hello(bot, wa)
+    wamid = await started.channel._messenger.send_markdown(ADA, "Reminder: call the bank",
+                                                           kind="reminder")
     again = await restarted(bot, app_factory, wa, started)
-    await again.driver.text(ADA, "what did you mean?", context={"from": "15550100", "id": sent.wamid})
+    await again.driver.text(ADA, "what did you mean?", context={"from": "15550100", "id": wamid[0]})
     await wa.wait_for(lambda m: m.to == ADA and m.text.startswith("ok: "), count=2)
-    assert "(replying to your message «ok: hello»)" in fake_anthropic.last_request.json[
-        "messages"][-1]["content"][-1]["text"]
+    seen = str(fake_anthropic.last_request.json["messages"][-1]["content"])
+    # The bot's own earlier words, passed on as a quote: data, not the person's request.
+    assert "Reminder: call the bank" in seen and "<untrusted-" in seen
 
 
 async def test_a_pending_approval_is_answered_by_its_button_in_a_new_process(
