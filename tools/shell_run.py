@@ -18,6 +18,7 @@ import os
 from typing import Any, ClassVar
 
 from bot.core.secrets.files import DEFAULT, SECRET_ENV_VARS, SecretFiles
+from bot.core.secrets.redaction import hidden_from_tools
 from bot.core.tool import (
     BaseTool,
     CallContext,
@@ -56,13 +57,16 @@ QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "PAGER": "cat"}
 def child_environment(secret_values: list[str], base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a command: ours, minus every secret the bot holds.
 
-    Dropped: the known secret variables, any variable whose name suggests a secret, and any
-    variable whose value contains one of the bot's secret values (whatever its name).
+    Dropped: the known secret variables, any variable whose name suggests a secret (GITHUB_TOKEN,
+    MYSQL_PWD, GH_PAT, SENTRY_DSN: bot/core/secrets/redaction.py, judged once per variable), any URL
+    with a password in it (HTTPS_PROXY=http://user:pw@proxy, DATABASE_URL), and any variable
+    whose value contains one of the bot's secret values (whatever its name).
     """
     env: dict[str, str] = {}
     for name, value in (os.environ if base is None else base).items():
         upper = name.upper()
-        if upper in SECRET_ENV_VARS or any(part in upper for part in SECRET_NAME_PARTS):
+        if upper in SECRET_ENV_VARS or any(part in upper for part in SECRET_NAME_PARTS) \
+                or hidden_from_tools(name, value):
             continue
         if any(secret in value for secret in secret_values):
             continue

@@ -28,6 +28,7 @@ from bot.config.schema import first_problem
 from bot.core.errors import ConfigError
 from bot.core.identity import OPERATOR
 from bot.core.secrets.files import DEFAULT_SECRET_FILES, SECRET_ENV_VARS
+from bot.core.secrets.redaction import environment_secrets
 
 DEFAULTS: dict[str, Any] = {
     "agent": {
@@ -166,6 +167,8 @@ class Config:
     data: dict[str, Any]
     source: Path | None = None
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    _secrets: tuple[dict[str, str], tuple[str, ...]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def __getitem__(self, section: str) -> Any:
         return self.data[section]
@@ -211,12 +214,21 @@ class Config:
 
     def secret_values(self) -> list[str]:
         """Every secret the bot holds, for scrubbing child environments and logs (a database
-        URL's password on its own too: a driver's message may quote it without the URL)."""
+        URL's password on its own too: a driver's message may quote it without the URL), and
+        every other secret its environment holds: a variable whose name says so (GITHUB_TOKEN,
+        SENTRY_DSN, MYSQL_PWD) and the password of any URL in one (bot/core/secrets/redaction.py,
+        "the environment").
+        Read from the environment once (the dispatcher asks at start-up), then the same list."""
+        if self._secrets is not None and self._secrets[0] is self.env:
+            return list(self._secrets[1])
         names = [*SECRET_ENV_VARS, *(t["api_key_env"] for t in self.data["models"].values()
                                      if t.get("api_key_env"))]
         values = [self.secret(n) for n in names]
         values.append(_url_password(self.secret("MYCLAW_DATABASE_URL")))
-        return [v for v in values if v and len(v) >= 4]
+        found = [v for v in values if v and len(v) >= 4]
+        found += [v for v in environment_secrets(self.env) if v not in found]
+        self._secrets = (self.env, tuple(found))
+        return list(found)
 
     @property
     def anthropic_base_url(self) -> str | None:

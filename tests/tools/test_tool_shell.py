@@ -133,6 +133,24 @@ async def test_the_command_cannot_see_the_bots_secrets(tmp_path, monkeypatch):
         assert value not in result["stdout"]
 
 
+async def test_the_command_gets_no_variable_whose_name_or_url_holds_a_secret(tmp_path, monkeypatch):
+    hidden = {"DATABASE_URL": "postgres://app:Hunter2Secret@db/x",
+              "SENTRY_DSN": "https://abc123def456@o1.ingest.sentry.io/1",
+              "MYSQL_PWD": "Tr0ub4dor&3", "GH_PAT": "github_pat_11ABCDEFG0123",
+              "HTTPS_PROXY": "http://bob:Pr0xyPassw0rd@proxy.internal:3128",
+              "REDIS_URL": "redis://:R3disPassw0rd@cache:6379/0", "DB_PW": "abc"}
+    kept = {"GIT_AUTHOR_NAME": "Ada Lovelace", "DESKTOP_SESSION": "ubuntu",
+            "PLAIN_URL": "https://example.com/x"}
+    for name, value in {**hidden, **kept}.items():
+        monkeypatch.setenv(name, value)
+    result = await shell_run.build().execute(shell_ctx(tmp_path), command="env")
+    variables = dict(line.split("=", 1) for line in result["stdout"].splitlines() if "=" in line)
+    assert not set(hidden) & set(variables)
+    assert all(variables.get(name) == value for name, value in kept.items())
+    assert not any(secret in result["stdout"] for secret in (
+        "Hunter2Secret", "abc123def456", "Tr0ub4dor", "github_pat", "Pr0xyPassw0rd", "R3dis"))
+
+
 async def git(*args: str) -> None:
     process = await asyncio.create_subprocess_exec("git", *args)
     assert await process.wait() == 0

@@ -1,6 +1,7 @@
 """Defence in depth: secret values never leave a tool call, whatever read them.
 
-The values are the bot's own secrets (its environment: API keys, tokens, the database password)
+The values are the bot's own secrets (its environment: API keys, tokens, the database password,
+and any variable whose name or URL says it holds one: "the environment", below),
 the passwords in the URLs of a workspace repository's remotes (`.git/config`), and the values
 found in the workspace's secret files (bot/core/secrets/files.py): each
 assignment's value (`KEY=value`, `"key": "value"`, `password hunter2` as in .netrc) whose
@@ -16,6 +17,7 @@ folder-mtime walk of secret_files.inventory, done off the event loop for a large
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -213,3 +215,106 @@ def _scrub(pattern: re.Pattern[str], value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_scrub(pattern, v) for v in value]
     return value
+
+
+# --- the environment ---------------------------------------------------------------------
+# Which environment variables hold secrets, beyond the bot's own (SECRET_ENV_VARS).
+#
+# A variable holds a secret when its NAME says so — one of its words (split at `_`, `-`, `.`) is
+# one of the secret-file assignments' words (SECRET_WORDS, above), or ends
+# with one (APIKEY, GHTOKEN, DBPASS, MYSQLPWD), or is a password's spelling (PASSWORD, PASSWD,
+# PASSPHRASE), or is a personal access token (PAT) or a password's short form (PW): GITHUB_TOKEN,
+# SENTRY_DSN, MYSQL_PWD, GH_PAT, AWS_SECRET_ACCESS_KEY — and, whatever its name, the password (or
+# a lone token as the user: https://TOKEN@host) of a URL it holds: DATABASE_URL=postgres://app:
+# pw@db, HTTPS_PROXY=http://user:pw@proxy, REDIS_URL=redis://:pw@cache.
+#
+# Not secrets: the shell's own PWD and OLDPWD (folders), a desktop's SESSION and a CERT file
+# (XDG_SESSION_TYPE, SSL_CERT_FILE are not secret-named here), and values that cannot be one: an
+# existing absolute path (SSH_AUTH_SOCK, GOOGLE_APPLICATION_CREDENTIALS name files, they are not
+# their content), a yes/no word, a small number, anything under four characters.
+#
+# Each (name, value) is judged once per process (cached): the redaction's list is built at start
+# (Config.secret_values) and the shell's child environment only looks the verdicts up.
+
+# Words that name a desktop session or a certificate file far more often than a secret.
+_NOT_IN_NAMES = frozenset({"SESSION", "CERT"})
+NAME_WORDS = (*(w for w in SECRET_WORDS if w not in _NOT_IN_NAMES),
+              "PASSWORD", "PASSWD", "PASSPHRASE", "PASSCODE")
+WHOLE_WORDS = frozenset({"PAT", "PW"})   # too short to look for at a word's end (SPAT, PPW)
+NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})   # the shell's current and previous folder
+PLAIN_VALUES = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "0", "1"})
+SMALL_NUMBER_DIGITS = 5   # TOKEN_TTL=3600, AUTH_PORT=8080: a number this short is a setting
+_NAME_SPLIT = re.compile(r"[^A-Z0-9]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def secret_name(name: str) -> bool:
+    """Does this variable's name say it holds a secret?"""
+    upper = name.upper()
+    if upper in NOT_SECRET_NAMES:
+        return False
+    return any(_secret_word(word) for word in _NAME_SPLIT.split(upper) if word)
+
+
+def _secret_word(word: str) -> bool:
+    if word in WHOLE_WORDS:
+        return True
+    stem = word[:-1] if word.endswith("S") else word   # KEYS, CREDENTIALS
+    return any(word.endswith(w) or stem.endswith(w) for w in NAME_WORDS)
+
+
+@functools.lru_cache(maxsize=4096)
+def secrets_of(name: str, value: str) -> tuple[str, ...]:
+    """The secret values one environment variable holds (for redaction): its whole value when
+    its name says so, and the password (or lone token) of a URL in it."""
+    value = value.strip()
+    found: list[str] = []
+    named = secret_name(name)
+    if named and _could_be_secret(value):
+        found.append(value)
+    for url in (w for w in value.split() if "://" in w):
+        user, password = _userinfo(url)
+        if password and len(password) >= MIN_NAMED:
+            found.append(password)
+        if user and not password and len(user) >= MIN_NAMED and (named or _token_like(user)):
+            found.append(user)
+    return tuple(dict.fromkeys(found))
+
+
+@functools.lru_cache(maxsize=4096)
+def hidden_from_tools(name: str, value: str) -> bool:
+    """Must a tool's process not get this variable? When it holds a secret by `secrets_of`, or
+    is secret-named with a value too short to redact safely (a short password is one still)."""
+    if secrets_of(name, value):
+        return True
+    stripped = value.strip()
+    return secret_name(name) and bool(stripped) and stripped.lower() not in PLAIN_VALUES \
+        and not _is_path(stripped)
+
+
+def environment_secrets(env: dict[str, str]) -> list[str]:
+    """Every secret value `env` holds by its variables' names and URLs."""
+    return list(dict.fromkeys(v for name, value in env.items() for v in secrets_of(name, value)))
+
+
+def _could_be_secret(value: str) -> bool:
+    if len(value) < MIN_NAMED or value.lower() in PLAIN_VALUES or _is_path(value):
+        return False
+    return not (value.isdigit() and len(value) <= SMALL_NUMBER_DIGITS)
+
+
+def _is_path(value: str) -> bool:
+    return value.startswith("/") and " " not in value and os.path.exists(value)
+
+
+def _token_like(user: str) -> bool:
+    """A URL's user that is a token, not a login name (https://ghp_x1y2...@github.com)."""
+    return _looks_random(user) or (len(user) >= 8 and any(c.isdigit() for c in user))
+
+
+def _userinfo(url: str) -> tuple[str, str]:
+    try:
+        parts = urlsplit(url)
+        return parts.username or "", parts.password or ""
+    except ValueError:
+        return "", ""
