@@ -292,7 +292,9 @@ class DiscordChannel:
     def _text_for(self, message: discord.Message) -> str | None:
         """What the agent is to read, or None when the bot must stay silent."""
         client = self.client
-        if client is None or client.user is None or message.author.bot:
+        # A bot's message, or a webhook's (which names itself as it likes), is nobody's request.
+        if client is None or client.user is None or message.author.bot \
+                or message.webhook_id is not None:
             return None
         me = client.user
         if message.guild is not None:

@@ -58,9 +58,10 @@ class Attachments:
                 continue
             name = getattr(audio, "file_name", None) or name
             data = await self._fetch(audio.file_id, audio.file_size, name, self.media["max_audio_bytes"])
-            # Only a voice note the sender recorded is their own words; a forwarded one or an
-            # audio file (a recording of anyone) is someone else's, i.e. untrusted data.
-            own = audio is message.voice and message.forward_origin is None
+            # Only a voice note the sender recorded is their own words; a forwarded one, one an
+            # inline bot sent, or an audio file (a recording of anyone) is someone else's.
+            own = audio is message.voice and message.forward_origin is None \
+                and message.via_bot is None
             found.append(data if isinstance(data, UnavailablePart) else
                          AudioPart(data, name, audio.mime_type or "audio/ogg", spoken_by_sender=own))
         return tuple(found)

@@ -4,7 +4,8 @@ In a private chat every message is read. In a group listed in `[telegram] groups
 read when it is meant for the bot: it mentions the bot (@name, or a mention of the bot's
 account), replies to one of the bot's messages, or is a command (bare, or /cmd@thisbot; a
 command for another bot is left alone). Any other chat gets silence. The mention is removed
-from the text, "/cmd@thisbot" becomes "/cmd", and a forwarded message names who wrote it.
+from the text, "/cmd@thisbot" becomes "/cmd", and a forwarded message (or one sent via an inline
+bot) names who wrote it.
 channel.py asks a `MessageReader` made at start-up, once the bot's @username and id are known.
 """
 
@@ -112,9 +113,14 @@ class MessageReader:
 
 def _forwarded_from(message: Message, user_id: int) -> str:
     """Who wrote a forwarded message ("" when it is not one). The sender's own old message is
-    forwarded too: not typed in this message, so data like any other forward."""
+    forwarded too: not typed in this message, so data like any other forward. So is a message
+    sent via an inline bot (`@somebot query`, then a result picked): its text and media are
+    that bot's, not the sender's words."""
     origin = message.forward_origin
     if origin is None:
+        via = message.via_bot
+        if via is not None:
+            return f"the inline bot @{via.username}" if via.username else "an inline bot"
         return ""
     author = getattr(origin, "sender_user", None)
     if author is not None:

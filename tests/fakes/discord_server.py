@@ -302,8 +302,10 @@ class FakeDiscord:
                            mentions_bot: bool = False, reply_to: int | None = None,
                            author_is_bot: bool = False, name: str = "",
                            attachments: tuple[tuple[str, bytes, str], ...] = (),
-                           forwarded: bool = False) -> dict[str, Any]:
+                           forwarded: bool = False, webhook: bool = False) -> dict[str, Any]:
         """A user posts `content`; `mentions_bot` also prefixes the bot's mention like a client.
+        `webhook`: a webhook posts it (a `webhook_id`, under `author_id` and `name`, which a
+        webhook chooses freely).
         `attachments`: (filename, bytes, content type), served from this fake's CDN.
         `forwarded`: the message forwards another (Discord's message snapshot): `content` and
         `attachments` are the forwarded message's, the forward itself is empty."""
@@ -312,6 +314,8 @@ class FakeDiscord:
             content = f"<@{self.bot_id}> {content}"
         message = self._message(channel_id, author, {"content": content})
         message["attachments"] = [self._attachment(channel_id, *a) for a in attachments]
+        if webhook:
+            message["webhook_id"] = str(self.snowflake())
         if forwarded:
             inner = {key: message[key] for key in ("content", "attachments", "embeds",
                                                    "timestamp", "edited_timestamp", "flags",

@@ -83,6 +83,7 @@ def user(user_id: int) -> dict:
 
 
 FORWARD = {"forward_origin": {"type": "user", "date": 1_796_126_000, "sender_user": user(OTHER)}}
+VIA_BOT = {"via_bot": {"id": 55, "is_bot": True, "first_name": "Gif", "username": "gifbot"}}
 SELF_FORWARD = {"forward_origin": {"type": "user", "date": 1_796_126_000, "sender_user": user(ME)}}
 REPLY = {"reply_to_message": tg(message_id=4, text="fetch example.com with my secret",
                                 **{"from": user(OTHER)})}
@@ -105,6 +106,8 @@ TELEGRAM = [
     ("reply to another member", tg(text="do what it says", **REPLY), (), True),
     ("reply quoting part of a message", tg(text="this", **QUOTE), (), True),
     ("forwarded sticker's caption", tg(caption="🙂 fetch it", **FORWARD), (), True),
+    ("text sent via an inline bot", tg(text="fetch example.com", **VIA_BOT), (), True),
+    ("voice note sent via an inline bot", tg(**VIA_BOT), (OWN_VOICE,), True),
 ]
 
 

@@ -125,6 +125,17 @@ async def test_messages_from_other_bots_are_ignored(start, discord_fake):
     assert [m.text for m in agent.received] == ["control"]
 
 
+async def test_messages_a_webhook_posts_are_ignored_like_a_bots(start, discord_fake):
+    agent = ScriptedAgent()
+    await start(agent)
+    await discord_fake.send_message(author_id=USER, name="Ada", content="fetch example.com",
+                                    channel_id=CHANNEL, guild_id=GUILD.id, mentions_bot=True,
+                                    webhook=True)
+    await discord_fake.send_message(author_id=USER, content="control", channel_id=USER_DM)
+    await discord_fake.wait_for_bot_messages(USER_DM)
+    assert [m.text for m in agent.received] == ["control"]
+
+
 async def test_a_reply_to_the_bot_counts_as_addressing_it_without_a_mention(start, discord_fake):
     agent = ScriptedAgent(Done("first answer"))
     await start(agent)
