@@ -151,9 +151,33 @@ def secret_refused(path: str, shown: str, *, for_write: bool) -> ToolPermissionE
 
 
 def _is_secret(ctx: CallContext, path: str, real: str, root: str, st: os.stat_result | None) -> bool:
+    return _secret_at(secret_files(ctx), path, real, root, st)
+
+
+def leads_to_secret_file(workspace: str | os.PathLike[str], path: str,
+                         files: SecretFiles) -> bool:
+    """For rating a call before it runs: does `path` (in `workspace`) name a secret file by its
+    own name, or lead to one — a symlink on the way to one (notes/soft.txt -> ../.env, a linked
+    folder data -> secrets.d), or another hard link of one? What the call itself refuses unless
+    a person approved it, asked for naming it. A path leaving the workspace is the call's own
+    refusal, not a secret here."""
+    if files.is_secret_path(path):
+        return True
+    root = os.path.realpath(workspace)
+    real = os.path.realpath(os.path.join(root, path))
+    if not real.startswith(root + os.sep):
+        return False
+    try:
+        st = os.stat(real)
+    except OSError:
+        return False
+    return _secret_at(files, path, real, root, st)
+
+
+def _secret_at(files: SecretFiles, path: str, real: str, root: str,
+               st: os.stat_result | None) -> bool:
     """By any name on the way (the real path's parts, the name asked for: a symlink called
     .env), or as another hard link to a secret file of this workspace."""
-    files = secret_files(ctx)
     names = (*Path(os.path.relpath(real, root)).parts, Path(path).name)
     if any(files.is_secret_name(part) for part in names):
         return True

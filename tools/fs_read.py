@@ -8,6 +8,7 @@ refuses it (by any other name too) in a call that was not approved.
 from __future__ import annotations
 
 import codecs
+from pathlib import Path
 from typing import Any
 
 from bot.core.secrets.files import DEFAULT, SecretFiles
@@ -21,7 +22,13 @@ from bot.core.tool import (
 )
 from bot.language.catalogs import N_
 from bot.language.phrase import Phrase
-from tools._sandbox import display_path, is_secret_file, read_regular_file, resolve_in_workspace
+from tools._sandbox import (
+    display_path,
+    is_secret_file,
+    leads_to_secret_file,
+    read_regular_file,
+    resolve_in_workspace,
+)
 
 SECRET_PREVIEW = N_("Read the secret file {path} (its values reach the model redacted)")
 DEFAULT_MAX_BYTES = 50_000
@@ -32,6 +39,7 @@ _WIDE_ENCODINGS = ("utf-16", "utf-32")
 
 class FsRead(BaseTool):
     def __init__(self, workspace: str, secrets: SecretFiles = DEFAULT) -> None:
+        self.workspace = workspace   # where a call runs when the caller does not say
         self.secrets = secrets
         self.meta = ToolMeta(
             name="fs_read",
@@ -66,15 +74,22 @@ class FsRead(BaseTool):
             egress=False,   # local: files of the workspace only
         )
 
-    def risk_for(self, args: dict[str, Any]) -> Risk:
-        return "high" if self.secrets.is_secret_path(str(args.get("path", ""))) else "low"
+    def risk_for(self, args: dict[str, Any], workspace: Path | None = None) -> Risk:
+        """A secret file — by its name, or through a link to one (notes/soft.txt -> ../.env, a
+        hard link of .env) — is high: asked, naming it."""
+        return "high" if self._secret(args, workspace) else "low"
 
-    def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
+    def approval_scope(self, args: dict[str, Any],
+                       workspace: Path | None = None) -> tuple[str, str] | None:
         """An "Always" covers reading files that are not secrets; a secret's approval covers
         that one call only."""
-        if self.secrets.is_secret_path(str(args.get("path", ""))):
+        if self._secret(args, workspace):
             return None
         return "files", Phrase("reading files that are not secret files")
+
+    def _secret(self, args: dict[str, Any], workspace: Path | None) -> bool:
+        return leads_to_secret_file(workspace or self.workspace, str(args.get("path", "")),
+                                    self.secrets)
 
     async def dry_run(self, ctx: CallContext, path: str, **args: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False, previewing=True)

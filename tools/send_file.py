@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import mimetypes
+from pathlib import Path
 from typing import Any
 
 from bot.core.events import FileOut
@@ -20,7 +21,13 @@ from bot.language.catalogs import N_
 from bot.language.phrase import Phrase
 from bot.media.images import FORMATS, sniff_image
 from bot.media.received import shown_name
-from tools._sandbox import display_path, is_secret_file, read_regular_file, resolve_in_workspace
+from tools._sandbox import (
+    display_path,
+    is_secret_file,
+    leads_to_secret_file,
+    read_regular_file,
+    resolve_in_workspace,
+)
 
 # What each channel can upload (bytes). Telegram bots: 50 MB; Discord without boosts: 10 MiB.
 UPLOAD_LIMITS = {"telegram": 50_000_000, "discord": 10 * 1024 * 1024}
@@ -32,6 +39,7 @@ SECRET_PREVIEW = N_("Send the secret file {path} to this chat (its content is no
 
 class SendFile(BaseTool):
     def __init__(self, workspace: str, secrets: SecretFiles = DEFAULT) -> None:
+        self.workspace = workspace   # where a call runs when the caller does not say
         self.secrets = secrets
         self.meta = ToolMeta(
             name="send_file",
@@ -61,14 +69,20 @@ class SendFile(BaseTool):
             egress=True,   # the file is put in front of everyone in the chat
         )
 
-    def risk_for(self, args: dict[str, Any]) -> Risk:
-        """Sending a secret file puts it in the chat: only in a call a person approves."""
-        return "high" if self.secrets.is_secret_path(str(args.get("path", ""))) else "low"
+    def risk_for(self, args: dict[str, Any], workspace: Path | None = None) -> Risk:
+        """Sending a secret file — by its name, or through a link to one — puts it in the
+        chat: only in a call a person approves."""
+        return "high" if self._secret(args, workspace) else "low"
 
-    def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
-        if self.secrets.is_secret_path(str(args.get("path", ""))):
+    def approval_scope(self, args: dict[str, Any],
+                       workspace: Path | None = None) -> tuple[str, str] | None:
+        if self._secret(args, workspace):
             return None
         return "files", Phrase("sending files that are not secret files")
+
+    def _secret(self, args: dict[str, Any], workspace: Path | None) -> bool:
+        return leads_to_secret_file(workspace or self.workspace, str(args.get("path", "")),
+                                    self.secrets)
 
     async def dry_run(self, ctx: CallContext, path: str, caption: str = "", **_: Any) -> dict[str, Any]:
         real = resolve_in_workspace(ctx, path, must_exist=True, for_write=False, previewing=True)

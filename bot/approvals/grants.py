@@ -16,10 +16,11 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bot.core.errors import MyclawError
-from bot.core.tool import RISKS, Risk
+from bot.core.tool import RISKS, Risk, call_hook
 from bot.language.phrase import Phrase, stored_words, words_of
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
@@ -40,13 +41,14 @@ class Scope:
     label: str
 
 
-def scope_of(tool: Any, args: dict[str, Any]) -> Scope:
-    """The scope a call would be granted under: the tool's own description, or the whole tool."""
+def scope_of(tool: Any, args: dict[str, Any], workspace: Path | None = None) -> Scope:
+    """The scope a call would be granted under: the tool's own description, or the whole tool.
+    `workspace`: the folder the call will run in, for a tool whose description takes it."""
     describe = getattr(tool, "approval_scope", None)
     name = tool.meta.name
     if callable(describe):
         try:
-            key, label = describe(args)
+            key, label = call_hook(describe, args, workspace)
         except Exception:  # a scope that cannot be described is not generalised at all
             key, label = None, None
         if isinstance(key, str) and key and isinstance(label, str) and label:

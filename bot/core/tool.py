@@ -11,6 +11,7 @@ A tool whose safety depends on the machine (a sandbox, say) may also define
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -221,6 +222,9 @@ class Tool(Protocol):
     # Optional, looked up with getattr:
     #   async def revert(self, ctx, args: dict, result: dict) -> dict   (raises UnrevertibleError)
     #   def risk_for(self, args: dict) -> Risk
+    #       or risk_for(self, args, workspace: Path | None = None): also given the folder the
+    #       call will run in, when the caller knows it (what a path there is: a link to a
+    #       secret file); approval_scope(args[, workspace]) likewise (bot.approvals.grants)
     #   async def on_session(self, event: str, ctx: CallContext) -> None
     #       event in {"start", "new_session", "shutdown"}
 
@@ -254,14 +258,28 @@ class BaseTool:
         return {"summary": NO_PREVIEW}
 
 
-def risk_of(tool: Tool, args: dict[str, Any]) -> Risk:
+def risk_of(tool: Tool, args: dict[str, Any], workspace: Path | None = None) -> Risk:
     """The risk of one invocation: `meta.risk` (the tool's floor, see ToolMeta), raised by
-    `risk_for(args)` when the tool has it (an answer that is not a risk counts as high)."""
+    `risk_for(args)` when the tool has it (an answer that is not a risk counts as high).
+    `workspace`: the folder the call will run in, for a hook that takes it."""
     risk = Risk.of(tool.meta.risk)
     risk_for = getattr(tool, "risk_for", None)
     if callable(risk_for):
-        risk = max(risk, Risk.of(risk_for(args)))
+        risk = max(risk, Risk.of(call_hook(risk_for, args, workspace)))
     return risk
+
+
+def call_hook(hook: Callable[..., Any], args: dict[str, Any], workspace: Path | None) -> Any:
+    """A tool's `risk_for` or `approval_scope`, given the call's folder when it takes one."""
+    code = getattr(hook, "__code__", None)   # a method's is its function's
+    if workspace is not None and code is not None and _takes_workspace(code):
+        return hook(args, workspace=workspace)
+    return hook(args)
+
+
+@functools.lru_cache(maxsize=1024)
+def _takes_workspace(code: Any) -> bool:
+    return "workspace" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
 
 
 def args_hash(args: Any) -> str:

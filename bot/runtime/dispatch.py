@@ -222,8 +222,10 @@ class Dispatcher:
         invalid = registry.validate(name, args)
         if invalid is not None:
             return self._refused(turn, block, invalid, tool)
-        risk = risk_of(tool, args)
-        scope = scope_of(tool, args)
+        # What a path names depends on the folder the call runs in (a link to a secret file).
+        where = self.services.call_workspace(turn.sender, turn.chat, turn.audience)
+        risk = risk_of(tool, args, where)
+        scope = scope_of(tool, args, where)
         grant = covering(turn.grants, name, scope.key, risk, self.services.approvals.grants.clock())
         # A grant counts like the profile's auto_approve, for this one call only: the pure
         # policy still decides (deny stays deny, always_ask still asks).

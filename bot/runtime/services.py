@@ -66,6 +66,11 @@ class Services:
     languages: Languages               # each person's language (the one resolver)
     network: Network = field(default_factory=Network)
 
+    def call_workspace(self, sender: Sender | str, chat: str, audience: str = "") -> Path:
+        """The folder a call for `sender` in this conversation runs in (as `call_context`)."""
+        who = Sender.of_text(sender)
+        return reach_for(self.config, str(who), who.channel, chat, audience).workspace
+
     def call_context(self, *, sender: Sender | str, level: Level | str, session_id: str,
                      chat: str, workspace: Path | None = None,
                      progress_sink: Callable[[str], Awaitable[None] | None] | None = None,

@@ -87,3 +87,23 @@ async def test_a_supervised_sender_is_refused_a_secret_file_and_a_history_reader
     audit = await app.services.store.fetchall(
         "SELECT tool, decision FROM audit WHERE outcome != 'started' ORDER BY id")
     assert [(r["tool"], r["decision"]) for r in audit] == [("fs_read", "deny"), ("shell_run", "deny")]
+
+
+async def test_a_link_to_a_secret_file_in_a_members_own_folder_asks_naming_the_secret(
+        app_factory, fake_anthropic):
+    """The dispatcher rates the call where it runs: the member's folder (per_sender), whose
+    notes/soft.txt is a symlink to their .env: asked at high risk, and even where high-risk
+    calls may get an "Always", it would cover this one call only, as for .env itself."""
+    app = await app_factory({"senders": {"telegram:7": "full"},
+                             "agent": {"workspace_mode": "per_sender"},
+                             "profiles": {"default": {"always_max_risk": "high"}}})
+    own = app.config.workspace / "telegram_7"
+    (own / "notes").mkdir(parents=True)
+    (own / ".env").write_text(f"API_KEY={VALUE}\n")
+    (own / "notes" / "soft.txt").symlink_to("../.env")
+    fake_anthropic.script(tool_use("fs_read", {"path": "notes/soft.txt"}))
+    sink = CollectingSink()
+    await app.agent.handle(message("read my notes/soft.txt"), sink)
+    (needed,) = sink.of(ApprovalNeeded)
+    assert needed.approval.risk == "high" and "this exact fs_read call" in needed.approval.always
+    assert ".env" in needed.approval.summary and VALUE not in needed.approval.summary

@@ -50,6 +50,48 @@ def test_naming_a_secret_file_is_high_risk_and_never_covered_by_an_always(config
         assert scope_of(tool, {"path": path}).key.startswith("exact:")
 
 
+# Other names of a secret file: a symlink to it, a hard link, a path through a linked folder.
+LINKS = ["notes/soft.txt", "notes/hard.txt", "data/db.txt", "alias/notes/hard.txt",
+         "alias/notes/soft.txt", "./notes/../notes/soft.txt"]
+
+
+@pytest.fixture
+def linked(config):
+    ws = config.workspace
+    (ws / "data").symlink_to("secrets.d")
+    (ws / "alias").symlink_to(".")
+    return config
+
+
+@pytest.mark.parametrize("path", LINKS)
+def test_a_link_to_a_secret_file_is_asked_naming_it_like_the_file_itself(linked, path):
+    for tool in (fs_read.build(linked), send_file.build(linked)):
+        assert tool.risk_for({"path": path}) == "high", (tool.meta.name, path)
+        assert scope_of(tool, {"path": path}).key.startswith("exact:")
+
+
+@pytest.mark.parametrize("path", LINKS)
+async def test_in_a_members_own_folder_a_link_to_their_secret_file_is_asked_too(linked, path):
+    """The dispatcher says where the call runs (a per-sender folder, not the tool's root)."""
+    from bot.core.tool import risk_of
+
+    member = linked.workspace / "telegram_7"
+    member.mkdir()
+    for name in ("notes", "secrets.d", ".env", "data", "alias"):
+        os.rename(linked.workspace / name, member / name)
+    tool = fs_read.build(linked)
+    assert risk_of(tool, {"path": path}, member) == "high"
+    assert scope_of(tool, {"path": path}, member).key.startswith("exact:")
+    assert risk_of(tool, {"path": "notes/a.md"}, member) == "low"
+
+
+async def test_the_preview_of_a_link_to_a_secret_file_names_the_secret_not_its_content(linked):
+    preview = await fs_read.build(linked).dry_run(context(linked), path="notes/soft.txt")
+    assert ".env" in preview["summary"] and VALUE not in str(preview)
+    result = await fs_read.build(linked).execute(context(linked, "cli:local"), path="notes/soft.txt")
+    assert VALUE in result["content"]   # approved: read, and redacted by the dispatcher
+
+
 def test_an_always_for_ordinary_files_covers_no_secret_file(config):
     tool = fs_read.build(config)
     ordinary, secret = scope_of(tool, {"path": "notes/a.md"}), scope_of(tool, {"path": ".env"})
