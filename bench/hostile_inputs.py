@@ -53,7 +53,7 @@ def renderer_rows(small: int, large: int) -> None:
 
 def secret_scrubber():
     """What every tool result goes through: a workspace .env with 30 values, plus own secrets."""
-    from bot.core.secret_redaction import SecretRedaction
+    from bot.core.secrets.redaction import SecretRedaction
 
     tmp = Path(tempfile.mkdtemp(prefix="myclaw-bench-"))
     (tmp / ".env").write_text("".join(f"KEY_{i}=Value-{i:04d}-xY9zQ\n" for i in range(30)))
