@@ -1,8 +1,8 @@
 """Each person hears the bot in their own language on Slack (the one they chose with /language,
-else their Slack language, asked once with users.info): an Italian requester's card, the Spanish approver's copy of
-it, the outcome redrawn on each in its reader's words, what a tapper alone is told, a file
-refused and an error line. The real App and slack-bolt/slack-sdk in Socket Mode against the fake
-Slack and the fake Anthropic API."""
+else their Slack language, asked once with users.info): an Italian requester's card, the
+Spanish approver's copy of it, the outcome redrawn on each in its reader's words, what a tapper
+alone is told, a file refused and an error line. The real App and slack-bolt/slack-sdk in Socket
+Mode against the fake Slack and the fake Anthropic API."""
 
 from __future__ import annotations
 
