@@ -57,6 +57,7 @@ class TerminalChannel:
         self._asking: tuple[ApprovalView, ...] | None = None
         self._cancel_answer = asyncio.Event()   # Ctrl-C at the approval question
         self._withdrawn = asyncio.Event()       # the question was answered elsewhere
+        self._outcome: list[str] = []           # ... and what became of it, said once it is down
         self._running = False                   # between the welcome and the goodbye
 
     @property
@@ -96,8 +97,7 @@ class TerminalChannel:
         elif self._asking is not None:
             self._cancel_answer.set()
         else:
-            hint = self.sink.say(texts.QUIT_HINT)
-            self.sink.line(f"\n{hint}" if self.lines.inline_prompt else hint)
+            self.sink.line(self.sink.say(texts.QUIT_HINT))
             self._wake.set()   # the prompt is shown again under the hint
 
     def _on_terminate(self) -> None:
@@ -122,8 +122,8 @@ class TerminalChannel:
                 loop.add_signal_handler(sig, handler)
             except (NotImplementedError, RuntimeError):
                 pass
-        self.sink.line(self.sink.say(texts.WELCOME))
-        if not self.lines.inline_prompt:
+        if self.lines.at_terminal:   # on a pipe the output is the answers alone
+            self.sink.line(self.sink.say(texts.WELCOME))
             self.sink.line(self.sink.say(texts.KEYS_HINT))
         self.lines.open()
         self._running = True
@@ -139,7 +139,8 @@ class TerminalChannel:
                     pass
             self.lines.close()
         self.sink.end_line()
-        self.sink.line(f"\n{self.sink.say(texts.BYE)}")
+        if self.lines.at_terminal:
+            self.sink.line(f"\n{self.sink.say(texts.BYE)}")
         self.sink.muted = True
 
     async def _loop(self) -> None:
@@ -241,14 +242,14 @@ class TerminalChannel:
             while True:
                 answer = await self.lines.read(
                     question, (self._exit, self._cancel_answer, self._withdrawn), kind="answer")
-                if self._withdrawn.is_set():   # approval_resolved said who decided
-                    if isinstance(answer, str) and self.lines.inline_prompt:
+                if self._withdrawn.is_set():   # the question is down: who decided
+                    self._say_outcome()
+                    if isinstance(answer, str) and not self.lines.at_terminal:
                         await self._take(answer)   # on a pipe, the next line: a message
                     return True
                 if answer is WOKEN and not self._exit.is_set():   # Ctrl-C: no
                     self.sink.end_line()
-                    denied = self.sink.say(texts.DENIED_HERE)
-                    self.sink.line(f"\n{denied}" if self.lines.inline_prompt else denied)
+                    self.sink.line(self.sink.say(texts.DENIED_HERE))
                     parsed: str | list[str] | None = "deny"
                     break
                 if not isinstance(answer, str):
@@ -260,6 +261,8 @@ class TerminalChannel:
                 question = answers.ask_again(views, answer, self._reader())
         finally:
             self._asking = None
+            if self._outcome:   # answered elsewhere as it was answered (or quit) here
+                self._say_outcome()
         assert parsed is not None
         await self._resolve(views, parsed)
         return True
@@ -293,16 +296,22 @@ class TerminalChannel:
         decided = [(call.approval.tool, call.choice, call.resolver) for call in calls
                    if call.choice and call.approval.id in {view.id for view in shown}] \
             or [(outcome.approval.tool, outcome.choice, outcome.resolver)]
-        self.sink.end_line()
-        for tool, choice, resolver in decided:
-            self.sink.line(answers.outcome_line(tool, choice, resolver, self._reader()),
-                           "class:notice")
+        self._outcome += [answers.outcome_line(tool, choice, resolver, self._reader())
+                         for tool, choice, resolver in decided]
         still_open = tuple(call.approval for call in calls if not call.choice)
         if still_open:
             self.sink.approvals.insert(0, still_open)
         if asking:
-            self._withdrawn.set()
+            self._withdrawn.set()   # said by _ask once the question is off the screen
+        else:
+            self._say_outcome()
         self._wake.set()
+
+    def _say_outcome(self) -> None:
+        lines, self._outcome = self._outcome, []
+        self.sink.end_line()
+        for line in lines:
+            self.sink.line(line, "class:notice")
 
 
 async def _first(task: asyncio.Task | None, event: asyncio.Event) -> None:
@@ -316,11 +325,16 @@ async def _first(task: asyncio.Task | None, event: asyncio.Event) -> None:
 
 def _lines_for(stdin: TextIO | None, stdout: TextIO | None, history: Path | None,
                interrupt: Any) -> Lines:
-    """A person at a terminal gets the prompt; a pipe, a file or a test gets plain lines."""
-    if stdin is None and stdout is None and sys.stdin.isatty() and sys.stdout.isatty():
-        from channels.cli.prompt import PromptLines
+    """A person at a terminal gets the prompt; a pipe, a file or a test gets plain lines. Typed
+    at a terminal with the output going elsewhere (`myclaw chat | tee log`), the prompt is
+    drawn on stderr's terminal and stdout gets a plain transcript: keys are never sent raw."""
+    if stdin is None and stdout is None and sys.stdin.isatty():
+        screen = next((out for out in (sys.stdout, sys.stderr) if out.isatty()), None)
+        if screen is not None:
+            from channels.cli.prompt import PromptLines
 
-        return PromptLines(history=history, on_interrupt=interrupt, limit=MAX_MESSAGE_CHARS)
+            return PromptLines(history=history, on_interrupt=interrupt, limit=MAX_MESSAGE_CHARS,
+                               screen=screen, copy=None if screen is sys.stdout else sys.stdout)
     return PipeLines(stdin or sys.stdin, stdout or sys.stdout)
 
 

@@ -28,7 +28,7 @@ class Lines(Protocol):
     # False on a pipe: the next line may be the answer to a question the turn is about to ask,
     # so nothing is read while a turn runs.
     reads_while_busy: bool
-    inline_prompt: bool   # the prompt is text in the output (a pipe), not a line of its own
+    at_terminal: bool   # a person at a keyboard (False: a pipe or a file, no prompts shown)
 
     async def read(self, prompt: str, wake: tuple[asyncio.Event, ...],
                    kind: Kind = "message") -> str | Woken | None: ...
@@ -39,11 +39,12 @@ class Lines(Protocol):
 
 
 class PipeLines:
-    """Lines of stdin read on a daemon thread, so the event loop never blocks on input; the
-    prompt is written as plain text before each read."""
+    """Lines of stdin read on a daemon thread, so the event loop never blocks on input. Nobody
+    reads a prompt on a pipe: the output is the answers. A question (an approval) is written,
+    on a line of its own, since the next line read answers it."""
 
     reads_while_busy = False
-    inline_prompt = True
+    at_terminal = False
 
     def __init__(self, stream: TextIO, out: TextIO):
         self.writer = PlainWriter(out)
@@ -75,7 +76,8 @@ class PipeLines:
             threading.Thread(target=self._pump, daemon=True).start()
         if any(event.is_set() for event in wake):
             return WOKEN
-        self.writer.write(prompt)
+        if kind != "message":
+            self.writer.write(prompt.rstrip() + "\n")
         read = asyncio.ensure_future(self.queue.get())
         waits = [asyncio.ensure_future(event.wait()) for event in wake]
         done, _ = await asyncio.wait({read, *waits}, return_when=asyncio.FIRST_COMPLETED)

@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
@@ -28,6 +28,7 @@ from prompt_toolkit.input import Input
 from prompt_toolkit.input.vt100 import Vt100Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import ColorDepth, Output, create_output
+from prompt_toolkit.output.vt100 import Vt100_Output
 from prompt_toolkit.shortcuts import CompleteStyle, print_formatted_text
 from prompt_toolkit.styles import Style
 from prompt_toolkit.validation import ValidationError, Validator
@@ -41,14 +42,20 @@ STYLE = {"prompt": "bold ansigreen", "bot": "bold ansicyan", "tool": "ansibright
 
 
 class PromptLines:
+    """`screen` is the terminal the prompt is drawn on (stdout, or stderr when stdout goes to
+    a file or a pipe: `myclaw chat | tee log`); `copy`, when given, gets a plain transcript of
+    the conversation (what was sent and what the bot wrote, never a secret)."""
+
     reads_while_busy = True
-    inline_prompt = False
+    at_terminal = True
 
     def __init__(self, *, history: Path | None, on_interrupt: Callable[[], None], limit: int,
                  input: Input | None = None, output: Output | None = None,
-                 colours: bool | None = None):
+                 colours: bool | None = None, screen: TextIO | None = None,
+                 copy: TextIO | None = None):
         self.input = input or StaysRaw(sys.stdin)
-        self.output = output or create_output()
+        self.output = output or terminal_output(screen or sys.stdout)
+        self.copy = copy
         colours = not os.environ.get("NO_COLOR") if colours is None else colours
         self.style = Style.from_dict(STYLE if colours else {})
         self.color_depth = None if colours else ColorDepth.DEPTH_1_BIT
@@ -92,7 +99,10 @@ class PromptLines:
         if any(event.is_set() for event in wake):
             return WOKEN
         session = self._sessions[kind]
-        draft, self._draft = (self._draft, None) if kind == "message" else (None, None)
+        session.app.erase_when_done = False   # a line sent stays on the screen
+        draft = None
+        if kind == "message":   # a question keeps the draft for the message prompt after it
+            draft, self._draft = self._draft, None
         asked = asyncio.ensure_future(session.prompt_async(
             FormattedText([("class:prompt", prompt)]), default=draft or "",
             handle_sigint=False, set_exception_handler=False))
@@ -101,7 +111,7 @@ class PromptLines:
         for wait in waits:
             wait.cancel()
         if asked not in done:
-            self._withdraw(session, asked, keep=kind == "message")
+            self._withdraw(session, asked, keep=kind != "secret")
         try:
             line = await asked
         except EOFError:
@@ -110,17 +120,24 @@ class PromptLines:
             if asked.cancelled() and asked not in done:
                 return WOKEN
             raise
+        if self.copy is not None and kind != "secret" and isinstance(line, str):
+            self.writer.copied(f"{prompt}{line}\n")
         return line
 
     def _withdraw(self, session: PromptSession[str], asked: asyncio.Future, keep: bool) -> None:
-        """Take the prompt down (what was typed is kept for the next message prompt), unless
-        Enter was pressed meanwhile: then the line is the answer, as typed."""
+        """Take the prompt down and off the screen, unless Enter was pressed meanwhile: then
+        the line is the answer, as typed. What was typed and not sent is kept for the next
+        message prompt: a message's draft, and what went into a question that was withdrawn
+        (typed on, after a draft that the question interrupted)."""
         app = session.app
         if not app.is_running:
             asked.cancel()
         elif app.future is not None and not app.future.done():
-            if keep:
-                self._draft = session.default_buffer.document
+            typed = session.default_buffer.text
+            if keep and typed:
+                before = self._draft.text if self._draft is not None else ""
+                self._draft = Document(before + typed, len(before) + session.default_buffer.cursor_position)
+            app.erase_when_done = True   # no dead prompt left above what comes next
             app.exit(result=WOKEN)   # type: ignore[arg-type]
 
     def open(self) -> None:
@@ -135,6 +152,16 @@ class PromptLines:
         if self._raw is not None:
             self._raw.close()
             self._raw = None
+
+
+def terminal_output(screen: TextIO) -> Output:
+    """prompt_toolkit's output on `screen`, never asking where the cursor is: the prompt keeps
+    no room for a menu below it, so the answer is not needed, and a terminal that does not
+    answer (a pty, some multiplexers) would get a warning printed into the chat."""
+    output = create_output(stdout=screen)
+    if isinstance(output, Vt100_Output):
+        output.enable_cpr = False
+    return output
 
 
 class StaysRaw(Vt100Input):
@@ -154,6 +181,7 @@ class PromptWriter:
         self._pending: list[tuple[str, str]] = []
 
     def write(self, text: str, style: str = "") -> None:
+        self.copied(text)
         self._pending.append((style, text))
         if "\n" in text:
             head, _, tail = text.rpartition("\n")
@@ -161,6 +189,13 @@ class PromptWriter:
             self.flush()
             if tail:
                 self._pending.append((style, tail))
+
+    def copied(self, text: str) -> None:
+        """`text` in the plain transcript, when there is one."""
+        copy = self._lines.copy
+        if copy is not None:
+            copy.write(text)
+            copy.flush()
 
     def flush(self) -> None:
         fragments, self._pending = self._pending, []

@@ -30,7 +30,7 @@ def chat(tmp_path, answers: str, final: str = "Done."):
 
 def test_two_asks_in_one_step_are_one_prompt_and_a_letter_per_call_answers_each(tmp_path):
     out, requests = chat(tmp_path, "ny\n")
-    assert out.count("Approval needed — 2 calls:") == 1 and PROMPT in out
+    assert out.count("Approval needed — 2 calls:") == 1 and f"{PROMPT.rstrip()}\n" in out
     assert "1. fs_write" in out and "Create a.txt" in out and "Create b.txt" in out
     assert not (tmp_path / "ws" / "a.txt").exists() and (tmp_path / "ws" / "b.txt").exists()
     assert approval_statuses(tmp_path) == ["denied", "executed"] and requests == 2

@@ -9,6 +9,7 @@ import re
 import select
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from pathlib import Path
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
 from tests.ops.test_cli import ROOT, base_env, run_cli, write_config
 
+COLUMNS, ROWS = 100, 40
 APPROVE = b"Approve? [y]es / [N]o / [a]lways: files in the workspace root in this chat: "
 
 
@@ -90,9 +92,9 @@ def supervised_env(tmp_path: Path, fake) -> dict[str, str]:
 
 
 def tty_env(env: dict[str, str]) -> dict[str, str]:
-    """A terminal of a known size; the pty answers no cursor-position requests (a real terminal
-    does), so prompt_toolkit is told not to ask."""
-    return {**env, "TERM": "xterm", "COLUMNS": "100", "LINES": "40", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    """A terminal of a known size. The pty answers no cursor-position requests (a real terminal
+    does): the prompt never asks, so no warning about it is printed into the chat."""
+    return {**env, "TERM": "xterm", "COLUMNS": str(COLUMNS), "LINES": str(ROWS)}
 
 
 def test_ctrl_c_at_an_idle_prompt_says_how_to_quit_and_a_second_one_quits(tmp_path):
@@ -176,6 +178,42 @@ def test_a_is_asked_again_when_no_always_is_offered(tmp_path):
                                             ANTHROPIC_BASE_URL=fake.base_url),
                        stdin="clean up\na\nn\n")
     assert proc.returncode == 0, proc.stderr
-    assert "Approve? [y]es / [N]o: " in proc.stdout
-    assert "Please answer y (yes) or n (no), not 'a'" in proc.stdout
+    assert "Approve? [y]es / [N]o:\n" in proc.stdout   # on a line of its own on a pipe
+    assert "Please answer y (yes) or n (no), not 'a':\n" in proc.stdout
     assert "Left alone." in proc.stdout and approval_statuses(tmp_path) == ["denied"]
+
+
+def test_piped_messages_get_their_answers_alone_one_per_message(tmp_path):
+    with FakeAnthropic.start_in_thread() as fake:
+        proc = run_cli("chat", env=base_env(tmp_path, ANTHROPIC_API_KEY="test",
+                                            ANTHROPIC_BASE_URL=fake.base_url),
+                       stdin="hi\nthere\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "myclaw> ok: hi\nmyclaw> ok: there\n"   # no prompts, no banner
+
+
+def test_typed_at_a_terminal_with_stdout_piped_keys_still_edit_and_the_pipe_gets_a_transcript(
+        tmp_path):
+    """`myclaw chat | tee log`: the prompt is drawn on the terminal (stderr), stdout is plain."""
+    with FakeAnthropic.start_in_thread() as fake:
+        fake.script(text("one"))
+        env = tty_env(base_env(tmp_path, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake.base_url))
+        master, slave = os.openpty()
+        proc = subprocess.Popen([sys.executable, "-m", "bot", "chat"], cwd=ROOT, env=env,
+                                stdin=slave, stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        try:
+            screen = Screen(master)
+            screen.expect(b"you> ")
+            os.write(master, b"helo\x1b[Dl\r")      # a typo mended with the left arrow
+            screen.expect(b"myclaw> one")
+            os.write(master, b"\x04")
+            transcript, _ = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            os.close(master)
+        sent = fake.fake.requests[0].json["messages"][-1]["content"]
+    assert proc.returncode == 0
+    assert "hello" in str(sent) and "\\x1b" not in str(sent) and "\x1b" not in str(sent)
+    assert b"you> hello\nmyclaw> one\n" in transcript and b"\x1b" not in transcript
+    assert transcript.rstrip().endswith(b"bye")

@@ -87,6 +87,40 @@ async def test_a_woken_prompt_gives_way_and_what_was_typed_comes_back(tmp_path):
         assert await typed(lines, keys, "age\r") == "half a message"
 
 
+async def woken_with(lines, keys, typed: str, kind: str = "message") -> None:
+    """A prompt of `kind` with `typed` in it, taken down (an approval came, or was answered
+    elsewhere)."""
+    wake = asyncio.Event()
+    reading = asyncio.ensure_future(lines.read("> ", (wake,), kind=kind))
+    keys.send_text(typed)
+    await eventually(lambda: lines._sessions[kind].default_buffer.text == typed,
+                     "the keys to reach the prompt")
+    wake.set()
+    assert await asyncio.wait_for(reading, 30) is WOKEN
+
+
+async def test_a_draft_waits_through_an_approval_question_and_comes_back_after_it(tmp_path):
+    with prompt(tmp_path) as (lines, keys, _, _):
+        await woken_with(lines, keys, "half a mess")
+        assert await typed(lines, keys, "y\r", kind="answer") == "y"   # the question asked meanwhile
+        assert await typed(lines, keys, "age\r") == "half a message"
+
+
+async def test_what_was_typed_into_a_withdrawn_question_is_the_next_messages_draft(tmp_path):
+    with prompt(tmp_path) as (lines, keys, _, _):
+        await woken_with(lines, keys, "half a mess")
+        await woken_with(lines, keys, "age", kind="answer")   # answered elsewhere: taken down
+        assert await typed(lines, keys, "!\r") == "half a message!"
+
+
+async def test_a_prompt_taken_down_is_erased_and_a_line_sent_stays(tmp_path):
+    with prompt(tmp_path) as (lines, keys, _, _):
+        await woken_with(lines, keys, "draft")
+        assert lines._sessions["message"].app.erase_when_done
+        assert await typed(lines, keys, "\r") == "draft"
+        assert not lines._sessions["message"].app.erase_when_done
+
+
 async def test_what_is_written_above_the_prompt_goes_out_a_whole_line_at_a_time(tmp_path):
     with prompt(tmp_path) as (lines, _, _, out):
         lines.writer.write("myclaw> Hel", "class:bot")

@@ -14,9 +14,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from tests.channels.cli.test_cli_prompts import exit_code, terminal
+from tests.channels.cli.test_cli_prompts import COLUMNS, ROWS, exit_code, terminal
 from tests.fakes.anthropic_server import FakeAnthropic, text, tool_use
 from tests.ops.test_cli import base_env, run_cli, write_config
+from tests.support.vt_screen import VtScreen
 
 PASTE = b"\x1b[200~first line\r\nsecond line\r\nthird line\x1b[201~"
 CSRF = re.compile(r'name="csrf" value="([0-9a-f]{64})"')
@@ -69,18 +70,27 @@ def test_a_person_edits_pastes_and_gets_an_approval_withdrawn_when_the_console_a
             os.write(fd, b"\x03")                    # Ctrl-C at an idle prompt
             screen.expect(b"(press Ctrl-C again or Ctrl-D to quit)")
             os.write(fd, b"write a file\r")
-            screen.expect(b"Approve? [y]es / [N]o / [a]lways")
+            screen.expect(b"Approve? [y]es / [N]o / [a]lways: files in the workspace root in this chat: ")
+            os.write(fd, b"than")                    # typed into the question, not sent
+            screen.expect(b"than")
             approve_in_console(env, tmp_path / "data" / "myclaw.db")
             screen.expect(b"(the request to run fs_write was approved by console:operator)")
             screen.expect(b"myclaw> Written.")
-            os.write(fd, b"y\r")                     # typed after: a message, not an answer
-            screen.expect(b"myclaw> ok: y")
+            os.write(fd, b"ks\r")                    # the next message's draft, finished
+            screen.expect(b"myclaw> ok: thanks")
+            read = VtScreen(COLUMNS, ROWS).read(screen.raw)
+            asked = read.index("you> write a file")
+            outcome = read.index("(the request to run fs_write was approved by console:operator)")
+            assert not [line for line in read[outcome:] if "Approve?" in line], read[outcome:]
+            assert read[outcome:].count("you> thanks") == 1, read[outcome:]
+            assert "you>" not in read[asked:-1], "a prompt that gave way was left on the screen"
+            assert b"CPR" not in screen.seen   # prompt_toolkit never asked where the cursor is
             os.write(fd, b"\x04")                    # Ctrl-D on an empty line
             screen.expect(b"bye")
             assert exit_code(pid) == 0
         sent = user_texts(fake)
     assert sent[:3] == ["hello", "first line\nsecond line\nthird line", "two\nlines"]
-    assert sent[-1] == "y" and len(sent) == 6   # the paste was one message, one model call
+    assert sent[-1] == "thanks" and len(sent) == 6   # the paste was one message, one model call
     assert (tmp_path / "ws" / "a.txt").read_text() == "x"
     (history,) = (tmp_path / "data" / "terminal").iterdir()
     assert stat.S_IMODE(history.stat().st_mode) == 0o600

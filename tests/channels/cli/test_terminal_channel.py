@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+from contextlib import contextmanager
 
 import pytest
 from prompt_toolkit.input import create_pipe_input
@@ -27,14 +28,17 @@ VIEW = ApprovalView("A" * 16, "fs_write", "medium", "Create a.txt", "cli:local",
 class Agent:
     """Asks one approval on "write", echoes anything else; remembers what it was sent."""
 
-    def __init__(self):
+    def __init__(self, gate: asyncio.Event | None = None):
         self.sent: list[str] = []
         self.refs: list[tuple[str, str, str]] = []
         self.answers: list[str] = []
+        self.gate = gate   # set: the request is asked (else at once)
 
     async def handle(self, message, sink):
         self.sent.append(message.text)
         if message.text == "write":
+            if self.gate is not None:
+                await self.gate.wait()
             await sink.emit(ApprovalNeeded(VIEW))
         else:
             await sink.emit(Done(f"ok: {message.text}", {}))
@@ -92,6 +96,43 @@ async def test_an_approval_answered_elsewhere_withdraws_the_question_and_the_pro
     assert "ok: y" in shown
 
 
+@contextmanager
+def at_the_prompt(agent):
+    """The channel on prompt_toolkit's pipe input: (channel, its prompt, keys, what it showed)."""
+    out = io.StringIO()
+    with create_pipe_input() as keys:
+        channel = TerminalChannel(agent)
+        channel.lines = lines = PromptLines(history=None, limit=100, input=keys, colours=False,
+                                            on_interrupt=channel._interrupt,
+                                            output=PlainTextOutput(out))
+        channel.sink.writer = lines.writer
+        yield channel, lines, keys, out
+
+
+async def test_a_message_half_typed_when_a_question_comes_is_back_after_the_answer():
+    gate = asyncio.Event()
+    agent = Agent(gate)
+    with at_the_prompt(agent) as (channel, lines, keys, _):
+        message = lines._sessions["message"]
+        running = asyncio.ensure_future(channel.run())
+        keys.send_text("write\r")
+        await eventually(lambda: agent.sent == ["write"] and message.app.is_running,
+                         "the prompt while the turn runs")
+        keys.send_text("half a mess")
+        await eventually(lambda: message.default_buffer.text == "half a mess", "the draft")
+        gate.set()   # the turn asks its request now
+        await eventually(lambda: channel._asking is not None, "the approval question")
+        keys.send_text("y\r")
+        await eventually(lambda: agent.answers == ["approve"], "the answer")
+        await eventually(lambda: message.app.is_running, "the message prompt back")
+        assert message.default_buffer.text == "half a mess"
+        keys.send_text("age\r")
+        await eventually(lambda: len(agent.sent) == 2, "the message")
+        keys.send_text("\x04")
+        await asyncio.wait_for(running, 30)
+    assert agent.sent == ["write", "half a message"]   # "y" was the answer, not a message
+
+
 async def test_an_expired_request_waiting_on_a_pipe_is_withdrawn_and_the_line_is_a_message():
     agent, out = Agent(), io.StringIO()
     read_end, write_end = os.pipe()
@@ -110,12 +151,12 @@ async def test_an_expired_request_waiting_on_a_pipe_is_withdrawn_and_the_line_is
     assert agent.sent == ["write", "n"] and agent.answers == []
 
 
-@pytest.mark.parametrize(("lang", "welcome", "question"), [
-    ("it_IT.UTF-8", "scrivi un messaggio", "Approvare? [y] sì / [N] no"),
-    ("es_ES.UTF-8", "escribe un mensaje", "¿Aprobar? [y] sí / [N] no"),
-    ("C.UTF-8", "type a message", "Approve? [y]es / [N]o"),
+@pytest.mark.parametrize(("lang", "heading", "question"), [
+    ("it_IT.UTF-8", "Approvazione richiesta", "Approvare? [y] sì / [N] no"),
+    ("es_ES.UTF-8", "Se necesita aprobación", "¿Aprobar? [y] sí / [N] no"),
+    ("C.UTF-8", "Approval needed", "Approve? [y]es / [N]o"),
 ])
-async def test_the_terminal_speaks_the_language_lang_names(monkeypatch, lang, welcome, question):
+async def test_the_terminal_speaks_the_language_lang_names(monkeypatch, lang, heading, question):
     for name in ("LC_ALL", "LC_MESSAGES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LANG", lang)
@@ -123,5 +164,5 @@ async def test_the_terminal_speaks_the_language_lang_names(monkeypatch, lang, we
     channel = TerminalChannel(agent, stdin=io.StringIO("write\nn\n"), stdout=out)
     await asyncio.wait_for(channel.run(), 30)
     shown = out.getvalue()
-    assert welcome in shown and question in shown
+    assert heading in shown and question in shown
     assert agent.answers == ["deny"]      # the answer letters are the same in every language
