@@ -10,9 +10,8 @@ BINDIR ?= $(if $(filter 0,$(shell id -u)),/usr/local/bin,$(HOME)/.local/bin)
 # the 2-core test machine: pip asks the index about each package in turn. uv is the one on the
 # PATH, else the system's pip puts it into the venv; where neither works, the venv gets its own
 # pip and pip installs as before. Either way the venv has pip (`.venv/bin/pip install ...`).
-# setuptools announces that an editable install follows folders named like the package: that is
-# what an editable install is for. Only that notice is silenced.
-QUIET := PYTHONWARNINGS="ignore:Editable installation" PIP_DISABLE_PIP_VERSION_CHECK=1
+# (setuptools' notice about editable installs is gone at its source: pyproject.toml's package-dir.)
+QUIET := PIP_DISABLE_PIP_VERSION_CHECK=1
 UV = $(or $(shell command -v uv 2>/dev/null),$(BIN)/uv)
 
 # Checked before anything is installed, so a missing prerequisite costs seconds, not a minute.

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -475,3 +476,28 @@ def test_the_stop_timeouts_leave_room_for_the_shutdown_grace_the_docs_state(comp
     assert service["stop_grace_period"] == "30s" and "`stop_grace_period: 30s`" in readme
     assert unit["Service"]["TimeoutStopSec"] == ["30s"] and "`TimeoutStopSec=30s`" in readme
     assert 30 > grace
+
+
+def test_the_readmes_editable_install_builds_without_a_warning(tmp_path):
+    """README's `.venv/bin/pip install -e '.[postgres]'`: setuptools takes the plain way (a .pth
+    naming the checkout, as `package-dir` says) and has nothing to announce. Left to find the
+    layout itself it installed a finder of its own and printed ten lines about it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, project / name)
+    for package in ("bot", "channels", "tools"):
+        shutil.copytree(ROOT / package, project / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.mo"))
+    built = tmp_path / "wheel"
+    result = subprocess.run(
+        [sys.executable, "-W", "default", "-c", "import sys; from setuptools import build_meta; "
+         "print(build_meta.build_editable(sys.argv[1]))", str(built)],
+        cwd=project, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Editable installation" not in result.stderr, result.stderr[-2000:]
+    assert "Warning" not in result.stderr, result.stderr[-2000:]
+    with zipfile.ZipFile(built / result.stdout.split()[-1]) as wheel:
+        paths = [wheel.read(name).decode().strip() for name in wheel.namelist()
+                 if name.endswith(".pth")]
+    assert paths == [str(project.resolve())]

@@ -133,7 +133,8 @@ NOT_RUNNABLE = {
     "/opt/myclaw/.venv/bin/myclaw doctor --security": "needs systemd as PID 1 and the installed unit",
     "journalctl -u myclaw -f": "follows the journal of the installed service forever",
     ".venv/bin/pip install -e '.[postgres]'":
-        "changes the checkout's venv; the postgres extra's driver is what tests/store/test_store_pg.py uses",
+        "changes the checkout's venv; the postgres extra's driver is what tests/store/test_store_pg.py "
+        "uses, and tests/test_deploy.py builds the editable install and checks it prints no warning",
     "export MYCLAW_DATABASE_URL='postgresql://myclaw:PASSWORD@db.internal:5432/myclaw'":
         "needs a PostgreSQL server; tests/store/test_store_pg.py and test_store_admin.py run against one",
     "myclaw store copy --from sqlite:~/.local/share/myclaw/myclaw.db --to env:MYCLAW_DATABASE_URL":
