@@ -100,13 +100,15 @@ class Translator:
         moment = datetime.fromtimestamp(timestamp, _zone(zone or self.zone))
         return f"{format_time(moment, 'short', locale=self.language)} {moment.strftime('%Z')}"
 
-    def moment(self, timestamp: float, zone: str = "") -> str:
-        """Date and time in `zone` ("Dec 2, 2026, 3:40 PM CET", "2 dic 2026, 15:40 CET")."""
+    def moment(self, timestamp: float, zone: str = "", *, seconds: bool = False) -> str:
+        """Date and time in `zone` ("Dec 2, 2026, 3:40 PM CET", "2 dic 2026, 15:40 CET"; with
+        `seconds`, "Dec 2, 2026, 3:40:07 PM CET")."""
         from babel import Locale
         from babel.dates import format_date, format_time
 
         moment = datetime.fromtimestamp(timestamp, _zone(zone or self.zone))
         joined = Locale.parse(self.language).datetime_formats["medium"]   # "{1}, {0}"
-        text = str(joined).format(format_time(moment, "short", locale=self.language),
+        clock = format_time(moment, "medium" if seconds else "short", locale=self.language)
+        text = str(joined).format(clock,
                                   format_date(moment, "medium", locale=self.language))
         return f"{text} {moment.strftime('%Z')}"

@@ -41,6 +41,12 @@ async def write_audit(tx: Transaction, entry: AuditEntry) -> None:
                                  entry.call_id, entry.approval_id))
 
 
+# The console's routine sign-in rows: a link issued, a login, a logout, each gone well. A refused
+# login, a refused form (CSRF) and everything the operator did in the console are not these.
+LOGIN_DECISIONS = ("console:link", "console:login", "console:logout")
+LOGIN_OUTCOMES = ("ok", "issued")
+
+
 @dataclass(frozen=True)
 class AuditQuery:
     """Which audit rows to read: all filters optional; `verdict` matches the decision or the
@@ -52,7 +58,7 @@ class AuditQuery:
     since: float | None = None
     until: float | None = None
     before_id: int | None = None      # rows older than this one (the next page)
-    without_prefix: str = ""          # leave out decisions starting so ("console:": logins)
+    without_logins: bool = False      # leave out the console's successful link/login/logout rows
 
     def where(self) -> tuple[str, tuple[Any, ...]]:
         conditions: list[str] = []
@@ -60,9 +66,10 @@ class AuditQuery:
         if self.before_id is not None:
             conditions.append("id < ?")
             params.append(self.before_id)
-        if self.without_prefix:
-            conditions.append("substr(decision, 1, ?) <> ?")
-            params += [len(self.without_prefix), self.without_prefix]
+        if self.without_logins:
+            conditions.append(f"NOT (decision IN ({', '.join('?' * len(LOGIN_DECISIONS))})"
+                              f" AND outcome IN ({', '.join('?' * len(LOGIN_OUTCOMES))}))")
+            params += [*LOGIN_DECISIONS, *LOGIN_OUTCOMES]
         for column, value in (("sender", self.sender), ("tool", self.tool)):
             if value:
                 conditions.append(f"{column} = ?")

@@ -5,19 +5,19 @@ width are saved under tests/artifacts/console/."""
 
 from __future__ import annotations
 
-import re
 import time
 
 import pytest
 
 from bot.approvals.grants import Scope
+from bot.core.identity import OPERATOR as TERMINAL
 from bot.jobs.jobs import Job
 from bot.jobs.schedule import parse_cron
 from bot.ops.console.auth import OPERATOR
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.telegram_server import channel_overrides
 from tests.support import store_support
-from tests.support.browser_support import DESKTOP, PHONE, new_page, open_browser, screenshot
+from tests.support.browser_support import DESKTOP, NARROW, PHONE, new_page, open_browser, screenshot
 
 # One worker runs all of them (`make test` distributes with --dist loadgroup): one Chromium
 # launch for the module instead of one per worker that happens to get a browser test.
@@ -49,11 +49,12 @@ async def console(app_factory, tg):
     await app.stop_channels()
 
 
-async def logged_in_page(browser, app, base: str, width: int = PHONE, locale: str = "en-US"):
+async def logged_in_page(browser, app, base: str, width: int = PHONE, locale: str = "en-US",
+                         zone: str | None = None):
     token = await app.console.context.auth.issue_login()
 
     def open_and_log_in():
-        watched = new_page(browser, width, locale)
+        watched = new_page(browser, width, locale, zone)
         watched.page.goto(f"{base}/login/{token}")
         return watched
     return await browser.run(open_and_log_in)
@@ -260,25 +261,67 @@ async def test_every_page_in_italian_fits_a_phone_and_is_photographed(browser, c
     assert phone.dialogs == [] and phone.errors == []
 
 
-async def test_chart_labels_are_readable_and_times_name_their_zone_at_both_widths(browser, console):
+async def test_chart_labels_are_readable_and_times_name_the_operators_zone_at_every_width(
+        browser, console):
     app, base = console
     await seed(app)
-    phone = await logged_in_page(browser, app, base, PHONE)
-    desktop = await logged_in_page(browser, app, base, DESKTOP)
+    await app.services.preferences.set_timezone(str(TERMINAL), "Asia/Kolkata")   # /timezone
+    app.services.languages.zone_changed(str(TERMINAL), "Asia/Kolkata")
+    await store_support.audit(app.services.store, sender="telegram:77", decision="ask",
+                              outcome="approved", tool="fs_write", detail="the newest")
+    await store_support.execute(app.services.store,   # 2026-12-02 20:00 UTC: 01:30 in Kolkata
+                                "UPDATE audit SET ts = 1796241600 WHERE detail = 'the newest'")
+    pages = {width: await logged_in_page(browser, app, base, width, zone="Europe/London")
+             for width in (NARROW, PHONE, DESKTOP)}
 
     def look():
         seen = {}
-        for watched, width in ((phone, PHONE), (desktop, DESKTOP)):
+        for width, watched in pages.items():
             watched.page.goto(f"{base}/usage")
-            heights = watched.page.eval_on_selector_all(
-                ".chart text", "nodes => nodes.map(n => n.getBoundingClientRect().height)")
+            # what a person sees: the font size times the scale the SVG is drawn at
+            sizes = watched.page.eval_on_selector_all(".chart text", """nodes => nodes.map(n =>
+                parseFloat(getComputedStyle(n).fontSize) * n.ownerSVGElement.getScreenCTM().a)""")
             ticks = watched.page.eval_on_selector_all(
                 ".chart text.tick", "nodes => nodes.map(n => n.textContent)")
-            watched.page.goto(f"{base}/audit")
+            days = watched.page.locator("p.zone").inner_text()
+            watched.page.goto(f"{base}/audit?sender=telegram:77")
             when = watched.page.locator("article.audit-row time").first.inner_text()
-            seen[width] = (min(heights), ticks, when)
+            filters = watched.page.locator("#audit-filters .zone").inner_text()
+            seen[width] = (min(sizes), ticks, when, days, filters)
         return seen
-    for width, (smallest, ticks, when) in (await browser.run(look)).items():
+    for width, (smallest, ticks, when, days, filters) in (await browser.run(look)).items():
         assert smallest >= 11, f"chart text {smallest:.1f} px high at {width} px"
         assert len(ticks) == len(set(ticks)) >= 3, ticks
-        assert re.search(r"\b(UTC|GMT([+-]\d+)?|[A-Z]{3,5})$", when), when
+        # the operator's zone, not the browser's (London)
+        assert when.replace("\u202f", " ") == "Dec 3, 2026, 1:30:00 AM IST", when
+        assert "Asia/Kolkata" in days and "Asia/Kolkata" in filters
+
+
+async def full_audit_page(app) -> None:
+    """More than a page of entries as a busy day leaves them: a 64-character arguments hash, a
+    session id and a detail line each."""
+    for n in range(25):
+        await store_support.audit(
+            app.services.store, sender=f"telegram:{ADA}", decision="ask", outcome="approved",
+            tool="shell_run", session_id=f"telegram:{ADA}:2026-12-0{n % 9 + 1}",
+            args_hash=(f"{n:02d}9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")[:64],
+            detail=f"git status in the workspace, then git log -n {n} --oneline and a diff of the "
+                   "notes folder, approved after a look at the preview")
+
+
+async def test_a_full_page_of_audit_entries_stays_short_on_a_phone(browser, console):
+    app, base = console
+    await full_audit_page(app)
+    phone = await logged_in_page(browser, app, base, PHONE)
+
+    def measure():
+        phone.page.goto(f"{base}/audit")
+        screenshot(phone, f"audit-full-{PHONE}")
+        cards = phone.page.locator("article.audit-row")
+        hash_box = cards.first.locator(".hash")
+        return (cards.count(), phone.page.evaluate("document.documentElement.scrollHeight"),
+                hash_box.inner_text(), hash_box.get_attribute("title"))
+    count, height, shown, whole = await browser.run(measure)
+    assert count == 20
+    assert height < 4000, f"20 audit entries make a page {height} px tall on a phone"
+    assert len(shown.rstrip("…")) == 12 and len(whole) == 64 and whole.startswith(shown.rstrip("…"))

@@ -12,6 +12,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import aiohttp
 import pytest
 
+from bot.core.identity import OPERATOR as TERMINAL
 from bot.ops.console.auth import OPERATOR
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.support import store_support
@@ -226,7 +227,9 @@ async def test_approve_in_the_console_is_recorded_with_the_operator_as_resolver(
     assert stored.resolved_by == OPERATOR and stored.status in ("denied", "failed")
     again = await client.act(f"/approvals/{request.id}", {"choice": "approve"})
     assert f"already denied by {OPERATOR}" in again.text
-    assert [r["outcome"] for r in await audit(app, "console:approval")] == ["ok", "refused"]
+    rows = await audit(app, "console:approval")
+    assert [r["outcome"] for r in rows] == ["ok", "refused"]
+    assert rows[0]["detail"] == f"{request.id}: Denied by {OPERATOR}."   # as read, not a dict
 
 
 async def test_the_console_is_an_approver_only_when_it_is_enabled(app_factory):
@@ -303,17 +306,51 @@ async def test_the_audit_log_is_paged_and_the_consoles_own_logins_are_folded_awa
         found = re.search(rf'class="{kind}" href="/audit\?([^"]*)"', page.text)
         return dict(parse_qsl(html.unescape(found.group(1)))) if found else {}
     first = await client.get("/audit", sender="telegram:1")
-    assert shown(first) == [f"{n:02d}" for n in range(59, 34, -1)]       # the newest 25
+    assert shown(first) == [f"{n:02d}" for n in range(59, 39, -1)]       # the newest 20
     everyone = await client.get("/audit")
     assert '<span class="decision">console:login' not in everyone.text
     assert re.search(r"[67] console login entries hidden: show", everyone.text)
     second = await client.get("/audit", **link(first, "older"))
     assert link(first, "older")["sender"] == "telegram:1"                  # the filter carries on
-    assert shown(second) == [f"{n:02d}" for n in range(34, 9, -1)]
+    assert shown(second) == [f"{n:02d}" for n in range(39, 19, -1)]
     third = await client.get("/audit", **link(second, "older"))
-    assert shown(third) == [f"{n:02d}" for n in range(9, -1, -1)] and not link(third, "older")
+    assert shown(third) == [f"{n:02d}" for n in range(19, -1, -1)] and not link(third, "older")
     unfolded = await client.get("/audit", **link(everyone, "folded"))
     assert unfolded.text.count('<span class="decision">console:login') >= 5
+
+
+async def test_the_audit_days_and_times_are_the_operators_time_zone_named(app, http):
+    client = await logged_in(app, http)
+    await app.services.preferences.set_timezone(str(TERMINAL), "Asia/Kolkata")   # /timezone
+    app.services.languages.zone_changed(str(TERMINAL), "Asia/Kolkata")
+    await store_support.audit(app.services.store, sender="telegram:9", decision="ask",
+                              outcome="approved", detail="late evening in UTC")
+    await store_support.execute(app.services.store,   # 2026-12-02 20:00 UTC: Dec 3 in Kolkata
+                                "UPDATE audit SET ts = 1796241600 WHERE sender = 'telegram:9'")
+    that_day = await client.get("/audit", sender="telegram:9", **{"from": "2026-12-03",
+                                                                  "to": "2026-12-03"})
+    assert "late evening in UTC" in that_day.text
+    assert "1:30:00\u202fAM IST" in that_day.text and 'title="2026-12-02 20:00:00 UTC"' in that_day.text
+    assert "Days and times are in Asia/Kolkata" in that_day.text
+    day_before = await client.get("/audit", sender="telegram:9", **{"to": "2026-12-02"})
+    assert "late evening in UTC" not in day_before.text
+
+
+async def test_only_the_consoles_routine_sign_ins_are_folded_and_what_the_operator_did_shows(
+        app, http):
+    client = await logged_in(app, http)   # a link issued and a login: folded
+    store = app.services.store
+    shown_rows = [("console:grant-revoke", "ok"), ("console:job-cancel", "refused"),
+                  ("console:pair-allow", "ok"), ("console:approval", "ok"),
+                  ("console:csrf", "refused"), ("console:login", "refused")]
+    for decision, outcome in [*shown_rows, ("console:logout", "ok")]:
+        await store_support.audit(store, sender="console:operator", decision=decision,
+                                  outcome=outcome, detail=f"{decision} {outcome}")
+    page = await client.get("/audit")
+    decisions = re.findall(r'<span class="decision">([^<]*)</span> → <span class="outcome">([^<]*)<',
+                           page.text)
+    assert sorted(decisions) == sorted(shown_rows)
+    assert "3 console login entries hidden: show" in page.text
 
 
 async def test_verify_reports_a_clean_log_and_then_a_tampered_receipt(app, http):

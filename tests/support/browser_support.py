@@ -21,7 +21,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "console"
-PHONE, DESKTOP = 390, 1280
+NARROW, PHONE, DESKTOP = 320, 390, 1280   # the narrowest phone screens, a common one, a laptop
 T = TypeVar("T")
 
 
@@ -90,12 +90,13 @@ class Watched:
         dialog.dismiss()
 
 
-def new_page(browser: Browser, width: int, locale: str = "en-US") -> Watched:
+def new_page(browser: Browser, width: int, locale: str = "en-US",
+             zone: str | None = None) -> Watched:
     """Call on the browser thread. A fresh context: no cookies shared between pages. `locale`
-    is the browser's language (its Accept-Language)."""
-    height = 844 if width == PHONE else 900
+    is the browser's language (its Accept-Language), `zone` its time zone."""
+    height = 900 if width == DESKTOP else 844
     context = browser.chromium.new_context(viewport={"width": width, "height": height},
-                                           locale=locale)
+                                           locale=locale, timezone_id=zone)
     context.set_default_timeout(10_000)
     return Watched(context.new_page())
 

@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import jinja2
 from aiohttp import web
+from markupsafe import Markup
 
 from bot.core.errors import MyclawError
 from bot.core.identity import OPERATOR as TERMINAL_SENDER
@@ -63,8 +66,20 @@ def templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
-    env.filters["utc"] = utc_text
+    env.filters["when"] = when
     return env
+
+
+@jinja2.pass_context
+def when(context: Any, ts: float | None) -> Markup | str:
+    """A moment as the operator reads it: date and time in their zone, the zone named (their
+    language's format: "Dec 12, 2026, 12:47:17 AM CET"); the UTC time on hover."""
+    if ts is None:
+        return "-"
+    tr: Translator = context["tr"]
+    return Markup('<time datetime="{0}" title="{1}">{2}</time>').format(
+        datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), utc_text(ts),
+        tr.moment(ts, seconds=True))
 
 
 class ConsoleServer:
@@ -174,7 +189,7 @@ class ConsoleServer:
             await self._audit(AuditEntry(
                 sender=session.operator, decision=f"console:{action.name}",
                 outcome="ok" if outcome.ok else "refused",
-                detail=f"{dict(request.match_info)!r}: {outcome.message}"[:300]))
+                detail=_action_detail(request.match_info, outcome.message)))
             self._flashes[session.id] = outcome
             self._flashes.move_to_end(session.id)
             while len(self._flashes) > MAX_FLASHES:
@@ -201,6 +216,13 @@ class ConsoleServer:
         html = await asyncio.to_thread(template.render, **{**base, **variables})
         return web.Response(text=html, status=status, content_type="text/html",
                             headers={"Cache-Control": "no-store"})
+
+
+def _action_detail(route: Mapping[str, str], message: str) -> str:
+    """An action's audit detail, as read: what it acted on (the route's id, code…), then what
+    it said ("He93g5XlQ_89IrBP: Denied by console:operator.")."""
+    acted_on = " ".join(route.values())
+    return (f"{acted_on}: {message}" if acted_on else message)[:300]
 
 
 def _see_other(location: str) -> web.Response:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 if TYPE_CHECKING:
     from bot.config.settings import Config
@@ -68,20 +69,35 @@ def utc_text(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def day_start(text: str) -> float | None:
-    """'2026-03-01' -> the timestamp of that day's start (UTC); None when not a date."""
+def operator_zone(ctx: ConsoleContext) -> str:
+    """The operator's time zone, which the console shows times and days in: the terminal's
+    `/timezone` (the console's operator is the terminal's), else `[agent] timezone`."""
+    from bot.core.identity import OPERATOR
+
+    return ctx.services.languages.translator(str(OPERATOR)).zone
+
+
+def _zone(name: str) -> tzinfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
+
+
+def day_start(text: str, zone: str = "UTC") -> float | None:
+    """'2026-03-01' -> the timestamp of that day's start in `zone`; None when not a date."""
     try:
         day = date.fromisoformat(text.strip())
     except ValueError:
         return None
-    return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
+    return datetime(day.year, day.month, day.day, tzinfo=_zone(zone)).timestamp()
 
 
-def day_of(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
+def day_of(ts: float, zone: str = "UTC") -> str:
+    return datetime.fromtimestamp(ts, _zone(zone)).strftime("%Y-%m-%d")
 
 
-def last_days(now: float, count: int) -> list[str]:
-    """The `count` UTC days ending today, oldest first, as 'YYYY-MM-DD'."""
-    today = datetime.fromtimestamp(now, UTC).date()
+def last_days(now: float, count: int, zone: str = "UTC") -> list[str]:
+    """The `count` days in `zone` ending today, oldest first, as 'YYYY-MM-DD'."""
+    today = datetime.fromtimestamp(now, _zone(zone)).date()
     return [(today - timedelta(days=n)).isoformat() for n in range(count - 1, -1, -1)]

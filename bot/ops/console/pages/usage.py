@@ -1,7 +1,8 @@
 """Model spend and tokens per day and per sender, as server-rendered SVG bar charts.
 
 Spend is drawn once usage rows carry a cost (the price table prices each call); until then,
-and always as a second view, tokens. Days are computed in Python from the stored timestamps
+and always as a second view, tokens. Days are the operator's (their time zone, named on the
+page). Days are computed in Python from the stored timestamps
 (no database date functions, so the same query runs on every store backend).
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 from bot.language.catalogs import N_
 from bot.money.spend import usage_since
 from bot.ops.console import charts
-from bot.ops.console.web import ConsoleContext, Page, day_of, day_start, last_days
+from bot.ops.console.web import ConsoleContext, Page, day_of, day_start, last_days, operator_zone
 
 DAYS = 30
 
@@ -38,17 +39,18 @@ class _Totals:
 
 
 async def load(ctx: ConsoleContext, query: Mapping[str, str]) -> dict[str, Any]:
-    days = last_days(time.time(), DAYS)
-    rows = await usage_since(ctx.services.store, day_start(days[0]) or 0.0)
+    zone = operator_zone(ctx)
+    days = last_days(time.time(), DAYS, zone)
+    rows = await usage_since(ctx.services.store, day_start(days[0], zone) or 0.0)
     tokens, spend, priced = _Totals(), _Totals(), False
     for row in rows:
-        day = day_of(row["ts"])
+        day = day_of(row["ts"], zone)
         tokens.add(day, row["sender"], float(row["input_tokens"] + row["output_tokens"]))
         if row.get("cost") is not None:
             priced = True
             spend.add(day, row["sender"], float(row["cost"]))
     currency = ctx.config.data.get("budgets", {}).get("currency", "")
-    return {"days": DAYS, "currency": currency, "tokens": tokens.view(days, money=False),
+    return {"days": DAYS, "zone": zone, "currency": currency, "tokens": tokens.view(days, money=False),
             "spend": spend.view(days, money=True) if priced else None}
 
 

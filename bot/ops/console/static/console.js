@@ -1,19 +1,7 @@
-// The console works without this file. It only makes two things nicer:
-// - times are shown in the browser's own time zone, its name included (the page shows UTC);
-// - a form cannot be sent twice by a double tap while the first request is on its way.
+// The console works without this file. It only makes one thing nicer: a form cannot be sent
+// twice by a double tap while the first request is on its way. (Times are the server's: in the
+// operator's time zone, named, whatever zone the browser is in.)
 "use strict";
-
-const LOCAL_TIME = {year: "numeric", month: "short", day: "numeric", hour: "2-digit",
-                    minute: "2-digit", second: "2-digit", timeZoneName: "short"};
-
-function localTimes() {
-  for (const node of document.querySelectorAll("time[datetime]")) {
-    const seconds = Number(node.getAttribute("datetime"));
-    if (!Number.isFinite(seconds)) continue;
-    node.title = node.textContent;
-    node.textContent = new Date(seconds * 1000).toLocaleString(undefined, LOCAL_TIME);
-  }
-}
 
 function oneSubmitPerForm() {
   for (const form of document.querySelectorAll("form[method='post']")) {
@@ -32,6 +20,5 @@ function oneSubmitPerForm() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  localTimes();
   oneSubmitPerForm();
 });
