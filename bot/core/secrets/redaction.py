@@ -208,7 +208,9 @@ def _revert_only(key: Any) -> bool:
 
 def _scrub(pattern: re.Pattern[str], value: Any) -> Any:
     if isinstance(value, str):
-        return pattern.sub(REDACTED, value)
+        # A text with no secret stays the very object it was: a Phrase keeps its words for
+        # each reader (`sub` would hand back its English alone, as a plain str).
+        return pattern.sub(REDACTED, value) if pattern.search(value) else value
     if isinstance(value, dict):
         return {_scrub(pattern, k) if isinstance(k, str) else k: _scrub(pattern, v)
                 for k, v in value.items()}

@@ -7,6 +7,7 @@ import pytest
 from bot.core.secrets import redaction as secret_redaction
 from bot.core.secrets.redaction import REDACTED, SecretRedaction, values_in
 from bot.core.tool import ToolError
+from bot.language.phrase import Phrase
 
 TOKEN = "sk-live-Q7x9Zr2Lm4Pw8Kd1"
 
@@ -50,6 +51,18 @@ async def test_an_error_message_is_scrubbed(tmp_path):
     error = ToolError("external_error", f"server said {TOKEN}", "retry", {"body": TOKEN})
     scrubbed = await SecretRedaction().scrub_error([tmp_path], error)
     assert TOKEN not in scrubbed.message and scrubbed.details == {"body": REDACTED}
+
+
+async def test_an_error_message_keeps_its_words_for_each_reader_unless_a_secret_is_cut(tmp_path):
+    (tmp_path / ".env").write_text(f"API_KEY={TOKEN}\n")
+    redaction = SecretRedaction()
+    plain = Phrase("{path} does not exist in the workspace.", path="notes/a.md")
+    kept = await redaction.scrub_error([tmp_path], ToolError("not_found", plain))
+    assert kept.message is plain
+    leaking = Phrase("Could not talk to {host}: {why}.", host="example.com", why=TOKEN)
+    cut = await redaction.scrub_error([tmp_path], ToolError("network_error", leaking))
+    assert cut.message == f"Could not talk to example.com: {REDACTED}."
+    assert not isinstance(cut.message, Phrase)   # its values hold the secret: the text alone
 
 
 async def test_nothing_to_redact_returns_the_result_itself(tmp_path):
