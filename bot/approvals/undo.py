@@ -14,9 +14,10 @@ import time
 import weakref
 from typing import Any
 
-from bot.core.tool import CallContext, ToolException, args_hash, to_tool_error
+from bot.core.tool import CallContext, ToolException, args_hash
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
+from bot.toolbox.failures import to_tool_error
 from bot.toolbox.registry import Registry
 
 NOTHING_TO_UNDO = "Nothing to undo in this session."

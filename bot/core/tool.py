@@ -3,7 +3,8 @@
 A tool is a small typed record (`ToolMeta`) plus async methods. The runtime passes each call a
 `CallContext` (who is calling at which level, where, and the typed ports of `bot.core.ports`);
 tools keep no per-call state on themselves. Tools raise the typed exceptions below; the runtime
-turns them into `ToolError`s through `to_tool_error`, so the model never sees a stack trace.
+turns them into `ToolError`s through `bot.toolbox.failures.to_tool_error`, so the model never
+sees a stack trace.
 A tool whose safety depends on the machine (a sandbox, say) may also define
 `environment_report() -> (summary, [Finding])`, which `myclaw doctor --security` shows.
 """
@@ -14,7 +15,6 @@ import asyncio
 import functools
 import hashlib
 import json
-import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -25,8 +25,6 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from bot.core.identity import OPERATOR, Level, Sender
 from bot.core.ports import JobsPort, MemoryPort, ModelPort, Network, QuotaPort
-
-log = logging.getLogger(__name__)
 
 Severity = Literal["high", "medium", "low"]
 
@@ -376,24 +374,3 @@ class UnrevertibleError(ToolException):
 
 class ToolUnavailable(Exception):
     """Raised by `build()` when a tool's prerequisites are missing; the reason is shown."""
-
-
-def to_tool_error(exc: BaseException, tool_name: str = "") -> ToolError:
-    """Translate any exception raised by a tool into a ToolError — never a traceback."""
-    if isinstance(exc, ToolException):
-        return exc.to_error()
-    if isinstance(exc, FileNotFoundError):
-        return ToolError("not_found", f"Not found: {exc.filename or exc}", ToolNotFoundError.default_hint)
-    if isinstance(exc, PermissionError):
-        return ToolError("permission_denied", "Permission denied by the operating system.",
-                         ToolPermissionError.default_hint)
-    if isinstance(exc, TimeoutError):
-        return ToolError("network_error", "The operation timed out.", ToolNetworkError.default_hint)
-    # Unexpected: keep the traceback in the log for the operator, give the model a clean error.
-    log.error("tool %s raised an unexpected error", tool_name or "?", exc_info=exc)
-    return ToolError(
-        "unknown",
-        f"The tool failed unexpectedly ({type(exc).__name__}).",
-        "This looks like a bug in the tool, not in your arguments. Do not retry the same call; "
-        "try another approach or tell the user what failed.",
-    )

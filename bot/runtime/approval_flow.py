@@ -19,10 +19,11 @@ from bot.conversation import turns
 from bot.core.approval_cards import SUPERSEDED, ApprovalSurface, ApprovalView
 from bot.core.events import IncomingMessage, Notice, Sink
 from bot.core.identity import LEVELS, Level
-from bot.core.tool import ToolError, args_hash, to_tool_error
+from bot.core.tool import ToolError, args_hash
 from bot.language.phrase import Phrase, plural_phrase
 from bot.runtime.dispatch import Planned, Turn, error_block
 from bot.store.audit import write_audit
+from bot.toolbox.failures import to_tool_error
 
 log = logging.getLogger(__name__)
 

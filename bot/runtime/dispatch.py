@@ -42,12 +42,12 @@ from bot.core.tool import (
     egress_of,
     model_view,
     risk_of,
-    to_tool_error,
 )
 from bot.core.wrap import source_of, wrap_untrusted
 from bot.language.phrase import Phrase
 from bot.runtime.services import Services
 from bot.store.audit import AuditEntry
+from bot.toolbox.failures import to_tool_error
 
 log = logging.getLogger(__name__)
 
@@ -336,7 +336,7 @@ class Dispatcher:
             result = await tool.execute(ctx, **args)
         except asyncio.CancelledError:
             self._audit(turn, name, args, "allow", "cancelled", "", call_id, approval_id)
-            await turn.sink.emit(ToolFinished(call_id, name, False, "cancelled"))
+            await turn.sink.emit(ToolFinished(call_id, name, False, Phrase("cancelled")))
             raise
         except Exception as exc:  # translated for the model; to_tool_error logs unexpected ones
             error = await self._secrets.scrub_error((self._root, ctx.workspace),

@@ -1,2 +1,3 @@
-"""The registry, custom tools, session hooks, the worker pool, MCP. May import: core, config.
+"""The registry, custom tools, session hooks, the worker pool, MCP, what a failed call says.
+May import: core, language, config.
 """

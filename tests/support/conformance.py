@@ -15,9 +15,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bot.core.tool import NAME_RE, CallContext, Tool, ToolException, to_tool_error
+from bot.core.tool import NAME_RE, CallContext, Tool, ToolException
 from bot.store.copy import count_rows, describe
 from bot.store.sqlite import Store
+from bot.toolbox.failures import to_tool_error
 from bot.toolbox.registry import Registry
 
 

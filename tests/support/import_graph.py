@@ -32,7 +32,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "config": frozenset({"core"}),
     "language": frozenset({"core"}),
     "store": frozenset({"core", "config"}),
-    "toolbox": frozenset({"core", "config"}),
+    # toolbox: the words a failed call says to a person (language: an MCP server's failure or
+    # an OS error as a Phrase, as tools/ write theirs)
+    "toolbox": frozenset({"language", "core", "config"}),
     "access": frozenset({"language", "core", "config", "store"}),
     "money": frozenset({"language", "core", "config", "store"}),
     "approvals": frozenset({"language", "core", "config", "store", "access", "toolbox"}),
