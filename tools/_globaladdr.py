@@ -21,6 +21,8 @@ import functools
 import ipaddress
 from dataclasses import dataclass
 
+from bot.language.phrase import Phrase
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -123,16 +125,17 @@ def not_global_reason(ip: IPAddress) -> str | None:
     """Why this address is not globally routable unicast, or None when it is."""
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.scope_id:
-            return "an IPv6 address with a zone id"
+            return Phrase("an IPv6 address with a zone id")
         inner = embedded_ipv4s(ip)
         for v4 in inner:
             if why := not_global_reason(v4):
-                return f"an IPv6 form of {v4}, which is {why}"
+                return Phrase("an IPv6 form of {address}, which is {why}", address=str(v4), why=why)
         if inner and ip not in _MAPPED:  # NAT64, 6to4, Teredo: delivered to those global v4s
             return None
     block = special_block(ip)
     if block is not None and not block.is_global:
-        return f"in {block.network} ({block.name}), not globally reachable"
+        return Phrase("in {network} ({name}), not globally reachable", network=str(block.network),
+                      name=block.name)
     if isinstance(ip, ipaddress.IPv6Address) and ip not in GLOBAL_UNICAST_V6:
-        return "outside IPv6 global unicast (2000::/3), not globally reachable"
+        return Phrase("outside IPv6 global unicast (2000::/3), not globally reachable")
     return None

@@ -22,6 +22,7 @@ from urllib.parse import quote, urlsplit
 import idna
 
 from bot.core.tool import ToolInvalidArgsError, ToolPermissionError
+from bot.language.phrase import Phrase
 from tools._globaladdr import embedded_ipv4s, not_global_reason
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -48,12 +49,12 @@ def parse_ipv4_loose(host: str) -> ipaddress.IPv4Address | None:
     if not _NUMERIC_PART.match(parts[-1]):
         return None
     if len(parts) > 4 or not all(_NUMERIC_PART.match(p) for p in parts):
-        raise ToolInvalidArgsError(f"Malformed numeric host {host!r}.",
+        raise ToolInvalidArgsError(Phrase("Malformed numeric host {host}.", host=repr(host)),
                                    "Use a normal hostname or a dotted IPv4 address.")
     values = [_parse_number(p) for p in parts]
     *head, last = values
     if any(v > 255 for v in head) or last >= 256 ** (5 - len(values)):
-        raise ToolInvalidArgsError(f"Numeric host {host!r} is out of range.",
+        raise ToolInvalidArgsError(Phrase("Numeric host {host} is out of range.", host=repr(host)),
                                    "Use a normal hostname or a dotted IPv4 address.")
     number = last
     for index, value in enumerate(head):
@@ -66,7 +67,7 @@ def _parse_number(part: str) -> int:
         return int(part[2:] or "0", 16)
     if len(part) > 1 and part.startswith("0"):
         if not set(part) <= set("01234567"):
-            raise ToolInvalidArgsError(f"Malformed octal number {part!r} in host.",
+            raise ToolInvalidArgsError(Phrase("Malformed octal number {part} in host.", part=repr(part)),
                                        "Use a normal hostname or a dotted IPv4 address.")
         return int(part, 8)
     return int(part)
@@ -113,23 +114,27 @@ class Target:
 def parse_target(url: str) -> Target:
     """Parse and normalise a URL; refuse anything that is not a plain http(s) URL."""
     if not isinstance(url, str) or not url or len(url) > 8192:
-        raise ToolInvalidArgsError("The URL must be a non-empty string of at most 8192 characters.")
+        raise ToolInvalidArgsError(Phrase("The URL must be a non-empty string of at most {limit} "
+                                          "characters.", limit=8192))
     if _BAD_URL_CHARS.search(url):
         raise ToolInvalidArgsError(
-            "The URL contains spaces, control characters or backslashes.",
+            Phrase("The URL contains spaces, control characters or backslashes."),
             "Percent-encode spaces (%20) and use forward slashes.", {"url": url[:200]})
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ToolInvalidArgsError(f"Not a valid URL: {exc}.", details={"url": url[:200]}) from exc
+        raise ToolInvalidArgsError(Phrase("Not a valid URL: {problem}.", problem=str(exc)),
+                                   details={"url": url[:200]}) from exc
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
         raise ToolPermissionError(
-            f"Only http and https URLs are allowed, not {scheme or 'a relative URL'!r}.",
+            Phrase("Only http and https URLs are allowed, not {scheme}.", scheme=repr(scheme))
+            if scheme else Phrase("Only http and https URLs are allowed, not a relative URL."),
             "Give a full URL that starts with https:// (or http://).", {"url": url[:200]})
     if "@" in parts.netloc:
-        raise ToolPermissionError("URLs with a user name or password (user@host) are refused.",
+        raise ToolPermissionError(Phrase("URLs with a user name or password (user@host) are "
+                                         "refused."),
                                   "Remove the part before '@'; credentials go in headers.")
     host, ip = _normalise_host(parts.hostname or "", bracketed="[" in parts.netloc)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -140,7 +145,7 @@ def parse_target(url: str) -> Target:
 
 
 def _normalise_host(raw: str, bracketed: bool) -> tuple[str, IPAddress | None]:
-    bad_host = ToolInvalidArgsError(f"Not a valid host name: {raw!r}.",
+    bad_host = ToolInvalidArgsError(Phrase("Not a valid host name: {host}.", host=repr(raw)),
                                     "Check the URL; the host looks like example.com.")
     if bracketed:
         if "%" in raw:  # a zone id names a local interface: never a public destination

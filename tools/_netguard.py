@@ -45,6 +45,7 @@ from bot.core.tool import (
     ToolNetworkError,
     ToolPermissionError,
 )
+from bot.language.phrase import Phrase
 from tools._netaddr import (  # noqa: F401  (re-exported: callers import these from tools._netguard)
     DEFAULT_PORTS,
     AllowList,
@@ -103,15 +104,17 @@ class Guard:
         reason = blocked_reason(ip)
         if reason:
             raise ToolPermissionError(
-                f"Refused to contact {host}: {ip} is {reason}.", PRIVATE_HINT,
-                {"host": host, "address": str(ip), "reason": reason})
+                Phrase("Refused to contact {host}: {address} is {reason}.", host=host,
+                       address=str(ip), reason=reason), PRIVATE_HINT,
+                {"host": host, "address": str(ip), "reason": str(reason)})
 
     def check_literal(self, target: Target) -> None:
         """The checks that need no DNS: address literals and localhost names."""
         if target.ip is not None:
             self.check_ip(target.host, target.ip)
         elif is_localhost_name(target.host) and not self.allow.allows_host(target.host):
-            raise ToolPermissionError(f"Refused to contact {target.host}: it names this machine.",
+            raise ToolPermissionError(Phrase("Refused to contact {host}: it names this machine.",
+                                             host=target.host),
                                       PRIVATE_HINT, {"host": target.host})
 
     async def resolve(self, target: Target) -> IPAddress:
@@ -123,11 +126,12 @@ class Guard:
             answers = await self.resolver(target.host)
             addresses = [ipaddress.ip_address(a) for a in answers]
         except (OSError, ValueError) as exc:
-            raise ToolNetworkError(f"Could not resolve {target.host}: {exc}.",
+            raise ToolNetworkError(Phrase("Could not resolve {host}: {problem}.", host=target.host,
+                                          problem=str(exc)),
                                    "Check the spelling of the host, or retry later.",
                                    {"host": target.host}) from exc
         if not addresses:
-            raise ToolNetworkError(f"Could not resolve {target.host}: no addresses.",
+            raise ToolNetworkError(Phrase("Could not resolve {host}: no addresses.", host=target.host),
                                    "Check the spelling of the host.", {"host": target.host})
         for address in addresses:
             self.check_ip(target.host, address)
@@ -199,11 +203,13 @@ async def fetch(ctx: CallContext, method: str, url: str, *, headers: dict[str, s
         async with asyncio.timeout(guard.timeout):
             return await _follow(guard, target, outgoing, follow_redirects, inspect)
     except (TimeoutError, httpx.TimeoutException) as exc:
-        raise ToolNetworkError(f"{target.host} did not answer within {guard.timeout:g} s.",
+        raise ToolNetworkError(Phrase("{host} did not answer within {seconds} s.", host=target.host,
+                                      seconds=f"{guard.timeout:g}"),
                                "Retry once later, or try another source.",
                                {"url": target.url}) from exc
     except httpx.TransportError as exc:
-        raise ToolNetworkError(f"Could not talk to {target.host}: {_transport_problem(exc)}.",
+        raise ToolNetworkError(Phrase("Could not talk to {host}: {problem}.", host=target.host,
+                                      problem=_transport_problem(exc)),
                                "Check the URL, retry later, or tell the user the site is unreachable.",
                                {"url": target.url}) from exc
 
@@ -212,7 +218,7 @@ def _transport_problem(exc: httpx.TransportError) -> str:
     """What went wrong, without the remote side's words: errors reach the model unwrapped, and
     h11 quotes the offending status or header line ("illegal status line: b'...'") verbatim."""
     if isinstance(exc, httpx.ProtocolError | httpx.DecodingError):
-        return f"{type(exc).__name__} (the server's answer is not valid HTTP)"
+        return Phrase("{error} (the server's answer is not valid HTTP)", error=type(exc).__name__)
     return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
@@ -241,7 +247,7 @@ async def _follow(guard: Guard, target: Target, outgoing: Outgoing, follow_redir
                     return Fetched(target.url, response.status_code, response.headers, body, truncated,
                                    hops)
         if len(hops) >= MAX_REDIRECTS:
-            raise ToolExternalError(f"Too many redirects (more than {MAX_REDIRECTS}).",
+            raise ToolExternalError(Phrase("Too many redirects (more than {limit}).", limit=MAX_REDIRECTS),
                                     "The site redirects in a loop; try another URL.",
                                     {"url": target.url, "redirects": hops})
         hops.append(target.url)
@@ -269,12 +275,13 @@ def _redirect_target(target: Target, location: str) -> Target:
     try:
         return parse_target(urljoin(target.url, location.strip()))
     except ValueError as exc:
-        raise ToolExternalError(f"{target.host} redirected to an invalid URL.",
+        raise ToolExternalError(Phrase("{host} redirected to an invalid URL.", host=target.host),
                                 "Try another URL.", {"url": target.url}) from exc
     except (ToolInvalidArgsError, ToolPermissionError) as exc:
-        reason = ("a non-http(s) or credential-carrying URL" if isinstance(exc, ToolPermissionError)
-                  else "a malformed URL")
-        raise type(exc)(f"{target.host} redirected to {reason}, which is not followed.",
+        reason = (Phrase("a non-http(s) or credential-carrying URL")
+                  if isinstance(exc, ToolPermissionError) else Phrase("a malformed URL"))
+        raise type(exc)(Phrase("{host} redirected to {reason}, which is not followed.",
+                               host=target.host, reason=reason),
                         "Try another URL or source.", {"url": target.url}) from exc
 
 
@@ -322,7 +329,8 @@ def _inflater(response: httpx.Response) -> _Inflater | None:
                  response.headers.get_list("content-encoding", split_commas=True)]
     known = [e for e in encodings if e in ("gzip", "x-gzip", "deflate")]
     if len(known) > 1:
-        raise ToolExternalError("The server compressed its answer more than once, which is refused.",
+        raise ToolExternalError(Phrase("The server compressed its answer more than once, which is "
+                                       "refused."),
                                 "Try another URL or source.")
     return _Inflater("deflate" if known == ["deflate"] else "gzip") if known else None
 
@@ -345,7 +353,7 @@ async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes,
                     out, pending = inflater.decompress(pending, max_bytes + 1 - len(body))
                     body += out
             except zlib.error as exc:
-                raise ToolExternalError("The server sent a corrupt compressed answer.",
+                raise ToolExternalError(Phrase("The server sent a corrupt compressed answer."),
                                         "Retry once later, or try another source.") from exc
         if len(body) > max_bytes:
             return bytes(body[:max_bytes]), True
@@ -364,9 +372,11 @@ def raise_for_status(fetched: Fetched) -> None:
         phrase = "error"
     details = {"url": fetched.url, "status": status}
     if status < 500:
-        raise ToolExternalError(f"{fetched.shown_url} answered HTTP {status} {phrase}.",
+        raise ToolExternalError(Phrase("{url} answered HTTP {status} {reason}.",
+                                       url=fetched.shown_url, status=status, reason=phrase),
                                 _hint_for(status), details)
-    raise ToolNetworkError(f"{fetched.shown_url} answered HTTP {status} {phrase} (a server-side failure).",
+    raise ToolNetworkError(Phrase("{url} answered HTTP {status} {reason} (a server-side failure).",
+                                  url=fetched.shown_url, status=status, reason=phrase),
                            "Retry once later, or use another source.", details)
 
 

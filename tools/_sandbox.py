@@ -10,7 +10,7 @@ a person approved (`CallContext.approved_by`); a preview may name it.
 Resolution alone leaves a race: a directory could be swapped for a symlink between the check and
 the use. The I/O helpers below therefore walk the resolved path again from the workspace root
 one component at a time with O_NOFOLLOW (`openat`-style, through `dir_fd`), so what they open is
-exactly what was checked or the call fails.
+exactly what was checked or the call fails. What a refusal says is tools/_refusals.py.
 """
 
 from __future__ import annotations
@@ -27,13 +27,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bot.core.secrets.files import SecretFiles, is_secret_inode
-from bot.core.tool import (
-    CallContext,
-    ToolExternalError,
-    ToolInvalidArgsError,
-    ToolNotFoundError,
-    ToolPermissionError,
-)
+from bot.core.tool import CallContext, ToolInvalidArgsError, ToolNotFoundError, ToolPermissionError
+from bot.language.phrase import Phrase
+from tools._refusals import forbidden, os_failure, outside_error, secret_refused
 
 STORE_SIBLINGS = ("", "-wal", "-shm", "-journal")
 RECEIPT_KEY_NAME = "receipt.key"
@@ -115,41 +111,6 @@ def display_path(ctx: CallContext, real: Path | str) -> str:
     return "." if rel == "." else PurePosixPath(*Path(rel).parts).as_posix()
 
 
-def outside_error(ctx: CallContext, path: str, why: str) -> ToolPermissionError:
-    return ToolPermissionError(
-        f"{path!r} is not allowed: {why}.",
-        f"Paths must be inside the workspace {ctx.workspace}; use a relative path like "
-        "notes/a.md. List what exists with glob_list (pattern '**/*').",
-        {"path_attempted": path},
-    )
-
-
-def _forbidden(ctx: CallContext, path: str) -> ToolPermissionError:
-    return ToolPermissionError(
-        f"{path!r} is one of the bot's protected files (configuration, store or keys); "
-        "tools may never read or write it.",
-        "Do not try to reach the bot's own configuration or secrets. Work on other files in "
-        f"the workspace {ctx.workspace}, or ask the user to change settings themselves.",
-        {"path_attempted": path},
-    )
-
-
-SECRET_WRITE_HINT = ("Secret files (.env, keys, credentials) are never written by a tool: tell the "
-                     "user what to put in it and let them edit it themselves.")
-SECRET_READ_HINT = ("A secret file is read only in a call the user approves naming it. If the "
-                    "user asked for it, call the tool again with the secret file's own path "
-                    "(that call asks them first); never guess what it holds.")
-
-
-def secret_refused(path: str, shown: str, *, for_write: bool) -> ToolPermissionError:
-    if for_write:
-        return ToolPermissionError(f"{path!r} is a secret file ({shown}); tools never write it.",
-                                   SECRET_WRITE_HINT, {"path_attempted": path})
-    return ToolPermissionError(
-        f"{path!r} is a secret file ({shown}) and this call was not approved by a person.",
-        SECRET_READ_HINT, {"path_attempted": path})
-
-
 def _is_secret(ctx: CallContext, path: str, real: str, root: str, st: os.stat_result | None) -> bool:
     return _secret_at(secret_files(ctx), path, real, root, st)
 
@@ -216,32 +177,34 @@ def resolve_in_workspace(ctx: CallContext, path: str, *, must_exist: bool, for_w
     must not show its content).
     """
     if "\x00" in path:
-        raise outside_error(ctx, path.replace("\x00", "\\0"), "it contains a NUL byte")
+        raise outside_error(ctx, path.replace("\x00", "\\0"), Phrase("it contains a NUL byte"))
     if not path.strip():
-        raise ToolInvalidArgsError("The path is empty.", "Give a file path such as notes/a.md.")
+        raise ToolInvalidArgsError(Phrase("The path is empty."), "Give a file path such as notes/a.md.")
     root = workspace_root(ctx)
     candidate = os.path.join(root, path) if not os.path.isabs(path) else path
     real = os.path.realpath(candidate)
     if real != root and not real.startswith(root + os.sep):
-        raise outside_error(ctx, path, "it resolves outside the workspace")
+        raise outside_error(ctx, path, Phrase("it resolves outside the workspace"))
     try:
         st = _lstat(real)
     except ValueError as exc:
-        raise outside_error(ctx, path, "it is a symlink loop") from exc
+        raise outside_error(ctx, path, Phrase("it is a symlink loop")) from exc
     except OSError as exc:
-        raise ToolInvalidArgsError(f"Cannot use the path {path!r}: {exc.strerror}.",
+        raise ToolInvalidArgsError(Phrase("Cannot use the path {path}: {problem}.", path=repr(path),
+                                          problem=str(exc.strerror)),
                                    "Use a shorter, plain relative path like notes/a.md.") from exc
     if st is not None and stat.S_ISLNK(st.st_mode):  # realpath stops only on a loop
-        raise outside_error(ctx, path, "it is a symlink loop")
+        raise outside_error(ctx, path, Phrase("it is a symlink loop"))
     if protected_paths(ctx, root).covers(real, st):
-        raise _forbidden(ctx, path)
+        raise forbidden(ctx, path)
     if (for_write or not (previewing or ctx.approved_by)) and _is_secret(ctx, path, real, root, st):
         raise secret_refused(path, display_path(ctx, real), for_write=for_write)
     if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-        raise outside_error(ctx, path, "it is not a regular file or directory (device, FIFO or socket)")
+        raise outside_error(ctx, path, Phrase("it is not a regular file or directory (device, FIFO or "
+                                             "socket)"))
     if st is None and must_exist:
         raise ToolNotFoundError(
-            f"{display_path(ctx, real)} does not exist in the workspace.",
+            Phrase("{path} does not exist in the workspace.", path=display_path(ctx, real)),
             "Check the spelling; find the right file with glob_list (e.g. pattern '**/*.md'), "
             "or ask the user to confirm the path.",
             {"path_attempted": path},
@@ -251,7 +214,7 @@ def resolve_in_workspace(ctx: CallContext, path: str, *, must_exist: bool, for_w
         # A repository's config and hooks run programs (git diff, textconv, hooks): writing
         # there would let the agent plant code that a later "read-only" git command runs.
         raise ToolPermissionError(
-            f"Writing inside .git ({display_path(ctx, real)}) is not allowed.",
+            Phrase("Writing inside .git ({path}) is not allowed.", path=display_path(ctx, real)),
             "Change the working tree files instead; the repository's own files are off limits.",
             {"path_attempted": path})
     if st is None and for_write:
@@ -267,8 +230,8 @@ def _check_parents_for_write(ctx: CallContext, path: str, real: str, root: str) 
         if st is not None:
             if not stat.S_ISDIR(st.st_mode):
                 raise ToolInvalidArgsError(
-                    f"Cannot create {display_path(ctx, real)}: "
-                    f"{display_path(ctx, current)} is not a directory.",
+                    Phrase("Cannot create {path}: {parent} is not a directory.",
+                           path=display_path(ctx, real), parent=display_path(ctx, current)),
                     "Pick a path whose parent folders are folders (or do not exist yet).",
                     {"path_attempted": path},
                 )
@@ -284,20 +247,6 @@ def _parts_below_root(ctx: CallContext, real: Path) -> list[str]:
     return [] if rel == "." else Path(rel).parts
 
 
-def _os_failure(ctx: CallContext, real: Path, exc: OSError, action: str) -> Exception:
-    shown = display_path(ctx, real)
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-        return outside_error(ctx, shown, "a part of it changed into a symlink or non-directory")
-    if isinstance(exc, FileNotFoundError):
-        return ToolNotFoundError(f"{shown} does not exist in the workspace.",
-                                 "List what exists with glob_list, then retry with a real path.")
-    if isinstance(exc, PermissionError):
-        return ToolPermissionError(f"The operating system refused to {action} {shown}.",
-                                   "Try another file in the workspace or ask the user.")
-    return ToolExternalError(f"Cannot {action} {shown}: {exc.strerror or exc}.",
-                             "The disk refused the operation; tell the user what failed.")
-
-
 @contextmanager
 def parent_dir_fd(ctx: CallContext, real: Path, *, create: bool = False,
                   created: list[str] | None = None) -> Iterator[int]:
@@ -308,7 +257,7 @@ def parent_dir_fd(ctx: CallContext, real: Path, *, create: bool = False,
     """
     parts = _parts_below_root(ctx, real)
     if not parts:
-        raise ToolInvalidArgsError("The workspace root itself is not a file.",
+        raise ToolInvalidArgsError(Phrase("The workspace root itself is not a file."),
                                    "Name a file inside the workspace, like notes/a.md.")
     fd = os.open(workspace_root(ctx), _DIR_FLAGS)
     try:
@@ -343,7 +292,7 @@ def read_regular_file(ctx: CallContext, real: Path, limit: int | None = None) ->
                 data = handle.read() if limit is None else handle.read(limit)
                 return data, st.st_size
     except OSError as exc:
-        raise _os_failure(ctx, real, exc, "read") from exc
+        raise os_failure(ctx, display_path(ctx, real), exc, "read") from exc
 
 
 def _not_a_file(ctx: CallContext, real: Path, st: os.stat_result) -> Exception:
@@ -351,9 +300,9 @@ def _not_a_file(ctx: CallContext, real: Path, st: os.stat_result) -> Exception:
     if stat.S_ISDIR(st.st_mode):
         # The hint is read outside the untrusted wrapper: it names no path (`shown` may be a
         # name someone else chose, reached through a symlink).
-        return ToolInvalidArgsError(f"{shown} is a directory, not a file.",
+        return ToolInvalidArgsError(Phrase("{path} is a directory, not a file.", path=shown),
                                     "List its content with glob_list (the folder's path + '/*').")
-    return outside_error(ctx, shown, "it is not a regular file")
+    return outside_error(ctx, shown, Phrase("it is not a regular file"))
 
 
 def write_atomic(ctx: CallContext, real: Path, data: bytes) -> list[str]:
@@ -382,7 +331,7 @@ def write_atomic(ctx: CallContext, real: Path, data: bytes) -> list[str]:
                 raise
             os.fsync(dir_fd)
     except OSError as exc:
-        raise _os_failure(ctx, real, exc, "write") from exc
+        raise os_failure(ctx, display_path(ctx, real), exc, "write") from exc
     return created
 
 
@@ -412,7 +361,7 @@ def remove_file(ctx: CallContext, real: Path) -> None:
                 raise _not_a_file(ctx, real, st)
             os.unlink(real.name, dir_fd=dir_fd)
     except OSError as exc:
-        raise _os_failure(ctx, real, exc, "delete") from exc
+        raise os_failure(ctx, display_path(ctx, real), exc, "delete") from exc
 
 
 def remove_empty_dirs(ctx: CallContext, relative_dirs: list[str]) -> list[str]:

@@ -20,14 +20,16 @@ from pathlib import Path
 
 from bot.core.secrets.files import SecretFiles, inventory
 from bot.core.tool import CallContext, Risk, ToolPermissionError
+from bot.language.catalogs import N_
+from bot.language.phrase import Phrase
 from tools._shell_risk import Verdict, _words
 from tools._shell_shapes import GIT_GRANTABLE_SHAPES, parse
 
 MAX_MASKS = 4096          # secret files one command can have masked
 SHOWN_IN_PREVIEW = 12     # secret files named in a preview before "and N more"
 TREE_REASON = "reads every file of a folder tree, and the workspace holds secret files"
-TOO_LARGE = ("The workspace is too large to check for secret files, so only a command approved "
-             "at high risk runs here.")
+TOO_LARGE = N_("The workspace is too large to check for secret files, so only a command approved "
+               "at high risk runs here.")
 TOO_LARGE_HINT = ("Ask the user to approve this command, or to move large folders (dependencies, "
                   "data) out of the workspace.")
 UNMASKED_NOTE = "If approved, it can read these secret files: {names}"
@@ -54,7 +56,7 @@ async def masks_for(ctx: CallContext, secrets: SecretFiles) -> tuple[str, ...]:
     """The real paths to mask for this call (refused when they cannot all be known)."""
     found = await asyncio.to_thread(inventory, ctx.workspace, secrets)
     if not found.complete or len(found.masked) > MAX_MASKS:
-        raise ToolPermissionError(TOO_LARGE, TOO_LARGE_HINT)
+        raise ToolPermissionError(Phrase(TOO_LARGE), TOO_LARGE_HINT)
     return found.masked
 
 

@@ -14,7 +14,7 @@ from bot.core.tool import (
     ToolNotFoundError,
     ToolUnsupportedError,
 )
-from bot.language.phrase import Phrase
+from bot.language.phrase import Phrase, plural_phrase
 from tools._diff import unified_diff
 from tools._sandbox import display_path, read_regular_file, resolve_in_workspace, write_atomic
 from tools.fs_write import (
@@ -109,21 +109,22 @@ class FsEdit(BaseTool):
 
 async def plan_edit(ctx: CallContext, path: str, old_text: str, new_text: str) -> PlannedEdit:
     if old_text == new_text:
-        raise ToolInvalidArgsError("old_text and new_text are identical; nothing would change.",
+        raise ToolInvalidArgsError(Phrase("old_text and new_text are identical; nothing would change."),
                                    "Pass the replacement you want in new_text.")
     real = resolve_in_workspace(ctx, path, must_exist=True, for_write=True)
     shown = display_path(ctx, real)
     old_bytes, size = read_regular_file(ctx, real, limit=MAX_UNDO_BYTES + 1)
     if size > MAX_UNDO_BYTES or len(old_bytes) > MAX_UNDO_BYTES:
         raise ToolUnsupportedError(
-            f"{shown} is too large for fs_edit ({size} bytes; the limit is {MAX_UNDO_BYTES}).",
+            Phrase("{path} is too large for fs_edit ({size} bytes; the limit is {limit}).",
+                   path=shown, size=size, limit=MAX_UNDO_BYTES),
             "Edit a smaller file, or tell the user this file is too large to edit safely here.",
         )
     try:
         content = old_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolUnsupportedError(
-            f"{shown} is not UTF-8 text; fs_edit only edits UTF-8 files.",
+            Phrase("{path} is not UTF-8 text; fs_edit only edits UTF-8 files.", path=shown),
             "Read it with fs_read (try encoding='latin-1') and, if the user agrees, rewrite it "
             "as UTF-8 with fs_write.",
         ) from exc
@@ -152,11 +153,15 @@ def _require_single_match(shown: str, content: str, old_text: str) -> None:
                 "line breaks. Read the file with fs_read and copy the snippet verbatim")
         if "\r\n" in content and "\r\n" not in old_text and "\n" in old_text:
             hint += " (this file uses Windows CRLF line endings)"
-        raise ToolNotFoundError(f"old_text was found 0 times in {shown}.", hint + ".",
+        raise ToolNotFoundError(Phrase("old_text was found 0 times in {path}.", path=shown), hint + ".",
                                 {"path": shown, "matches": 0})
-    shown_count = f"{count} or more" if count >= _COUNT_CAP else str(count)
     raise ToolInvalidArgsError(
-        f"old_text was found {shown_count} times in {shown}; it must match exactly once.",
+        plural_phrase("old_text was found {n} or more time in {path}; it must match exactly once.",
+                      "old_text was found {n} or more times in {path}; it must match exactly once.",
+                      count, path=shown) if count >= _COUNT_CAP else
+        plural_phrase("old_text was found {n} time in {path}; it must match exactly once.",
+                      "old_text was found {n} times in {path}; it must match exactly once.",
+                      count, path=shown),
         "Add surrounding context (the line before or after, or the enclosing function/heading) "
         "to old_text so it identifies one place, then call fs_edit again.",
         {"path": shown, "matches": count},

@@ -120,19 +120,20 @@ def _codec(encoding: str) -> codecs.CodecInfo:
         codec = codecs.lookup(encoding)
     except LookupError as exc:
         raise ToolInvalidArgsError(
-            f"Unknown encoding {encoding!r}.",
+            Phrase("Unknown encoding {encoding}.", encoding=repr(encoding)),
             "Use a standard text encoding such as 'utf-8', 'latin-1' or 'utf-16', or omit it.",
         ) from exc
     if not getattr(codec, "_is_text_encoding", True):
-        raise ToolInvalidArgsError(f"{encoding!r} is not a text encoding.",
+        raise ToolInvalidArgsError(Phrase("{encoding} is not a text encoding.", encoding=repr(encoding)),
                                    "Use a text encoding such as 'utf-8' or 'latin-1'.")
     return codec
 
 
 def _binary(shown: str, size: int, encoding: str = "") -> ToolUnsupportedError:
-    reason = f"is not valid {encoding} text" if encoding else "looks binary (it contains NUL bytes)"
     return ToolUnsupportedError(
-        f"{shown} {reason}; fs_read only returns text.",
+        Phrase("{path} is not valid {encoding} text; fs_read only returns text.", path=shown,
+               encoding=encoding) if encoding else
+        Phrase("{path} looks binary (it contains NUL bytes); fs_read only returns text.", path=shown),
         "If it is text in another encoding, call fs_read again with encoding='latin-1' (or the "
         "right one). If it is really binary (image, archive, database), do not read it: tell "
         "the user what kind of file it is, or inspect it with a suitable tool if one is offered.",

@@ -180,18 +180,20 @@ async def revert_write(ctx: CallContext, result: dict[str, Any]) -> dict[str, An
     undo = result.get("undo")
     shown = result.get("path")
     if not isinstance(undo, dict) or not isinstance(shown, str):
-        raise UnrevertibleError("This result carries no undo information.")
+        raise UnrevertibleError(Phrase("This result carries no undo information."))
     real = resolve_in_workspace(ctx, shown, must_exist=False, for_write=True)
     if not real.exists() and not real.is_symlink():
         # Removed since (a shell `rm`, by hand): nothing of this write is left to take back.
         raise UnrevertibleError(
-            f"{shown} was deleted after it was written; there is nothing left to revert.",
+            Phrase("{path} was deleted after it was written; there is nothing left to revert.",
+                   path=shown),
             "Tell the user the file no longer exists; offer to write it again if they want it.",
             {"path": shown},
         )
     if not _still_as_written(ctx, real, undo):
         raise UnrevertibleError(
-            f"{shown} changed after it was written; reverting would lose those changes.",
+            Phrase("{path} changed after it was written; reverting would lose those changes.",
+                   path=shown),
             "Tell the user the file was modified since; offer to restore it by hand.",
             {"path": shown},
         )
@@ -204,7 +206,8 @@ async def revert_write(ctx: CallContext, result: dict[str, Any]) -> dict[str, An
     elif "previous_b64" in undo:
         previous = base64.b64decode(undo["previous_b64"])
     else:
-        raise UnrevertibleError(f"The previous content of {shown} was too large to keep for undo.")
+        raise UnrevertibleError(Phrase("The previous content of {path} was too large to keep for "
+                                       "undo.", path=shown))
     write_atomic(ctx, real, previous)
     return {"path": shown, "reverted": True, "restored_bytes": len(previous)}
 

@@ -20,9 +20,9 @@ from bot.core.secrets.files import SecretFiles
 from bot.core.tool import BaseTool, CallContext, Risk, ToolInvalidArgsError, ToolMeta
 from bot.language.catalogs import N_
 from bot.language.phrase import Phrase
+from tools._refusals import outside_error
 from tools._sandbox import (
     Protected,
-    outside_error,
     protected_paths,
     resolve_in_workspace,
     secret_files,
@@ -224,14 +224,14 @@ class GlobList(BaseTool):
 
 def compile_pattern(ctx: CallContext, pattern: str) -> CompiledPattern:
     if "\x00" in pattern:
-        raise outside_error(ctx, pattern.replace("\x00", "\\0"), "it contains a NUL byte")
+        raise outside_error(ctx, pattern.replace("\x00", "\\0"), Phrase("it contains a NUL byte"))
     if pattern.startswith(("/", "\\")) or os.path.isabs(pattern) or pattern.startswith("~"):
-        raise outside_error(ctx, pattern, "glob patterns are relative to the workspace")
+        raise outside_error(ctx, pattern, Phrase("glob patterns are relative to the workspace"))
     parts = [p for p in pattern.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise outside_error(ctx, pattern, "'..' would leave the workspace")
+        raise outside_error(ctx, pattern, Phrase("'..' would leave the workspace"))
     if not parts:
-        raise ToolInvalidArgsError(f"The pattern {pattern!r} names no files.",
+        raise ToolInvalidArgsError(Phrase("The pattern {pattern} names no files.", pattern=repr(pattern)),
                                    "Use a pattern such as '*' or '**/*.md'.")
     base = []
     for part in parts[:-1]:  # the walk starts in the folder holding the last component
@@ -242,7 +242,8 @@ def compile_pattern(ctx: CallContext, pattern: str) -> CompiledPattern:
     try:
         compiled = tuple(None if part == "**" else _tokens(part) for part in parts)
     except re.error as exc:
-        raise ToolInvalidArgsError(f"The pattern {pattern!r} is not a valid glob: {exc}.",
+        raise ToolInvalidArgsError(Phrase("The pattern {pattern} is not a valid glob: {problem}.",
+                                          pattern=repr(pattern), problem=str(exc)),
                                    "Check the [...] character sets, e.g. '[a-z]*.md'.") from exc
     return CompiledPattern(compiled, tuple(base), max_depth)
 

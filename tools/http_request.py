@@ -41,10 +41,10 @@ def shown_headers(headers: Any) -> dict[str, str]:
 
 def request_body(method: str, body: str | None, payload: Any, has_json: bool) -> bytes | None:
     if body is not None and has_json:
-        raise ToolInvalidArgsError("Give either `body` or `json`, not both.",
+        raise ToolInvalidArgsError(Phrase("Give either `body` or `json`, not both."),
                                    "Use `json` for a JSON payload, `body` for any other text.")
     if method == "GET" and (body is not None or has_json):
-        raise ToolInvalidArgsError("A GET request cannot carry a body.",
+        raise ToolInvalidArgsError(Phrase("A GET request cannot carry a body."),
                                    "Put parameters in the URL's query string, or use POST.")
     if has_json:
         return jsonlib.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -55,11 +55,13 @@ def checked_headers(headers: dict[str, str] | None, has_json: bool) -> dict[str,
     out: dict[str, str] = {}
     for name, value in (headers or {}).items():
         if name.lower() in RESERVED_HEADERS or name.lower().startswith("proxy-"):
-            raise ToolInvalidArgsError(f"The header {name!r} cannot be set by the caller.",
+            raise ToolInvalidArgsError(Phrase("The header {name} cannot be set by the caller.",
+                                              name=repr(name)),
                                        "Leave out transport headers such as Host and Content-Length.")
         if _UNSAFE_VALUE.search(value) or not value.isascii():
             raise ToolInvalidArgsError(
-                f"The value of header {name!r} contains a line break, NUL or non-ASCII character.",
+                Phrase("The value of header {name} contains a line break, NUL or non-ASCII "
+                       "character.", name=repr(name)),
                 "Header values must be one line of ASCII text; percent-encode anything else.")
         out[name] = value
     if has_json and not any(n.lower() == "content-type" for n in out):

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.core.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
+from bot.language.phrase import Phrase
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
@@ -70,7 +71,7 @@ def search_words(query: str) -> list[str]:
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))[:MAX_TERMS]
     if not words:
         raise ToolInvalidArgsError(
-            f"The query {query!r} has no words to search for.",
+            Phrase("The query {query} has no words to search for.", query=repr(query)),
             "Search with plain words, e.g. 'birthday' or 'favourite restaurant'.",
         )
     return words

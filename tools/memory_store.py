@@ -57,9 +57,9 @@ class MemoryStore(BaseTool):
     async def revert(self, ctx: CallContext, args: dict[str, Any], result: dict[str, Any]) -> dict:
         memory_id = result.get("id")
         if not isinstance(memory_id, int):
-            raise UnrevertibleError("This result carries no memory id to delete.")
+            raise UnrevertibleError(Phrase("This result carries no memory id to delete."))
         if not await ctx.ports.memory.forget(ctx.memory_scope, memory_id):
-            raise UnrevertibleError(f"Memory {memory_id} is already gone.",
+            raise UnrevertibleError(Phrase("Memory {id} is already gone.", id=memory_id),
                                     "Nothing to undo; tell the user it was already forgotten.")
         return {"id": memory_id, "deleted": True}
 
@@ -67,7 +67,7 @@ class MemoryStore(BaseTool):
 def _clean(text: str) -> str:
     cleaned = text.strip()
     if not cleaned:
-        raise ToolInvalidArgsError("The text to remember is empty.",
+        raise ToolInvalidArgsError(Phrase("The text to remember is empty."),
                                    "Pass the fact to remember as a complete sentence.")
     return cleaned
 

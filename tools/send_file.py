@@ -18,7 +18,7 @@ from bot.core.events import FileOut
 from bot.core.secrets.files import DEFAULT, SecretFiles
 from bot.core.tool import BaseTool, CallContext, Risk, ToolMeta, ToolUnsupportedError
 from bot.language.catalogs import N_
-from bot.language.phrase import Phrase
+from bot.language.phrase import Number, Phrase
 from bot.media.images import FORMATS, sniff_image
 from bot.media.received import shown_name
 from tools._sandbox import (
@@ -97,8 +97,9 @@ class SendFile(BaseTool):
         data, size = await asyncio.to_thread(read_regular_file, ctx, real, limit + 1)
         if size > limit:
             raise ToolUnsupportedError(
-                f"{shown} is {size / 1_000_000:.1f} MB; {ctx.channel} accepts files up to "
-                f"{limit / 1_000_000:.1f} MB.",
+                Phrase("{path} is {size} MB; {channel} accepts files up to {limit} MB.", path=shown,
+                       size=Number(round(size / 1_000_000, 1)), channel=ctx.channel,
+                       limit=Number(round(limit / 1_000_000, 1))),
                 "Send a smaller file: compress it, split it, or reduce an image's size first.",
                 {"path": shown, "size_bytes": size})
         # The chat shows this name: no control or format characters (a right-to-left override
@@ -106,7 +107,7 @@ class SendFile(BaseTool):
         event = FileOut(name=shown_name(real.name, "file"), data=data, path=shown, caption=caption,
                         media_type=_media_type(real.name, data))
         if not await ctx.emit(event):
-            raise ToolUnsupportedError("There is no chat to send the file to.",
+            raise ToolUnsupportedError(Phrase("There is no chat to send the file to."),
                                        "Tell the user the file's path instead.")
         return {"sent": shown, "size_bytes": size, "channel": ctx.channel}
 

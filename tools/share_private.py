@@ -26,7 +26,7 @@ from bot.core.tool import (
     ToolPermissionError,
     ToolUnsupportedError,
 )
-from bot.language.phrase import Phrase, plural_phrase
+from bot.language.phrase import Number, Phrase, plural_phrase
 from bot.media.received import write_new_file
 from tools._sandbox import display_path, is_secret_file, read_regular_file, resolve_in_workspace
 from tools.memory_fetch import search_words
@@ -97,8 +97,9 @@ class SharePrivate(BaseTool):
         real = _source(ctx, args["path"])
         data, size = await asyncio.to_thread(read_regular_file, private, real, MAX_BYTES + 1)
         if size > MAX_BYTES:
-            raise ToolUnsupportedError(f"{display_path(private, real)} is too large to share "
-                                       f"({size:,} bytes; the limit is {MAX_BYTES:,}).")
+            raise ToolUnsupportedError(Phrase("{path} is too large to share ({size} bytes; the "
+                                              "limit is {limit}).", path=display_path(private, real),
+                                              size=Number(size), limit=Number(MAX_BYTES)))
         name = PurePosixPath(real.name)
         copied = await asyncio.to_thread(write_new_file, ctx.workspace, name.stem, name.suffix,
                                          "shared", data, time.time())
@@ -108,8 +109,9 @@ class SharePrivate(BaseTool):
 def _audience(ctx: CallContext) -> str:
     if not ctx.audience or ctx.private_workspace is None:
         raise ToolUnsupportedError(
-            "Nothing to share: in this conversation your file and memory tools already work on "
-            "the requester's own folder and memory.", "Use fs_read or memory_fetch directly.")
+            Phrase("Nothing to share: in this conversation your file and memory tools already "
+                   "work on the requester's own folder and memory."),
+            "Use fs_read or memory_fetch directly.")
     return ctx.audience
 
 
@@ -124,8 +126,9 @@ def _source(ctx: CallContext, path: str, previewing: bool = False) -> Any:
     real = resolve_in_workspace(private, path, must_exist=True, for_write=False,
                                 previewing=previewing)
     if is_secret_file(private, path, real):
-        raise ToolPermissionError(f"{display_path(private, real)} is a secret file; it is never "
-                                  "shared with a group.", "Tell the user it cannot be shared.")
+        raise ToolPermissionError(Phrase("{path} is a secret file; it is never shared with a group.",
+                                         path=display_path(private, real)),
+                                  "Tell the user it cannot be shared.")
     return real
 
 

@@ -206,7 +206,7 @@ class ShellRun(BaseTool):
         try:
             sandbox = await self.sandbox.get()
         except SandboxUnavailable as exc:
-            raise ToolPermissionError(f"shell_run is disabled on this machine: {exc}.",
+            raise ToolPermissionError(Phrase("shell_run is disabled on this machine: {why}.", why=str(exc)),
                                       UNAVAILABLE_HINT) from exc
         settings = ctx.settings["tools"]["shell_run"]
         env = child_environment(ctx.settings.secret_values())
@@ -224,9 +224,9 @@ class ShellRun(BaseTool):
 
 def _check_command(command: str) -> None:
     if not command.strip():
-        raise ToolInvalidArgsError("The command is empty.", "Give the shell command to run.")
+        raise ToolInvalidArgsError(Phrase("The command is empty."), "Give the shell command to run.")
     if "\x00" in command:
-        raise ToolInvalidArgsError("The command contains a NUL byte.", "Remove the NUL character.")
+        raise ToolInvalidArgsError(Phrase("The command contains a NUL byte."), "Remove the NUL character.")
 
 
 def _timeout(ctx: CallContext, asked: float | None) -> float:

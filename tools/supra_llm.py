@@ -20,6 +20,7 @@ from bot.core.tool import (
     ToolNetworkError,
     ToolQuotaError,
 )
+from bot.language.phrase import Phrase, plural_phrase
 
 TOOL = "supra_llm"
 SYSTEM_PROMPT = (
@@ -73,7 +74,7 @@ class SupraLLM(BaseTool):
             await ctx.ports.quota.refund(ctx.sender, TOOL, day)
             raise _translate(exc, model) from exc
         if not answer.text.strip():
-            raise ToolExternalError(f"{model} returned an empty answer.",
+            raise ToolExternalError(Phrase("{model} returned an empty answer.", model=model),
                                     "Rephrase the question more concretely, or answer yourself.")
         return {"answer": answer.text, "model": model,
                 "quota": {"used_today": used, "daily_limit": quota}}
@@ -83,7 +84,8 @@ async def _reserve(ctx: CallContext, day: str, quota: int) -> int:
     used = await ctx.ports.quota.reserve(ctx.sender, TOOL, day, quota)
     if used is None:
         raise ToolQuotaError(
-            f"The daily supra_llm quota ({quota} calls) is used up for today (UTC).",
+            plural_phrase("The daily supra_llm quota ({n} call) is used up for today (UTC).",
+                          "The daily supra_llm quota ({n} calls) is used up for today (UTC).", quota),
             "Answer with your own reasoning, say that the stronger model is unavailable until "
             "tomorrow (UTC), or ask the user whether the question can wait.",
             {"daily_limit": quota, "day": day},
@@ -100,11 +102,11 @@ def _prompt(question: str, context: str) -> str:
 def _translate(exc: LLMError, model: str) -> Exception:
     if exc.retryable:
         return ToolNetworkError(
-            f"{model} could not answer: {exc.user_message}",
+            Phrase("{model} could not answer: {why}", model=model, why=exc.user_message),
             "Retry once later, or answer with your own reasoning now. The quota was not used.",
         )
     return ToolExternalError(
-        f"{model} refused the request: {exc.user_message}",
+        Phrase("{model} refused the request: {why}", model=model, why=exc.user_message),
         "Do not retry the same call; answer with your own reasoning and tell the user the "
         "stronger model is unavailable. The quota was not used.",
     )

@@ -7,6 +7,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from bot.core.tool import BaseTool, CallContext, ToolInvalidArgsError, ToolMeta
+from bot.language.phrase import Phrase
 
 
 class TimeNow(BaseTool):
@@ -35,7 +36,7 @@ class TimeNow(BaseTool):
         except (ZoneInfoNotFoundError, ValueError) as exc:
             close = _close_matches(timezone)
             raise ToolInvalidArgsError(
-                f"Unknown timezone {timezone!r}.",
+                Phrase("Unknown timezone {timezone}.", timezone=repr(timezone)),
                 "Use an IANA timezone name like 'Europe/Rome' or 'America/New_York'"
                 + (f"; close matches: {', '.join(close)}" if close else "") + ".",
             ) from exc

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import httpx
 
 from bot.core.tool import BaseTool, CallContext, Risk, ToolException, ToolMeta, ToolUnsupportedError
+from bot.language.phrase import Phrase
 from bot.toolbox.offload import OverBudget, run_off_loop
 from tools import _netguard
 from tools._html import DEFAULT_BUDGET_SECONDS as HTML_BUDGET_SECONDS
@@ -34,10 +35,10 @@ def refuse_binary(response: httpx.Response) -> None:
     if not is_textual(content_type):
         # The header is the remote side's text and errors reach the model unwrapped: show it only
         # when it is a plain MIME type.
-        shown = content_type if _MIME_TYPE.fullmatch(content_type) else "a non-text type"
+        shown = content_type if _MIME_TYPE.fullmatch(content_type) else Phrase("a non-text type")
         raise ToolUnsupportedError(
-            f"{response.request.headers.get('host', 'The site')} answered with {shown}, "
-            "which is not text.",
+            Phrase("{site} answered with {type}, which is not text.", type=shown,
+                   site=response.request.headers.get("host") or Phrase("The site")),
             "web_fetch reads web pages and text only. Look for an HTML or text version of this "
             "resource, or tell the user it is a binary file.",
             {"content_type": content_type},
@@ -105,7 +106,7 @@ class WebFetch(BaseTool):
         _netguard.raise_for_status(fetched)
         content_type = fetched.content_type
         if not content_type and b"\x00" in fetched.body[:1024]:
-            raise ToolUnsupportedError(f"{fetched.shown_url} answered with binary data.",
+            raise ToolUnsupportedError(Phrase("{url} answered with binary data.", url=fetched.shown_url),
                                        "web_fetch reads web pages and text only.")
         text = decode(fetched.body, fetched.charset, content_type)
         title, complete = "", True

@@ -25,6 +25,7 @@ from bot.core.tool import (
     ToolQuotaError,
     ToolUnavailable,
 )
+from bot.language.phrase import Phrase
 from tools import _netguard
 
 UNCONFIGURED = "set BRAVE_API_KEY or configure [tools.web_search] searxng_url"
@@ -122,7 +123,8 @@ class WebSearch(BaseTool):
     async def execute(self, ctx: CallContext, query: str, count: int = 5, **_: Any) -> dict[str, Any]:
         query = " ".join(query.split())
         if not query:
-            raise ToolInvalidArgsError("The search query is empty.", "Give a few words to search for.")
+            raise ToolInvalidArgsError(Phrase("The search query is empty."),
+                                       "Give a few words to search for.")
         url, headers = self.provider.request(query, count)
         fetched = await self._fetch(ctx, url, headers)
         self._raise_for_status(fetched)
@@ -130,7 +132,8 @@ class WebSearch(BaseTool):
             data = json.loads(fetched.body)
         except ValueError as exc:
             raise ToolExternalError(
-                f"The {self.provider.name} search answered with something that is not JSON.",
+                Phrase("The {provider} search answered with something that is not JSON.",
+                       provider=self.provider.name),
                 "Retry once; if it fails again, answer without searching and say so.",
                 {"truncated": fetched.truncated}) from exc
         results = self.provider.results(data)[:count]
@@ -151,12 +154,14 @@ class WebSearch(BaseTool):
     def _raise_for_status(self, fetched: _netguard.Fetched) -> None:
         if fetched.status in (401, 403):
             raise ToolExternalError(
-                f"The {self.provider.name} search refused the request (HTTP {fetched.status}).",
+                Phrase("The {provider} search refused the request (HTTP {status}).",
+                       provider=self.provider.name, status=fetched.status),
                 "The search API key or instance settings are wrong; tell the user the operator "
                 "must check BRAVE_API_KEY / [tools.web_search]. Answer without searching.",
                 {"status": fetched.status})
         if fetched.status == 429:
-            raise ToolQuotaError(f"The {self.provider.name} search quota or rate limit is used up.",
+            raise ToolQuotaError(Phrase("The {provider} search quota or rate limit is used up.",
+                                        provider=self.provider.name),
                                  "Answer without searching, or ask the user to try again later.",
                                  {"status": 429})
         _netguard.raise_for_status(fetched)
