@@ -45,7 +45,7 @@ class JobNotFound(JobError):
 
     def __init__(self, job_id: str):
         self.job_id = str(job_id)[:40]
-        super().__init__(f"no job {self.job_id!r} of yours; see /jobs")
+        super().__init__(Phrase("no job {id} of yours; see /jobs", id=repr(self.job_id)))
 
 
 @dataclass(frozen=True)

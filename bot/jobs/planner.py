@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from bot.access.preferences import Preferences
+from bot.core.errors import reason_of
 from bot.core.identity import Level, Sender
 from bot.core.ports import JobRequest
 from bot.core.tool import ToolInvalidArgsError, ToolPermissionError
@@ -54,7 +55,7 @@ class JobPlanner:
         try:
             job = await self.jobs.create(await self._draft(request))
         except JobError as exc:
-            raise ToolInvalidArgsError(str(exc), HINT) from exc
+            raise ToolInvalidArgsError(reason_of(exc), HINT) from exc
         return describe(job)
 
     async def list(self, owner: Sender) -> list[dict[str, Any]]:
@@ -69,16 +70,18 @@ class JobPlanner:
         try:
             job = await self.jobs.cancel((await self._own_job(owner, job_id)).id, str(owner))
         except JobError as exc:
-            raise ToolInvalidArgsError(str(exc), HINT) from exc
+            raise ToolInvalidArgsError(reason_of(exc), HINT) from exc
         return {"cancelled": job.id, "name": job.name}
 
     async def _draft(self, request: JobRequest) -> Job:
         """The job a create call describes, checked against the caller's own rights."""
         if not request.name or (request.at is None) == (request.cron is None):
-            raise ToolInvalidArgsError("create needs a `name` and exactly one of `at` or `cron`.",
+            raise ToolInvalidArgsError(Phrase("create needs a `name` and exactly one of `at` or "
+                                              "`cron`."),
                                        HINT)
         if not request.message and not request.prompt:
-            raise ToolInvalidArgsError("create needs a `message` (reminder) or a `prompt`.", HINT)
+            raise ToolInvalidArgsError(Phrase("create needs a `message` (reminder) or a `prompt`."),
+                                       HINT)
         owner = str(request.owner)
         timezone = await self.preferences.timezone_of(owner, self.default_timezone)
         now = self.jobs.clock()
@@ -86,12 +89,13 @@ class JobPlanner:
             when = (parse_at(request.at, now=now, timezone=timezone) if request.at is not None
                     else parse_cron(request.cron or "", timezone=timezone))
         except ScheduleError as exc:
-            raise ToolInvalidArgsError(str(exc), HINT) from exc
+            raise ToolInvalidArgsError(reason_of(exc), HINT) from exc
         allowed = self.catalog(request.owner, request.level) - {SCHEDULE_TOOL}
         refused = [name for name in request.tools if name not in allowed]
         if refused:
             raise ToolPermissionError(
-                f"A job can only use tools you may use yourself (not {', '.join(refused)}).",
+                Phrase("A job can only use tools you may use yourself (not {tools}).",
+                       tools=", ".join(refused)),
                 f"Choose from: {', '.join(sorted(allowed)) or '(none)'}.")
         self._check_model(request)
         job = Job(id="", owner=owner, channel=request.owner.channel, chat=request.chat,
@@ -101,7 +105,7 @@ class JobPlanner:
         try:
             self.jobs.check(job, now)
         except JobError as exc:
-            raise ToolInvalidArgsError(str(exc), HINT) from exc
+            raise ToolInvalidArgsError(reason_of(exc), HINT) from exc
         return job
 
     def _check_model(self, request: JobRequest) -> None:
@@ -110,18 +114,18 @@ class JobPlanner:
         if not request.model:
             return
         if request.message and not request.prompt:
-            raise ToolInvalidArgsError("A plain reminder is sent as written: it uses no model.",
+            raise ToolInvalidArgsError(Phrase("A plain reminder is sent as written: it uses no model."),
                                        "Leave out `model`, or give a `prompt` instead.")
         if request.model not in self.models:
             raise ToolInvalidArgsError(
-                f"No model {request.model!r} is configured.",
+                Phrase("No model {model} is configured.", model=repr(request.model)),
                 f"Choose from: {', '.join(sorted(self.models)) or '(none)'}; or leave out "
                 "`model` for the default.")
 
     async def _own_job(self, owner: Sender, job_id: str) -> Job:
         job = await self.jobs.get(job_id) if job_id else None
         if job is None or job.owner != str(owner) or job.status not in ("active", "paused"):
-            raise ToolInvalidArgsError(f"No job {job_id!r} of this user.",
+            raise ToolInvalidArgsError(Phrase("No job {id} of this user.", id=repr(job_id)),
                                        "Call schedule with action=list to see the job ids.")
         return job
 

@@ -43,8 +43,8 @@ def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ScheduleError(f"unknown time zone {name!r}; use an IANA name like Europe/Rome "
-                            "or America/New_York") from exc
+        raise ScheduleError(Phrase("unknown time zone {zone}; use an IANA name like Europe/Rome "
+                                   "or America/New_York", zone=repr(name))) from exc
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def parse_at(text: str, *, now: float, timezone: str) -> Schedule:
     if clock:
         hour, minute = int(clock.group(1)), int(clock.group(2))
         if hour > 23 or minute > 59:
-            raise ScheduleError(f"{text!r} is not a time of day")
+            raise ScheduleError(Phrase("{time} is not a time of day", time=repr(text)))
         today = datetime.fromtimestamp(now, tz).replace(hour=hour, minute=minute, second=0,
                                                          microsecond=0)
         moment = today if today.timestamp() > now else today + timedelta(days=1)
@@ -124,8 +124,8 @@ def parse_at(text: str, *, now: float, timezone: str) -> Schedule:
     try:
         moment = datetime.fromisoformat(candidate)
     except ValueError as exc:
-        raise ScheduleError(f"{text!r} is not a time I understand; use 'in 20 minutes', "
-                            "'2026-12-02 09:00' or '09:00'") from exc
+        raise ScheduleError(Phrase("{time} is not a time I understand; use 'in 20 minutes', "
+                                   "'2026-12-02 09:00' or '09:00'", time=repr(text))) from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=tz)
     return _once(moment.timestamp(), now, timezone)
@@ -135,24 +135,27 @@ def parse_cron(expression: str, *, timezone: str) -> Schedule:
     expression = " ".join(str(expression).split())[:MAX_SPEC_CHARS]
     zone(timezone)
     if len(expression.split()) != _CRON_FIELDS:
-        raise ScheduleError(f"{expression!r} is not a 5-field cron expression "
-                            "(minute hour day-of-month month day-of-week, e.g. '0 8 * * 1')")
+        raise ScheduleError(Phrase("{expression} is not a 5-field cron expression (minute hour "
+                                   "day-of-month month day-of-week, e.g. '0 8 * * 1')",
+                                   expression=repr(expression)))
     from croniter import CroniterBadCronError, croniter
 
     try:
         if not croniter.is_valid(expression):
-            raise ScheduleError(f"{expression!r} is not a valid cron expression")
+            raise ScheduleError(Phrase("{expression} is not a valid cron expression",
+                                       expression=repr(expression)))
         croniter(expression)
     except (CroniterBadCronError, ValueError, KeyError) as exc:
-        raise ScheduleError(f"{expression!r} is not a valid cron expression: {exc}") from exc
+        raise ScheduleError(Phrase("{expression} is not a valid cron expression: {problem}",
+                                   expression=repr(expression), problem=str(exc))) from exc
     return Schedule("cron", expression, timezone)
 
 
 def _once(at: float, now: float, timezone: str) -> Schedule:
     if at <= now:
-        raise ScheduleError(f"{local_time(at, timezone)} is in the past")
+        raise ScheduleError(Phrase("{time} is in the past", time=local_time(at, timezone)))
     if at - now > 5 * 365 * 86400:
-        raise ScheduleError("that is more than five years away")
+        raise ScheduleError(Phrase("that is more than five years away"))
     return Schedule("once", repr(round(at, 3)), timezone)
 
 

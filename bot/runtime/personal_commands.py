@@ -79,7 +79,7 @@ async def timezone(agent: Any, message: IncomingMessage, autonomy: str, sink: Si
     try:
         zone(arg.split()[0])
     except ScheduleError as exc:
-        await sink.emit(Notice(tr.say(str(exc))))
+        await sink.emit(Notice(tr.say(reason_of(exc))))
         return
     await preferences.set_timezone(message.sender, arg.split()[0])
     agent.services.languages.zone_changed(message.sender, arg.split()[0])
