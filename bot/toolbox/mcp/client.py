@@ -27,6 +27,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Implementation
 from pydantic import ValidationError
 
 from bot.core.tool import CallContext, ToolExternalError, ToolNetworkError
+from bot.language.phrase import Phrase
 from bot.toolbox.mcp.config import ServerConfigError, ServerSpec, parse_spec
 from bot.toolbox.mcp.tools import MCPTool, result_to_dict, tool_meta
 from bot.toolbox.mcp.transport import open_transport
@@ -135,7 +136,8 @@ class ServerRunner:
     async def call(self, remote: str, args: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         client, name = self._client, self.spec.name
         if client is None:
-            raise ToolNetworkError(f"MCP server {name} is not connected ({self.error or self.state})",
+            raise ToolNetworkError(Phrase("MCP server {server} is not connected ({why})", server=name,
+                                          why=self.error or self.state),
                                    "The server is restarting; try again in a minute or answer without it.")
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
@@ -150,24 +152,29 @@ class ServerRunner:
         except (httpx2.TransportError, OSError, anyio.BrokenResourceError,
                 anyio.ClosedResourceError) as exc:
             self._lost.set()
-            raise ToolNetworkError(f"MCP server {name} is unreachable: {_one_line(exc)}") from exc
+            raise ToolNetworkError(Phrase("MCP server {server} is unreachable: {why}", server=name,
+                                          why=_one_line(exc))) from exc
         except ValidationError as exc:
-            raise ToolExternalError(f"MCP server {name} sent a malformed result") from exc
+            raise ToolExternalError(Phrase("MCP server {server} sent a malformed result",
+                                           server=name)) from exc
         if result.is_error:
-            text = result_to_dict(result)["text"][:2000] or "(no message)"
-            raise ToolExternalError(f"{name}/{remote} failed: {text}", details={"server": name})
+            text = result_to_dict(result)["text"][:2000] or Phrase("(no message)")
+            raise ToolExternalError(Phrase("{server}/{tool} failed: {text}", server=name, tool=remote,
+                                           text=text), details={"server": name})
         return result_to_dict(result)
 
     def _translate(self, exc: MCPError) -> Exception:
         name = self.spec.name
         if exc.code == CONNECTION_CLOSED:
             self._lost.set()
-            return ToolNetworkError(f"MCP server {name} closed the connection during the call",
+            return ToolNetworkError(Phrase("MCP server {server} closed the connection during the "
+                                           "call", server=name),
                                     "The server is restarting; try again later or answer without it.")
         if exc.code == REQUEST_TIMEOUT:
-            return ToolNetworkError(f"MCP server {name} did not answer within "
-                                    f"{self.spec.call_timeout:g}s")
-        return ToolExternalError(f"MCP server {name} refused the call: {exc.message}",
+            return ToolNetworkError(Phrase("MCP server {server} did not answer within {seconds}s",
+                                           server=name, seconds=f"{self.spec.call_timeout:g}"))
+        return ToolExternalError(Phrase("MCP server {server} refused the call: {why}", server=name,
+                                        why=exc.message),
                                  details={"code": exc.code})
 
 
