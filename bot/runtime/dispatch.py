@@ -44,7 +44,7 @@ from bot.core.tool import (
     risk_of,
 )
 from bot.core.wrap import source_of, wrap_untrusted
-from bot.language.phrase import Phrase
+from bot.language.phrase import Number, Phrase
 from bot.runtime.services import Services
 from bot.store.audit import AuditEntry
 from bot.toolbox.failures import to_tool_error
@@ -315,9 +315,9 @@ class Dispatcher:
         if len(summary) > MAX_PREVIEW_CHARS:
             # One this long could not be read on a phone anyway.
             raise ToolInvalidArgsError(
-                f"This {tool.meta.name} call is too large to show for approval "
-                f"({len(summary):,} characters; the limit is {MAX_PREVIEW_CHARS:,}). "
-                "It was not run.",
+                Phrase("This {tool} call is too large to show for approval ({size} characters; "
+                       "the limit is {limit}). It was not run.", tool=tool.meta.name,
+                       size=Number(len(summary)), limit=Number(MAX_PREVIEW_CHARS)),
                 "Split the work into smaller calls the user can read before approving.")
         return summary
 

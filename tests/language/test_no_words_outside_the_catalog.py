@@ -1,7 +1,8 @@
 """Nothing the bot says is built from English outside the catalog: every Notice, ErrorEvent and
-Button made in the bot or a channel carries a catalog message (`tr._`, `tr.ngettext`, a
-`Phrase`) or content (a variable: a tool's preview, a name), never a sentence written in the
-code. An AST scan, so a new English notice fails here before anyone reads it in Italian."""
+Button made in the bot or a channel, and every tool failure's message (shown on the call's
+status line), carries a catalog message (`tr._`, `tr.ngettext`, a `Phrase`) or content (a
+variable: a tool's preview, a name), never a sentence written in the code. An AST scan, so a
+new English notice fails here before anyone reads it in Italian."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SAID = {"Notice": ("text",), "ErrorEvent": ("message",), "Button": ("label",)}
+# A tool's failure is shown on the call's status line: its message is said to a person too.
+FAILURES = {name: ("message",) for name in (
+    "ToolException", "ToolInvalidArgsError", "ToolNotFoundError", "ToolPermissionError",
+    "ToolNetworkError", "ToolExternalError", "ToolQuotaError", "ToolUnsupportedError",
+    "UnrevertibleError")}
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -29,15 +35,16 @@ def literal_words(node: ast.AST) -> list[str]:
     return []
 
 
-def said_outside_the_catalog(path: Path, root: Path = ROOT) -> list[str]:
+def said_outside_the_catalog(path: Path, root: Path = ROOT,
+                             said_by: dict[str, tuple[str, ...]] = SAID) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if not isinstance(node, ast.Call):
             continue
         name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
-        if name not in SAID:
+        if name not in said_by:
             continue
-        said = [*node.args[:1], *(k.value for k in node.keywords if k.arg in SAID[name])]
+        said = [*node.args[:1], *(k.value for k in node.keywords if k.arg in said_by[name])]
         for value in said:
             words = literal_words(value)
             if words:
@@ -51,6 +58,15 @@ def sources() -> list[Path]:
 
 def test_no_notice_error_or_button_is_written_in_english_in_the_code():
     found = [line for path in sources() for line in said_outside_the_catalog(path)]
+    assert found == []
+
+
+def test_no_tool_failure_is_written_in_english_in_the_code():
+    # The contract (bot/core) imports no words; its one message is for a port the app always
+    # wires (`Unavailable`).
+    paths = [p for folder in ("bot", "tools") for p in sorted((ROOT / folder).rglob("*.py"))
+             if not p.is_relative_to(ROOT / "bot" / "core")]
+    found = [line for path in paths for line in said_outside_the_catalog(path, said_by=FAILURES)]
     assert found == []
 
 
