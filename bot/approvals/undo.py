@@ -3,7 +3,8 @@
 The runtime records every successful call of a tool that has a `revert` method (inside the same
 transaction as its receipt, when it has one). `undo_last` hands the newest entry that has not been
 reverted yet back to the tool's `revert(ctx, args, result)`; only a successful revert marks the
-entry, and every attempt is audited (decision 'undo').
+entry, and every attempt is audited (decision 'undo'). Its answers are Phrases: each person
+reads them in their language (the tool's name and what it changed are shown as they are).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import weakref
 from typing import Any
 
 from bot.core.tool import CallContext, ToolException, args_hash
+from bot.language.phrase import Phrase
 from bot.store.audit import AuditEntry, write_audit
 from bot.store.protocol import Store, Transaction
 from bot.toolbox.failures import to_tool_error
 from bot.toolbox.registry import Registry
 
-NOTHING_TO_UNDO = "Nothing to undo in this session."
+NOTHING_TO_UNDO = Phrase("Nothing to undo in this conversation.")
 # Args whose value names the thing that was changed, in order of preference, for the reply.
 _LABEL_KEYS = ("path", "file", "name", "target", "url", "id", "key")
 _LABEL_MAX = 80
@@ -40,7 +42,7 @@ class UndoLog:
         """Remember a successful call of a revertible tool, inside the caller's transaction."""
         await tx.execute(_RECORD_SQL, _row(session_id, sender, tool, args, result))
 
-    async def undo_last(self, session_id: str, registry: Registry, ctx: CallContext) -> str:
+    async def undo_last(self, session_id: str, registry: Registry, ctx: CallContext) -> Phrase:
         """Revert the newest not-yet-reverted entry of the session; a sentence for the user."""
         lock = self._session_locks.get(session_id)
         if lock is None:
@@ -49,7 +51,7 @@ class UndoLog:
             return await self._undo_last_locked(session_id, registry, ctx)
 
     async def _undo_last_locked(self, session_id: str, registry: Registry,
-                                ctx: CallContext) -> str:
+                                ctx: CallContext) -> Phrase:
         # Only the sender's own changes: in a chat-wide session a member cannot undo another's.
         row = await self.store.fetchone(
             "SELECT id, tool, args, result FROM undo_log WHERE session_id = ? AND sender = ?"
@@ -60,7 +62,8 @@ class UndoLog:
         tool = registry.get(name)
         revert = getattr(tool, "revert", None)
         if not callable(revert):
-            return await self._refused(session_id, ctx, name, args, "the tool is no longer available.")
+            return await self._refused(session_id, ctx, name, args,
+                                       Phrase("the tool is no longer available."))
         try:
             await revert(ctx, args, result)
         except ToolException as exc:  # UnrevertibleError included: the tool says why
@@ -76,15 +79,18 @@ class UndoLog:
                                              args_hash=args_hash(args),
                                              detail=f"undo_log {row['id']}"))
         label = _label(args)
-        return f"Undone: {name} {label}." if label else f"Undone: {name}."
+        if label:
+            return Phrase("Undone: {tool} {what}.", tool=name, what=label)
+        return Phrase("Undone: {tool}.", tool=name)
 
     async def _refused(self, session_id: str, ctx: CallContext, name: str, args: dict[str, Any],
-                       reason: str) -> str:
+                       reason: str) -> Phrase:
         async with self.store.transaction() as tx:
             await write_audit(tx, AuditEntry(sender=str(ctx.sender), decision="undo", outcome="failed",
                                              session_id=session_id, tool=name,
-                                             args_hash=args_hash(args), detail=reason))
-        return f"{name} cannot be undone: {reason}"
+                                             args_hash=args_hash(args), detail=str(reason)))
+        # The reason is the tool's Phrase (an UnrevertibleError's, a failure's), or its text.
+        return Phrase("{tool} cannot be undone: {reason}", tool=name, reason=reason)
 
 
 def _label(args: dict[str, Any]) -> str:

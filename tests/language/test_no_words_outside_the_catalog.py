@@ -1,8 +1,9 @@
 """Nothing the bot says is built from English outside the catalog: every Notice, ErrorEvent and
-Button made in the bot or a channel, and every tool failure's message (shown on the call's
-status line), carries a catalog message (`tr._`, `tr.ngettext`, a `Phrase`) or content (a
-variable: a tool's preview, a name), never a sentence written in the code. An AST scan, so a
-new English notice fails here before anyone reads it in Italian."""
+Button made in the bot or a channel, every tool failure's message (shown on the call's status
+line) and every answer of a function that says it returns a Phrase (/undo's) carries a catalog
+message (`tr._`, `tr.ngettext`, a `Phrase`) or content (a variable: a tool's preview, a name),
+never a sentence written in the code. An AST scan, so a new English notice fails here before
+anyone reads it in Italian."""
 
 from __future__ import annotations
 
@@ -52,6 +53,21 @@ def said_outside_the_catalog(path: Path, root: Path = ROOT,
     return found
 
 
+def phrases_returned_in_english(path: Path, root: Path = ROOT) -> list[str]:
+    """The English sentences a function annotated `-> Phrase` returns as plain text."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or \
+                "Phrase" not in ast.unparse(node.returns or ast.Constant(None)):
+            continue
+        for inner in ast.walk(node):
+            words = literal_words(inner.value) if isinstance(inner, ast.Return) and \
+                inner.value is not None else []
+            if words:
+                found.append(f"{path.relative_to(root)}:{inner.lineno}: {' '.join(words)}")
+    return found
+
+
 def sources() -> list[Path]:
     return [path for folder in ("bot", "channels") for path in sorted((ROOT / folder).rglob("*.py"))]
 
@@ -68,6 +84,20 @@ def test_no_tool_failure_is_written_in_english_in_the_code():
              if not p.is_relative_to(ROOT / "bot" / "core")]
     found = [line for path in paths for line in said_outside_the_catalog(path, said_by=FAILURES)]
     assert found == []
+
+
+def test_no_function_that_answers_with_a_phrase_returns_english_text():
+    paths = [p for folder in ("bot", "channels", "tools") for p in sorted((ROOT / folder).rglob("*.py"))]
+    found = [line for path in paths for line in phrases_returned_in_english(path)]
+    assert found == []
+
+
+def test_the_scan_finds_english_returned_for_a_phrase(tmp_path):
+    planted = tmp_path / "undo.py"
+    planted.write_text('async def undo_last() -> Phrase:\n    if x:\n        return f"Undone: {x}."\n'
+                       '    return Phrase("Nothing to undo.")\n'
+                       'def label() -> str:\n    return "the file"\n')
+    assert phrases_returned_in_english(planted, tmp_path) == ["undo.py:3: Undone"]
 
 
 def test_the_scan_finds_an_english_sentence_sent_to_a_person(tmp_path):
