@@ -64,7 +64,7 @@ class SupraLLM(BaseTool):
         quota = int(ctx.settings["tools"]["supra_llm"]["daily_quota"])
         day = datetime.now(UTC).date().isoformat()
         used = await _reserve(ctx, day, quota)
-        await ctx.progress(f"Asking {model}…")
+        await ctx.progress(Phrase("Asking {model}…", model=model))
         try:
             answer = await ctx.ports.model.ask(
                 sender=ctx.sender, level=ctx.level, session_id=ctx.session_id, model=model,

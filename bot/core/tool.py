@@ -201,7 +201,9 @@ class CallContext:
         return True
 
     async def progress(self, text: str) -> None:
-        """Report partial progress ("Scanning 120 files…"); channels show it throttled."""
+        """Report partial progress ("Scanning 120 files…"); channels show it throttled. A
+        `bot.language` Phrase is shown in each reader's language; plain text (a custom tool's,
+        an MCP server's) is shown as it is written."""
         if self.progress_sink is None:
             return
         outcome = self.progress_sink(text)

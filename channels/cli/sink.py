@@ -137,7 +137,8 @@ class TerminalSink:
             self.line(self.say(texts.TOOL_STARTED, tool=event.tool), "class:tool")
             self.streamed = False
         elif isinstance(event, ToolProgress):
-            self.line(self.say(texts.TOOL_PROGRESS, text=event.text), "class:tool")
+            self.line(self.say(texts.TOOL_PROGRESS, text=self.reader().say(event.text)),
+                      "class:tool")
         elif isinstance(event, ToolFinished) and not event.ok:
             self.line(self.say(texts.TOOL_FAILED, tool=event.tool,
                                summary=self.reader().say(event.summary)), "class:error")

@@ -317,7 +317,8 @@ class TurnSink:
         if isinstance(event, ToolStarted):
             await self._set_status(f"⚙️ `{event.tool}` …")
         elif isinstance(event, ToolProgress):
-            await self._set_status(f"⚙️ `{event.tool}` — {event.text}"[:1900])
+            said = self.desk.reader(self.outlet).say(event.text)
+            await self._set_status(f"⚙️ `{event.tool}` — {said}"[:1900])
         elif isinstance(event, ToolFinished):
             mark = "✅" if event.ok else "⚠️"
             said = self.desk.reader(self.outlet).say(event.summary) if event.summary else ""

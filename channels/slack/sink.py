@@ -202,7 +202,7 @@ class SlackSink:
         if isinstance(event, ToolStarted):
             line = f"⚙️ {name}…"
         elif isinstance(event, ToolProgress):
-            line = f"⚙️ {name}: {shorten(event.text, PROGRESS_CHARS)}"
+            line = f"⚙️ {name}: {shorten(self.tr.say(event.text), PROGRESS_CHARS)}"
         elif event.ok:
             line = f"✅ {name}"
         else:

@@ -240,7 +240,7 @@ class ChatSink:
         if isinstance(event, ToolStarted):
             plain = f"⚙️ {name}…"
         elif isinstance(event, ToolProgress):
-            plain = f"⚙️ {name}: {truncate(event.text, PROGRESS_UNITS)}"
+            plain = f"⚙️ {name}: {truncate(self.tr.say(event.text), PROGRESS_UNITS)}"
         elif event.ok:
             plain = f"✅ {name}"
         else:

@@ -1,9 +1,9 @@
 """Nothing the bot says is built from English outside the catalog: every Notice, ErrorEvent and
-Button made in the bot or a channel, every tool failure's message (shown on the call's status
-line) and every answer of a function that says it returns a Phrase (/undo's) carries a catalog
-message (`tr._`, `tr.ngettext`, a `Phrase`) or content (a variable: a tool's preview, a name),
-never a sentence written in the code. An AST scan, so a new English notice fails here before
-anyone reads it in Italian."""
+Button made in the bot or a channel, every tool failure's message and progress line (shown on
+the call's status line) and every answer of a function that says it returns a Phrase (/undo's)
+carries a catalog message (`tr._`, `tr.ngettext`, a `Phrase`) or content (a variable: a tool's
+preview, a name), never a sentence written in the code. An AST scan, so a new English notice
+fails here before anyone reads it in Italian."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ FAILURES = {name: ("message",) for name in (
     "ToolException", "ToolInvalidArgsError", "ToolNotFoundError", "ToolPermissionError",
     "ToolNetworkError", "ToolExternalError", "ToolQuotaError", "ToolUnsupportedError",
     "UnrevertibleError")}
+# A tool's progress (`ctx.progress(...)`) is on the status line too.
+PROGRESS = {"progress": ("text",)}
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -84,6 +86,20 @@ def test_no_tool_failure_is_written_in_english_in_the_code():
              if not p.is_relative_to(ROOT / "bot" / "core")]
     found = [line for path in paths for line in said_outside_the_catalog(path, said_by=FAILURES)]
     assert found == []
+
+
+def test_no_progress_line_is_written_in_english_in_the_code():
+    paths = [p for folder in ("bot", "channels", "tools") for p in sorted((ROOT / folder).rglob("*.py"))]
+    found = [line for path in paths for line in said_outside_the_catalog(path, said_by=PROGRESS)]
+    assert found == []
+
+
+def test_the_scan_finds_an_english_progress_line(tmp_path):
+    planted = tmp_path / "tool.py"
+    planted.write_text('await ctx.progress(f"Asking {model}…")\n'
+                       'await ctx.progress(Phrase("Asking {model}…", model=model))\n'
+                       'await ctx.progress(message or f"{done:g}/{total:g}")\n')
+    assert said_outside_the_catalog(planted, tmp_path, PROGRESS) == ["tool.py:1: Asking"]
 
 
 def test_no_function_that_answers_with_a_phrase_returns_english_text():

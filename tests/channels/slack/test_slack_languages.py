@@ -11,6 +11,7 @@ from bot.language.phrase import Phrase
 from tests.channels.slack.test_slack_approvals import cards, said, tap
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.slack_server import TEAM, FakeSlack, buttons_of, visible_text
+from tests.language.test_progress_in_the_readers_language import SUPRA, answering_after
 from tests.support.slack_support import ADA, BOB, dm_of
 
 SENDERS = {f"slack:{ADA}": "supervised", f"slack:{BOB}": "supervised"}
@@ -134,3 +135,16 @@ async def test_a_chosen_language_outranks_the_slack_language(bot, slack, fake_an
     await speak(slack, BOB, "it", "Con te parlo Italiano")
     await slack.send("events_api", slack.dm_event(BOB, "/whoami"))
     await slack.wait_until(lambda: said(slack, dm_of(BOB), "Autonomia: "))
+
+
+async def test_supra_llms_progress_reaches_a_spanish_slack_user_in_spanish(
+        bot, slack, fake_anthropic):
+    await bot(senders={f"slack:{ADA}": "supervised"})
+    await speak(slack, ADA, "es", "Contigo hablo Español")
+    line = f"⚙️ supra_llm: Consultando a {SUPRA}…"
+    fake_anthropic.script(reply(tool_use("supra_llm", {"question": "¿6 por 7?"})))
+    fake_anthropic.responder = answering_after(
+        lambda: slack.wait_until(lambda: said(slack, dm_of(ADA), line)), "Hecho.")
+    await slack.send("events_api", slack.dm_event(ADA, "pregunta al modelo grande"))
+    await slack.wait_until(lambda: said(slack, dm_of(ADA), "Hecho."))
+    assert fake_anthropic.responder.seen
