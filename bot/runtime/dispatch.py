@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,7 +32,6 @@ from bot.core.policy import Caller, Decision, decide
 from bot.core.secrets.files import SecretFiles
 from bot.core.secrets.redaction import SecretRedaction
 from bot.core.tool import (
-    NO_PREVIEW,
     CallContext,
     Tool,
     ToolError,
@@ -45,6 +43,12 @@ from bot.core.tool import (
 )
 from bot.core.wrap import source_of, wrap_untrusted
 from bot.language.phrase import Number, Phrase
+from bot.runtime.previews import (  # noqa: F401 (visible_json: imported from here too)
+    MAX_PREVIEW_CHARS,
+    from_dry_run,
+    visible_json,
+    without_preview,
+)
 from bot.runtime.services import Services
 from bot.store.audit import AuditEntry
 from bot.toolbox.failures import to_tool_error
@@ -52,9 +56,6 @@ from bot.toolbox.failures import to_tool_error
 log = logging.getLogger(__name__)
 
 MAX_RESULT_CHARS = 200_000
-# A longer preview cannot be approved: the call is refused. A preview is never cut (a cut end
-# could hide a recipient or a command); channels split a long one across messages.
-MAX_PREVIEW_CHARS = 12_000
 
 
 
@@ -174,20 +175,6 @@ def error_block(tool_use_id: str, error: ToolError, tool: Tool | None = None,
 AUDIT_CALL_CHARS = 300   # what ran, as shown in `myclaw audit` (the receipt has the exact args)
 
 
-# Characters that show nothing (or reorder what follows) in a chat: written as \\uXXXX in a
-# preview, so an argument cannot hide behind them. json.dumps already escapes C0 controls.
-_INVISIBLE = re.compile("[\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
-                        "\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff"
-                        "\uffa0\ufff0-\ufffb\U000e0000-\U000e0fff]")
-
-
-def visible_json(value: Any) -> str:
-    """`value` as JSON in which every character is visible."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000
-                          else f"\\U{ord(m.group()):08x}", text)
-
-
 class Dispatcher:
     def __init__(self, services: Services):
         self.services = services
@@ -289,23 +276,14 @@ class Dispatcher:
 
     async def preview(self, turn: Turn, tool: Tool, args: dict[str, Any], call_id: str) -> str:
         """The approval text, whole: the dry_run summary (and diff), or — for a tool without a
-        preview of its own — every argument of the call. Never cut: one too long to read is
-        refused instead (raises ToolInvalidArgsError)."""
+        preview of its own — every argument of the call (bot.runtime.previews). Never cut: one
+        too long to read is refused instead (raises ToolInvalidArgsError)."""
         summary = ""
         ctx = self.context(turn, call_id, tool.meta.name)
         if tool.meta.supports_dry_run:
-            outcome = await tool.dry_run(ctx, **args)
-            summary = outcome.get("summary") if isinstance(outcome, dict) else None
-            if summary == NO_PREVIEW:
-                summary = ""
-            elif not isinstance(summary, str) or not summary.strip():
-                summary = visible_json(outcome)
-            else:
-                diff = outcome.get("diff")
-                if isinstance(diff, str) and diff.strip():  # what an edit changes, not its size
-                    summary = Phrase("{summary}\n{diff}", summary=summary, diff=diff)
+            summary = from_dry_run(tool, await tool.dry_run(ctx, **args))
         if not summary:
-            summary = f"{NO_PREVIEW}\n{tool.meta.name} {visible_json(args)}"
+            summary = without_preview(tool, args)
         scrubbed = await self._secrets.scrub((self._root, ctx.workspace), str(summary))
         if scrubbed != summary:   # a secret was in it: the scrubbed text, and only the text
             summary = scrubbed

@@ -17,7 +17,7 @@ import pytest
 
 from bot.core.approval_cards import ApprovalNeeded, ApprovalView
 from bot.core.events import CollectingSink, IncomingMessage
-from bot.core.tool import NO_PREVIEW, BaseTool, CallContext, ToolMeta
+from bot.core.tool import BaseTool, CallContext, ToolMeta
 from bot.runtime.dispatch import MAX_PREVIEW_CHARS, Dispatcher, Turn, visible_json
 from channels import discord as discord_bot
 from channels.discord.approvals import outcome_text
@@ -31,6 +31,7 @@ from tests.support.telegram_support import FAST
 HIDDEN = "attacker@evil.example"
 ADA = 4242
 ALICE, ALICE_DM = 4_200_000_000_000_001, 6_000_000_000_000_001
+UNPREVIEWED = "No preview: send_email is called with these arguments:"
 GUILD = FakeGuild(id=7_000_000_000_000_001, channel_ids=(7_000_000_000_000_011,))
 
 
@@ -69,7 +70,7 @@ def turn() -> Turn:
 async def test_a_tool_without_preview_shows_every_argument(services):
     args = hiding_args()
     summary = await Dispatcher(services).preview(turn(), SendEmail(), args, "t1")
-    assert summary == f"{NO_PREVIEW}\nsend_email {visible_json(args)}"
+    assert summary == f"{UNPREVIEWED}\n{visible_json(args)}"
     assert summary.index(HIDDEN) > 600
 
 
@@ -154,8 +155,8 @@ async def test_telegram_shows_every_character_of_the_call(telegram_app, tg, fake
     previews = [p.split("\n", 1)[1].removeprefix("<pre>").removesuffix("</pre>")
                 for p in posted if p.startswith("🔎 Preview")]
     shown = "".join(previews) if previews else posted[-1].split("<pre>", 1)[1].split("</pre>")[0]
-    head, _, call = shown.partition("\nsend_email ")
-    assert head == NO_PREVIEW and json.loads(call) == args   # every character, recovered
+    head, _, call = shown.partition("\n")
+    assert head == UNPREVIEWED and json.loads(call) == args   # every character, recovered
     assert bool(previews) == (padding > 3000)   # a long one is split before the buttons
 
 
@@ -185,7 +186,8 @@ async def test_discord_shows_every_character_of_the_call(discord_app, fake_anthr
     # The request is one fenced block, split across messages when long: remove the fences the
     # split added and every character of the call is there, in order.
     body = "".join(p.split("```\n", 1)[1].rsplit("\n```", 1)[0] for p in posted[1:])
-    assert json.loads(body.partition("send_email ")[2]) == args   # every character, recovered
+    head, _, call = body.partition(UNPREVIEWED)   # a split may fall on the line's end
+    assert head == "" and json.loads(call) == args   # every character, recovered
     assert all(len(p) <= 2000 for p in posted)
     assert (len(posted) > 2) == (padding > 2000)   # a long one is split across messages
 

@@ -42,7 +42,9 @@ async def test_a_medium_risk_call_waits_for_approval_with_its_preview(app_factor
     writer = Writer()
     app.services.registry.register(writer, "tests")
     sink, view = await ask_for_write(app, fake_model)
-    assert view.summary == "Write the note 'milk'" and view.risk == "medium"
+    # The tool's own words, shown as written under the catalog's line saying whose they are
+    assert view.summary == "What writer says this call will do:\nWrite the note 'milk'"
+    assert view.risk == "medium"
     assert sink.of(Done)[-1].waiting_for_approval
     assert writer.executed == []
     stored = await app.services.approvals.get(view.id)

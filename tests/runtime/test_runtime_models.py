@@ -47,7 +47,7 @@ async def test_a_call_printed_as_json_waits_for_approval_and_runs_once_approved(
     sink = CollectingSink()
     await app.agent.handle(message("write milk"), sink)
     (needed,) = sink.of(ApprovalNeeded)
-    assert needed.approval.summary == "Write the note 'milk'" and sink.text == ""
+    assert needed.approval.summary.endswith("\nWrite the note 'milk'") and sink.text == ""
     fake_model.script(text("Written."))
     follow = CollectingSink()
     assert (await answer(app.agent, needed.approval.id, "telegram:1", "approve", follow)).ok

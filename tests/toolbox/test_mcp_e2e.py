@@ -1,6 +1,7 @@
 """An MCP tool through the whole agent: real runtime and SDK, fake Anthropic on 127.0.0.1, the
 echo MCP server over stdio. High risk without preview: the full-autonomy sender is asked, the
-approval shows the no-preview line, and the call runs only after Approve."""
+approval names the server and its tool above every argument, and the call runs only after
+Approve."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 
 from bot.core.approval_cards import ApprovalNeeded
 from bot.core.events import CollectingSink, IncomingMessage
-from bot.core.tool import NO_PREVIEW
 from bot.toolbox.mcp.client import MCPManager
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.support.runtime_tools import answer
@@ -39,7 +39,8 @@ async def test_an_mcp_call_asks_with_the_no_preview_text_and_runs_after_approval
     (needed,) = sink.of(ApprovalNeeded)
     view = needed.approval
     assert view.tool == "echo__echo" and view.risk == "high"
-    assert view.summary.startswith(NO_PREVIEW) and '"ciao"' in view.summary
+    assert view.summary == ("No preview: the MCP server echo is asked to run its tool echo with "
+                            'these arguments:\n{"text": "ciao"}')
     assert len(fake_anthropic.requests) == 1  # nothing ran yet: the turn waits for the tap
 
     fake_anthropic.script(text("The server said ciao."))

@@ -116,7 +116,7 @@ class ServerRunner:
         self.tool_errors = {}
         for remote in remote_tools:
             try:
-                tool = MCPTool(tool_meta(self.spec, remote), self, remote.name)
+                tool = MCPTool(tool_meta(self.spec, remote), self, remote.name, self.spec.name)
                 registry.register(tool, source=f"mcp:{self.spec.name}")
             except (RegistrationError, TypeError, ValueError) as exc:
                 self.tool_errors[remote.name] = str(exc)

@@ -1,7 +1,8 @@
 """MCP tool adapter: a server's remote tool as a registry Tool named `<server>__<tool>`.
 
 Safety defaults, overridable per server or per tool: side effects assumed, risk high, output
-untrusted, no dry_run (the approval shows NO_PREVIEW). The input schema is closed where it declares
+untrusted, no dry_run (the approval shows every argument of the call and names the server and
+its tool: `mcp_server`, `remote_name`). The input schema is closed where it declares
 properties, and results are flattened to text (binary content is described, not passed on).
 
 A server's descriptions reach the model inside the tool catalog, so they are the server's words,
@@ -132,10 +133,12 @@ def _clean_texts(schema: Any) -> Any:
 class MCPTool:
     """One remote tool. It holds its server, not a connection, so it survives reconnects."""
 
-    def __init__(self, meta: ToolMeta, server: ServerRunner, remote_name: str):
+    def __init__(self, meta: ToolMeta, server: ServerRunner, remote_name: str,
+                 server_name: str = ""):
         self.meta = meta
         self._server = server
         self.remote_name = remote_name
+        self.mcp_server = server_name   # as configured ([mcp.servers.<name>])
 
     async def execute(self, ctx: CallContext, **args: Any) -> dict[str, Any]:
         return await self._server.call(self.remote_name, args, ctx)
