@@ -27,7 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.media.limits import MediaLimits, MediaRefused, megabytes
+from bot.language.phrase import Number, Phrase, size_phrase
+from bot.media.limits import MediaLimits, MediaRefused
 
 # kind -> (Pillow format name, media type the Messages API accepts)
 FORMATS = {
@@ -98,14 +99,15 @@ def prepare_image(data: bytes, limits: MediaLimits) -> PreparedImage:
     from PIL import Image  # imported on the first photo, not at start-up
 
     if not data:
-        raise MediaRefused("This image is empty (0 bytes).")
+        raise MediaRefused(Phrase("This image is empty (0 bytes)."))
     if len(data) > limits.max_image_bytes:
-        raise MediaRefused(f"This image is too large ({megabytes(len(data))}; the limit is "
-                           f"{megabytes(limits.max_image_bytes)}).")
+        raise MediaRefused(Phrase("This image is too large ({size}; the limit is {limit}).",
+                                  size=size_phrase(len(data)),
+                                  limit=size_phrase(limits.max_image_bytes)))
     kind = sniff_image(data)
     if kind is None:
-        raise MediaRefused(f"This file is not an image I can read: by its content it is not a "
-                           f"{SUPPORTED} image.")
+        raise MediaRefused(Phrase("This file is not an image I can read: by its content it is "
+                                  "not a {formats} image.", formats=SUPPORTED))
     pil_format, media_type = FORMATS[kind]
     try:
         with Image.open(io.BytesIO(data), formats=[pil_format]) as image:
@@ -124,7 +126,8 @@ def prepare_image(data: bytes, limits: MediaLimits) -> PreparedImage:
     except Image.DecompressionBombError as exc:   # Pillow's own guard, for headers far past ours
         raise _too_many_pixels(limits) from exc
     except _DECODE_ERRORS as exc:
-        raise MediaRefused("This image is damaged or incomplete: I could not decode it.") from exc
+        raise MediaRefused(Phrase("This image is damaged or incomplete: I could not decode "
+                                  "it.")) from exc
 
 
 def prepare_image_file(path: str, limits: MediaLimits) -> PreparedImage:
@@ -137,9 +140,13 @@ def prepare_image_file(path: str, limits: MediaLimits) -> PreparedImage:
 
 
 def _too_many_pixels(limits: MediaLimits, size: tuple[int, int] | None = None) -> MediaRefused:
-    said = f"{size[0]}×{size[1]} pixels; " if size else ""
-    return MediaRefused(f"This image is too large to open safely ({said}the limit is "
-                        f"{limits.max_image_pixels / 1_000_000:.0f} megapixels).")
+    limit = Number(round(limits.max_image_pixels / 1_000_000))
+    if size:
+        return MediaRefused(Phrase("This image is too large to open safely ({width}×{height} "
+                                   "pixels; the limit is {limit} megapixels).", width=size[0],
+                                   height=size[1], limit=limit))
+    return MediaRefused(Phrase("This image is too large to open safely (the limit is {limit} "
+                               "megapixels).", limit=limit))
 
 
 def _orientation(image: Image.Image) -> int:
@@ -214,7 +221,7 @@ def _encode(image: Image.Image, max_bytes: int) -> tuple[bytes, str]:
         image.save(out, "JPEG", quality=quality)   # optimize=True: 5 % smaller, 3x slower
         if out.tell() <= max_bytes:
             return out.getvalue(), "image/jpeg"
-    raise MediaRefused("This image could not be compressed enough for the model.")
+    raise MediaRefused(Phrase("This image could not be compressed enough for the model."))
 
 
 def _transposes() -> dict[int, Image.Transpose]:

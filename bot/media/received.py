@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bot.media.limits import MediaRefused, megabytes
+from bot.language.phrase import Phrase, size_phrase
+from bot.media.limits import MediaRefused
 
 INBOX = "inbox"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -70,8 +71,8 @@ def write_new_file(workspace: Path, original: str, suffix: str, fallback: str, d
         try:
             inbox = os.open(INBOX, _DIR | os.O_NOFOLLOW, dir_fd=root)
         except OSError as exc:   # a symlink or a file named inbox
-            raise MediaRefused("The workspace's inbox folder is not a plain folder; the file "
-                               "was not saved.") from exc
+            raise MediaRefused(Phrase("The workspace's inbox folder is not a plain folder; the "
+                                      "file was not saved.")) from exc
     finally:
         os.close(root)
     try:
@@ -85,7 +86,8 @@ def write_new_file(workspace: Path, original: str, suffix: str, fallback: str, d
             return f"{INBOX}/{name}"
     finally:
         os.close(inbox)
-    raise MediaRefused("Too many files with this name in the inbox this second; not saved.")
+    raise MediaRefused(Phrase("Too many files with this name in the inbox this second; not "
+                              "saved."))
 
 
 class Inbox:
@@ -103,9 +105,10 @@ class Inbox:
         """Save an upload; MediaRefused when the sender's quota would be exceeded."""
         used = await self.used(sender)
         if used + len(data) > self.quota_bytes:
-            raise MediaRefused(
-                f"Your inbox is full ({megabytes(used)} of {megabytes(self.quota_bytes)} used), so "
-                "this file was not saved to the workspace; delete old files from inbox/ to make room.")
+            raise MediaRefused(Phrase(
+                "Your inbox is full ({used} of {quota} used), so this file was not saved to the "
+                "workspace; delete old files from inbox/ to make room.", used=size_phrase(used),
+                quota=size_phrase(self.quota_bytes)))
         now = time.time()
         path = await asyncio.to_thread(write_new_file, workspace, original, suffix, fallback, data, now)
         async with self.store.transaction() as tx:

@@ -1,9 +1,9 @@
 """Nothing the bot says is built from English outside the catalog: every Notice, ErrorEvent and
 Button made in the bot or a channel, every tool failure's message and progress line (shown on
-the call's status line) and every answer of a function that says it returns a Phrase (/undo's)
-carries a catalog message (`tr._`, `tr.ngettext`, a `Phrase`) or content (a variable: a tool's
-preview, a name), never a sentence written in the code. An AST scan, so a new English notice
-fails here before anyone reads it in Italian."""
+the call's status line), every refused attachment's reason and every answer of a function that
+says it returns a Phrase (/undo's) carries a catalog message (`tr._`, `tr.ngettext`, a
+`Phrase`) or content (a variable: a tool's preview, a name), never a sentence written in the
+code. An AST scan, so a new English notice fails here before anyone reads it in Italian."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ SAID = {"Notice": ("text",), "ErrorEvent": ("message",), "Button": ("label",)}
 FAILURES = {name: ("message",) for name in (
     "ToolException", "ToolInvalidArgsError", "ToolNotFoundError", "ToolPermissionError",
     "ToolNetworkError", "ToolExternalError", "ToolQuotaError", "ToolUnsupportedError",
-    "UnrevertibleError")}
+    "UnrevertibleError", "MediaRefused")}   # and why an attachment cannot be used
 # A tool's progress (`ctx.progress(...)`) is on the status line too.
 PROGRESS = {"progress": ("text",)}
 WORD = re.compile(r"[A-Za-z]{2,}")

@@ -109,3 +109,23 @@ def test_a_model_account_error_and_an_attachment_refusal_read_in_each_language()
         assert ES.say(refused.message) == "nota.txt está vacío (0 bytes)."
     else:
         raise AssertionError("an empty document was accepted")
+
+
+def test_a_refused_photo_or_a_full_inbox_is_explained_in_each_language(tmp_path):
+    import pytest
+
+    from bot.media.images import prepare_image
+    from bot.media.limits import MediaLimits, MediaRefused
+
+    with pytest.raises(MediaRefused) as empty:
+        prepare_image(b"", MediaLimits())
+    assert str(empty.value.message) == "This image is empty (0 bytes)."
+    assert IT.say(empty.value.message) == "Questa immagine è vuota (0 byte)."
+    with pytest.raises(MediaRefused) as large:
+        prepare_image(b"x" * 2_500_000, MediaLimits(max_image_bytes=1_000_000))
+    assert ES.say(large.value.message) == ("Esta imagen es demasiado grande (2,5 MB; el límite "
+                                           "es 1 MB).")
+    with pytest.raises(MediaRefused) as text:
+        prepare_image(b"plain text, not a picture", MediaLimits())
+    assert IT.say(text.value.message).startswith("Questo file non è un'immagine che so leggere")
+    assert unmarked_words(PSEUDO.say(text.value.message), ("JPEG", "PNG", "GIF", "WebP")) == []
