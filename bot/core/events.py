@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from bot.core.approval_cards import ApprovalBatchNeeded, ApprovalNeeded, ApprovalView
+from bot.core.approval_cards import N_, ApprovalBatchNeeded, ApprovalNeeded, ApprovalView
 
 if TYPE_CHECKING:
     from bot.core.ports import HeldPort, InboxPort, SentPort
@@ -24,8 +24,9 @@ ChannelName = Literal["cli", "telegram", "discord", "slack", "whatsapp"]
 # --- valid text: what every boundary where text enters turns anything into -------------------
 
 REPLACEMENT = "\ufffd"
-REPAIRED_NOTICE = ("Some characters of your message could not be read (invalid bytes) and "
-                   "were replaced with \ufffd.")
+# A catalog message id: the agent says it as a Phrase, in the sender's language.
+REPAIRED_NOTICE = N_("Some characters of your message could not be read (invalid bytes) and "
+                     "were replaced with \ufffd.")
 
 
 def repair_text(value: str | bytes) -> tuple[str, bool]:

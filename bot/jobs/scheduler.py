@@ -22,8 +22,7 @@ from typing import Protocol
 
 from bot.core.events import Button
 from bot.jobs.jobs import Claim, Job, Jobs
-from bot.jobs.schedule import local_time
-from bot.language.phrase import Phrase
+from bot.language.phrase import Moment, Phrase
 
 log = logging.getLogger(__name__)
 
@@ -42,15 +41,21 @@ class JobRunner(Protocol):
         """Raises NotDelivered when the owner's chat cannot be reached."""
 
 
-def _missed_text(job: Job) -> str:
-    return (f"⏰ {job.name}: a run was missed while I was offline and was skipped."
-            + _next_line(job))
+def _missed_text(job: Job) -> Phrase:
+    if job.next_run is None:
+        return Phrase("⏰ {job}: a run was missed while I was offline and was skipped.",
+                      job=job.name)
+    return Phrase("⏰ {job}: a run was missed while I was offline and was skipped. Next run: "
+                  "{when}.", job=job.name,
+                  when=Moment(job.next_run, job.schedule.timezone, now=time.time()))
 
 
-def _cut_off_text(job: Job) -> str:
-    return (f"⏰ {job.name}: the last run was cut off by a restart and was not repeated. "
-            "It runs again at the next scheduled time." if job.next_run is not None else
-            f"⏰ {job.name}: the run was cut off by a restart and was not repeated.")
+def _cut_off_text(job: Job) -> Phrase:
+    if job.next_run is not None:
+        return Phrase("⏰ {job}: the last run was cut off by a restart and was not repeated. It "
+                      "runs again at the next scheduled time.", job=job.name)
+    return Phrase("⏰ {job}: the run was cut off by a restart and was not repeated.",
+                  job=job.name)
 
 
 class Scheduler:
@@ -164,9 +169,3 @@ async def _first(*events: asyncio.Event) -> None:
     finally:
         for waiter in waiters:
             waiter.cancel()
-
-
-def _next_line(job: Job) -> str:
-    if job.next_run is None:
-        return ""
-    return f" Next run: {local_time(job.next_run, job.schedule.timezone)}."

@@ -124,7 +124,7 @@ class Agent(SessionControl, ApprovalFlow):
             await sink.emit(Notice(Phrase("I can only read text messages.")))
             return
         if message.repaired:   # the sender should know the agent did not see what they typed
-            await sink.emit(Notice(REPAIRED_NOTICE))
+            await sink.emit(Notice(Phrase(REPAIRED_NOTICE)))
         sink = self.voice.wrapped(message, autonomy, sink)
         await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.approvals.display import requests_event
@@ -62,20 +61,28 @@ NOT_FINISHED_RESULT = (
     "interrupted: the process was restarted while this call was running. It has no side "
     "effects, so calling it again is safe if you still need it.")
 NOT_STARTED_RESULT = "not run: the process was restarted before this call started."
-IN_DOUBT_NOTE = "⚠️ In doubt: the bot was restarted while this ran; it may or may not have completed."
+IN_DOUBT_NOTE = Phrase("⚠️ In doubt: the bot was restarted while this ran; it may or may not "
+                       "have completed.")
+# What a request's message says of its call, run (or not) after a restart.
+RAN_NOTES = {True: Phrase("✅ Ran after a restart."),
+             False: Phrase("❌ Ran after a restart, and failed."),
+             None: Phrase("It did not run.")}
 
 
-def _clock(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def user_notice(calls: list[dict[str, Any]]) -> str:
-    """The one message the user gets about calls in doubt: what is known of each."""
+def user_notice(calls: list[dict[str, Any]]) -> Phrase:
+    """The one message the user gets about calls in doubt: what is known of each (in their
+    language; its English is what the conversation's history keeps)."""
     names = ", ".join(sorted({c["tool"] for c in calls}))
-    known = "\n".join(f"• {c['tool']}, started {_clock(c['ts'])}: {c['detail']}" for c in calls)
-    return (f"⚠️ I was restarted while working on this; the call to {names} may or may not have "
-            f"completed — here is what I know:\n{known}\nI have not run it again. Please check "
-            "whether it took effect before asking me to retry.")
+    known = Lines(Phrase("• {tool}, started {time}: {detail}", tool=c["tool"],
+                         time=Moment(c["ts"]), detail=c["detail"]) for c in calls)
+    return plural_phrase(
+        "⚠️ I was restarted while working on this; the call to {tools} may or may not have "
+        "completed — here is what I know:\n{calls}\nI have not run it again. Please check "
+        "whether it took effect before asking me to retry.",
+        "⚠️ I was restarted while working on this; the calls to {tools} may or may not have "
+        "completed — here is what I know:\n{calls}\nI have not run them again. Please check "
+        "whether they took effect before asking me to retry.", len(calls), tools=names,
+        calls=known)
 
 
 class Recovery:
@@ -151,7 +158,7 @@ class Recovery:
                        if isinstance(b, dict) and b.get("type") == "text") if last else ""
         doubts = await audit.calls_in_doubt(self.services.store, row.id)
         if doubts:
-            await self._deliver_report(await self.agent.stored_turn(row, sink), text, doubts)
+            await self._deliver_report(await self.agent.stored_turn(row, sink), doubts)
             return
         if text:
             await sink.emit(Done(text))
@@ -225,9 +232,9 @@ class Recovery:
         if approval is not None:
             await self.services.approvals.mark_finished(approval.id, None)
         log.warning("turn %s: %d call(s) in doubt after a restart", turn.turn_id, len(doubts))
-        await self._deliver_report(turn, text, doubts)
+        await self._deliver_report(turn, doubts)
 
-    async def _deliver_report(self, turn: Turn, text: str, doubts: list[dict[str, Any]]) -> None:
+    async def _deliver_report(self, turn: Turn, doubts: list[dict[str, Any]]) -> None:
         """Show a stored report of calls in doubt; until the turn is marked in_doubt, a restart
         shows it again (a kill between the store and the send loses nothing)."""
         for approval_id in sorted({c["approval_id"] for c in doubts if c["approval_id"]}):
@@ -235,7 +242,8 @@ class Recovery:
             if request is not None:
                 await self.agent.show_outcome(request, "approve", request.resolved_by or "",
                                               note=IN_DOUBT_NOTE)
-        await turn.sink.emit(Notice(text))
+        # Made again from what is known (not the history's English): in the reader's language.
+        await turn.sink.emit(Notice(user_notice(doubts)))
         await self._tell_approvers(turn, doubts)
         if turn.turn_id is not None:
             await turns.set_state_now(self.services.store, turn.turn_id, turns.IN_DOUBT,
@@ -307,10 +315,8 @@ class Recovery:
         """What edits the request's message once its call ran after the restart (before the
         conversation goes on, so a later crash cannot leave the buttons on it)."""
         async def show(ok: bool | None) -> None:
-            note = {True: "✅ Ran after a restart.",
-                    False: "❌ Ran after a restart, and failed."}.get(ok, "It did not run.")
             await self.agent.show_outcome(request, "approve", request.resolved_by or "",
-                                          note=note)
+                                          note=RAN_NOTES[ok])
         return show
 
     async def _answer_denied(self, row: turns.TurnRow, sink: Sink) -> None:

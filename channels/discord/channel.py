@@ -31,6 +31,7 @@ from bot.core.errors import ChannelError
 from bot.core.events import AgentAPI, IncomingMessage
 from bot.core.identity import Sender
 from bot.core.ports import ChannelConfig
+from bot.language.catalogs import N_
 from bot.language.translator import Translator
 from channels.discord.approvals import (
     ApprovalDesk,
@@ -67,7 +68,7 @@ SLASH_COMMANDS = {   # name -> description when the agent offers none
 }
 FORWARDED_BY = "someone else (forwarded on Discord)"
 STICKER_ONLY = "[the user sent a sticker without text; this channel cannot show stickers]"
-NOT_HERE = "I don't answer in this server."
+NOT_HERE = N_("I don't answer in this server.")
 
 
 # A bot token is three base64url parts: the bot's id, a timestamp, an HMAC. Only the shape is
@@ -198,7 +199,9 @@ class DiscordChannel:
         """A slash command or a command button: the command runs as a message from whoever
         used it, answered to them alone."""
         if interaction.guild_id is not None and str(interaction.guild_id) not in self.guilds:
-            await interaction.response.send_message(NOT_HERE, ephemeral=True)
+            tr = self.agent.translator(Sender.of("discord", interaction.user.id),
+                                       str(interaction.locale or ""))
+            await interaction.response.send_message(tr._(NOT_HERE), ephemeral=True)
             return
         await self.intake.interaction(
             interaction.id, lambda _: self._run_command(interaction, command))

@@ -40,6 +40,7 @@ from bot.core.events import AgentAPI, IncomingMessage
 from bot.core.identity import Sender
 from bot.core.listeners import Listeners
 from bot.core.ports import ChannelConfig
+from bot.language.catalogs import N_
 from bot.language.names import SUPPORTED
 from channels.telegram import buttons
 from channels.telegram.approvals import keyboard, outcome_message, request_message
@@ -59,6 +60,7 @@ if TYPE_CHECKING:   # the webhook (and aiohttp's server) is imported in webhook 
 
 log = logging.getLogger(__name__)
 
+WENT_WRONG = N_("⚠️ Something went wrong on my side. Nothing was lost; please try again.")
 TOKEN_SHAPE = re.compile(r"^\d{3,20}:[A-Za-z0-9_-]{10,100}$")
 ALLOWED_UPDATES = ["message", "callback_query"]
 ANOTHER_POLLER = ("another process is already polling Telegram with this bot token (Telegram "
@@ -381,7 +383,10 @@ class TelegramChannel:
         # Only where the bot may speak at all: never reveal itself in an unlisted group.
         if chat is not None and self._messenger is not None and (
                 chat.type == "private" or str(chat.id) in self._groups):
-            line = "⚠️ Something went wrong on my side. Nothing was lost; please try again."
+            user = update.effective_user if isinstance(update, Update) else None
+            tr = self.agent.translator(Sender.of("telegram", user.id) if user else "",
+                                       (user.language_code or "") if user else "")
+            line = tr._(WENT_WRONG)
             try:
                 await self._messenger.bot.send_message(chat.id, line)
             except TelegramError:
