@@ -2,8 +2,9 @@
 
 1. the one they chose with `/language it|es|en` (stored per sender),
 2. else the platform's hint: Telegram's `language_code`, a Discord interaction's locale or the
-   guild's preferred locale, the terminal's `LANG` (the last hint seen is remembered, so an
-   approver's copy of someone else's request is in the approver's language too),
+   guild's preferred locale, Slack's locale of the person, the terminal's `LANG` (the last hint
+   seen is remembered, so an approver's copy of someone else's request is in the approver's
+   language too); WhatsApp gives none (and a phone number's country code is not taken as one),
 3. else `[agent] language` (default `en`).
 
 Both stored values (and each person's time zone, which times are shown in) are read once at

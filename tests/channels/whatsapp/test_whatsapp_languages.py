@@ -83,3 +83,13 @@ async def test_a_stale_button_a_sticker_and_a_file_too_large_in_the_persons_lang
     assert large.text.startswith("⚠️ No pude descargar big.txt: pesa ")
     assert large.text.endswith("; el límite es 1 KB") and wa.downloads == []
     assert fake_anthropic.requests == []     # nothing to answer but the refusal: no model call
+
+
+async def test_an_italian_number_gets_the_installations_language_until_it_chooses(bot, wa):
+    # WhatsApp's webhook names no locale, and the country code of a number (+39) is not one:
+    # the person hears [agent] language until they choose with /language.
+    started = await bot({f"whatsapp:{ADA}": "supervised"}, agent={"language": "es"})
+    await started.driver.text(ADA, "/language")
+    said = await wa.wait_for(lambda m: m.to == ADA and "Español" in m.text)
+    assert said.text.startswith("Contigo hablo Español, como dice tu app o la instalación.")
+    await speak(started, wa, ADA, "it", "Con te parlo Italiano")
