@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from bot.core.errors import LLMError
 from bot.core.identity import is_operator
+from bot.language.catalogs import N_
 from bot.language.phrase import Amount, Day, Lines, Phrase, plural_phrase
 from bot.money.spend import Period, SpendLedger, Totals
 from bot.store.audit import AuditEntry, write_audit
@@ -254,22 +255,34 @@ async def own_report(budgets: Budgets, sender: str, level: str | None) -> str:
 
 
 async def everyone_report(budgets: Budgets, levels: dict[str, str | None],
-                          spent: dict[str, tuple[float, float]], limit: int = 30) -> str:
+                          spent: dict[str, tuple[float, float]], limit: int = 30) -> Phrase:
     """Every sender's spend today / this month (for approvers), the biggest first."""
     if not spent:
-        return "No model spend recorded this month."
-    lines = [f"Model spend by sender ({budgets.currency}), today / this month:"]
+        return Phrase("No model spend recorded this month.")
+    lines = [Phrase("Model spend by sender ({currency}), today / this month:",
+                    currency=budgets.currency)]
     for sender, (day, month) in list(spent.items())[:limit]:
         limits = budgets.limits(sender, levels.get(sender))
-        at = [name for name, used, cap in (("daily", day, limits.daily),
-                                           ("monthly", month, limits.monthly)) if cap and used >= cap]
-        note = f" — at the {' and '.join(at)} limit" if at else ""
-        lines.append(f"• {sender}: {budgets.money(day)} / {budgets.money(month)}{note}")
+        at = tuple(name for name, used, cap in (("daily", day, limits.daily),
+                                                ("monthly", month, limits.monthly))
+                   if cap and used >= cap)
+        lines.append(Phrase(_AT_LIMIT[at], who=sender, day=budgets.amount(day),
+                            month=budgets.amount(month)))
     if len(spent) > limit:
-        lines.append(f"… and {len(spent) - limit} more (see `myclaw usage`)")
+        lines.append(plural_phrase("… and {n} more (see `myclaw usage`)",
+                                   "… and {n} more (see `myclaw usage`)", len(spent) - limit))
     global_day = sum(day for day, _ in spent.values())
-    lines.append(f"Everyone today: {_against(budgets, global_day, budgets.limits('', None).global_daily)}")
-    return "\n".join(lines)
+    lines.append(Phrase("Everyone today: {spent}", spent=_against(
+        budgets, global_day, budgets.limits('', None).global_daily)))
+    return Phrase("{lines}", lines=Lines(lines))
+
+
+# A sender's line of everyone's spend, by the limits they have reached.
+_AT_LIMIT = {(): N_("• {who}: {day} / {month}"),
+             ("daily",): N_("• {who}: {day} / {month} — at the daily limit"),
+             ("monthly",): N_("• {who}: {day} / {month} — at the monthly limit"),
+             ("daily", "monthly"): N_("• {who}: {day} / {month} — at the daily and monthly "
+                                      "limits")}
 
 
 def _against(budgets: Budgets, spent: float, limit: float) -> str:

@@ -129,3 +129,27 @@ def test_a_refused_photo_or_a_full_inbox_is_explained_in_each_language(tmp_path)
         prepare_image(b"plain text, not a picture", MediaLimits())
     assert IT.say(text.value.message).startswith("Questo file non è un'immagine che so leggere")
     assert unmarked_words(PSEUDO.say(text.value.message), ("JPEG", "PNG", "GIF", "WebP")) == []
+
+
+async def test_everyones_usage_reads_in_the_approvers_language():
+    from bot.money.budgets import Budgets, everyone_report
+
+    class Limits:
+        daily, monthly, global_daily = 1.0, 0.0, 20.0
+
+    class Fixed(Budgets):
+        def __init__(self):
+            self.currency = "EUR"
+
+        def limits(self, sender, level):
+            return Limits()
+
+    report = await everyone_report(Fixed(), {}, {"telegram:1": (1.2, 1.2), "telegram:3": (0.2, 0.2)})
+    assert str(report).splitlines()[1] == "• telegram:1: €1.20 / €1.20 — at the daily limit"
+    assert IT.say(report).splitlines() == [
+        "Spesa del modello per mittente (EUR), oggi / questo mese:",
+        "• telegram:1: 1,20\xa0€ / 1,20\xa0€ — al limite giornaliero",
+        "• telegram:3: 0,20\xa0€ / 0,20\xa0€",
+        "Tutti oggi: 1,40\xa0€ su 20,00\xa0€ (7%)"]
+    assert ES.say(await everyone_report(Fixed(), {}, {})) == \
+        "No hay gasto del modelo registrado este mes."
