@@ -43,6 +43,7 @@ from channels.discord.approvals import (
 )
 from channels.discord.batch import redrawn as batch_redrawn
 from channels.discord.gateway import (
+    CommandWords,
     MyclawClient,
     log_connection_end,
     login,
@@ -140,6 +141,8 @@ class DiscordChannel:
         try:
             await self.desk.load_pending()
             await login(client, token)
+            await tree.set_translator(CommandWords(self.agent.command_descriptions,
+                                                   self.agent.translator("").language))
             await sync_commands(tree)
             self._connection = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
             await wait_until_ready(client, self._connection)
@@ -182,8 +185,9 @@ class DiscordChannel:
         offered = {name.lstrip("/"): text for name, text in self.agent.command_descriptions()}
         for name, fallback in SLASH_COMMANDS.items():
             description = (offered.get(name) or fallback)[:100]
-            tree.add_command(app_commands.Command(name=name, description=description,
-                                                  callback=self._slash_callback(name)))
+            tree.add_command(app_commands.Command(
+                name=name, description=app_commands.locale_str(description, command=name),
+                callback=self._slash_callback(name)))
         return tree
 
     def _slash_callback(self, name: str) -> Any:

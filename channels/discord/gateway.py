@@ -25,6 +25,7 @@ from discord import app_commands
 
 from bot.core.errors import ChannelError
 from bot.core.ports import ChannelConfig
+from bot.language.names import supported
 from channels.discord.approvals import ApprovalButton, ApprovalDesk
 from channels.discord.batch import BatchButton
 from channels.discord.buttons import CommandButton
@@ -144,6 +145,29 @@ async def login(client: discord.Client, token: str) -> None:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+class CommandWords(app_commands.Translator):
+    """The slash commands' descriptions in each language Discord clients may use: a command's
+    description (a locale_str naming its `command`) is the agent's, in the client's language
+    (`es-ES` and `es-419` read Spanish); Discord shows the default one to every other locale."""
+
+    def __init__(self, described: Any, default: str):
+        self._described = described     # language -> [(command, description)]
+        self._default = default
+        self._by_language: dict[str, dict[str, str]] = {}
+
+    async def translate(self, string: app_commands.locale_str, locale: discord.Locale,
+                        context: app_commands.TranslationContextTypes) -> str | None:
+        command = string.extras.get("command")
+        language = supported(str(locale.value))
+        if command is None or not language or language == self._default:
+            return None
+        if language not in self._by_language:
+            self._by_language[language] = {name.lstrip("/"): text for name, text
+                                            in self._described(language)}
+        text = self._by_language[language].get(command)
+        return text[:100] if text else None
 
 
 async def sync_commands(tree: app_commands.CommandTree) -> None:

@@ -93,3 +93,23 @@ async def test_a_slash_command_in_a_server_not_served_is_refused_in_the_users_la
     await discord_fake.wait_for(lambda: discord_fake.interaction_callbacks(slash["id"]))
     (callback,) = discord_fake.interaction_callbacks(slash["id"])
     assert callback.json["data"]["content"] == "En este servidor no respondo."
+
+
+class DescribingAgent(ScriptedAgent):
+    def command_descriptions(self, language=""):
+        from bot.runtime.commands import descriptions
+
+        return descriptions(LANGUAGES[language or "en"])
+
+
+async def test_discords_slash_command_menu_is_in_each_clients_language(start, discord_fake):  # noqa: F811
+    await start(DescribingAgent())
+    synced = {c["name"]: c for c in discord_fake.commands}
+    undo = synced["undo"]
+    assert undo["description"] == "Revert the last change I made in this conversation"
+    localized = undo["description_localizations"]
+    assert localized["it"] == IT._("Revert the last change I made in this conversation")
+    assert localized["it"] != undo["description"]
+    assert localized["es-ES"] == localized["es-419"] == ES._(
+        "Revert the last change I made in this conversation")
+    assert "en-US" not in localized and "fr" not in localized
