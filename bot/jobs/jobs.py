@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from bot.core.errors import MyclawError
+from bot.jobs.outcomes import outcome_words
 from bot.jobs.schedule import Schedule
 from bot.language.phrase import Number, Phrase
 from bot.store.audit import AuditEntry, write_audit
@@ -87,6 +88,11 @@ class Job:
     @property
     def is_reminder(self) -> bool:
         return bool(self.message) and not self.prompt
+
+    @property
+    def outcome_words(self) -> str:
+        """The last run's outcome for a person (`last_outcome` is its English, as audited)."""
+        return outcome_words(self.last_outcome)
 
 
 @dataclass(frozen=True)

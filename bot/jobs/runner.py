@@ -12,6 +12,7 @@ from bot.conversation.delivery import Delivery, undelivered
 from bot.core.events import Button, Done, ErrorEvent, Event, Notice, Sink
 from bot.core.identity import LEVELS, Level
 from bot.jobs.jobs import Claim, Job
+from bot.jobs.outcomes import ANSWERED, NO_ACCESS, OVER_BUDGET, REMINDER_SENT, WAITING
 from bot.jobs.scheduler import NotDelivered
 from bot.language.phrase import Phrase
 
@@ -65,14 +66,14 @@ class AgentJobRunner:
         if level is None:
             await sink.emit(Notice(Phrase("⏰ {job}: skipped — you no longer have access.",
                                           job=job.name)))
-            return False, "owner has no access"
+            return False, NO_ACCESS
         if job.is_reminder:
             await sink.emit(Notice(f"⏰ {job.name}\n{job.message}"))
-            return True, "reminder sent"
+            return True, REMINDER_SENT
         refusal = await self._over_budget(job, level)
         if refusal:
             await sink.emit(Notice(Phrase("⏰ {job}: skipped — {why}", job=job.name, why=refusal)))
-            return False, "over the owner's budget"
+            return False, OVER_BUDGET
         await sink.emit(Notice(f"⏰ {job.name}"))
         watched = _Watched(sink)
         await self.agent.run_unattended(
@@ -81,7 +82,7 @@ class AgentJobRunner:
             text=job.prompt, sink=watched, in_group=bool(job.audience), model=job.model)
         if watched.error:
             return False, watched.error
-        return True, "waiting for approval" if watched.waiting else "answered"
+        return True, WAITING if watched.waiting else ANSWERED
 
     async def _over_budget(self, job: Job, level: str) -> str:
         """Jobs count against their owner's budget: why this run may not start, or ''."""

@@ -52,7 +52,8 @@ def _jobs_listing(tr: Translator, listing: list[Any]) -> Notice:
         schedule = job.schedule
         when = (tr._("next {when}", when=tr.moment(job.next_run, schedule.timezone))
                 if job.status == "active" and job.next_run else tr._(job.status))
-        last = tr._("; last: {outcome}", outcome=job.last_outcome) if job.last_outcome else ""
+        last = (tr._("; last: {outcome}", outcome=tr.say(job.outcome_words))
+                if job.last_outcome else "")
         described = (tr._("once, {when}", when=tr.moment(float(schedule.spec), schedule.timezone))
                      if schedule.kind == "once" else tr.say(schedule.describe()))
         lines.append(f"• {job.name} [{job.id}] — {described}; {when}{last}")

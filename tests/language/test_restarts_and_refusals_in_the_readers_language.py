@@ -113,3 +113,14 @@ async def test_discords_slash_command_menu_is_in_each_clients_language(start, di
     assert localized["es-ES"] == localized["es-419"] == ES._(
         "Revert the last change I made in this conversation")
     assert "en-US" not in localized and "fr" not in localized
+
+
+def test_a_jobs_last_outcome_reads_in_the_owners_language_its_own_details_as_they_are():
+    from bot.jobs.outcomes import outcome_words
+
+    assert IT.say(outcome_words("ok: answered")) == "ok: risposta data"
+    assert ES.say(outcome_words("failed: over the owner's budget")) == \
+        "falló: por encima del presupuesto del propietario"
+    assert IT.say(outcome_words("failed: chat 5 cannot be reached on telegram")) == \
+        "non riuscito: chat 5 cannot be reached on telegram"
+    assert outcome_words("something else") == "something else"
