@@ -5,6 +5,8 @@ not be reached) is shown as it is."""
 
 from __future__ import annotations
 
+import re
+
 from bot.language.catalogs import N_
 from bot.language.phrase import Phrase
 
@@ -13,7 +15,9 @@ REMINDER_SENT = N_("reminder sent")
 WAITING = N_("waiting for approval")
 OVER_BUDGET = N_("over the owner's budget")
 NO_ACCESS = N_("owner has no access")
+UNREACHABLE = N_("chat {chat} cannot be reached on {channel}")
 _KNOWN = frozenset({ANSWERED, REMINDER_SENT, WAITING, OVER_BUDGET, NO_ACCESS})
+_UNREACHABLE = re.compile(r"chat (?P<chat>\S+) cannot be reached on (?P<channel>\w+)")
 
 
 def outcome_words(outcome: str) -> str:
@@ -21,7 +25,9 @@ def outcome_words(outcome: str) -> str:
     state, _, detail = outcome.partition(": ")
     if state not in ("ok", "failed"):
         return outcome
-    value = Phrase(detail) if detail in _KNOWN else detail
+    unreachable = _UNREACHABLE.fullmatch(detail)
+    value = (Phrase(detail) if detail in _KNOWN else
+             Phrase(UNREACHABLE, **unreachable.groupdict()) if unreachable else detail)
     if state == "ok":
         return Phrase("ok: {detail}", detail=value) if detail else Phrase("ok")
     return Phrase("failed: {detail}", detail=value) if detail else Phrase("failed")

@@ -12,7 +12,14 @@ from bot.conversation.delivery import Delivery, undelivered
 from bot.core.events import Button, Done, ErrorEvent, Event, Notice, Sink
 from bot.core.identity import LEVELS, Level
 from bot.jobs.jobs import Claim, Job
-from bot.jobs.outcomes import ANSWERED, NO_ACCESS, OVER_BUDGET, REMINDER_SENT, WAITING
+from bot.jobs.outcomes import (
+    ANSWERED,
+    NO_ACCESS,
+    OVER_BUDGET,
+    REMINDER_SENT,
+    UNREACHABLE,
+    WAITING,
+)
 from bot.jobs.scheduler import NotDelivered
 from bot.language.phrase import Phrase
 
@@ -53,7 +60,7 @@ class AgentJobRunner:
         job = claim.job
         sink = self._sink(job)
         if sink is None:
-            return False, f"chat {job.chat} cannot be reached on {job.channel}"
+            return False, UNREACHABLE.format(chat=job.chat, channel=job.channel)
         try:
             outcome = await self._run_in(job, sink)
         finally:

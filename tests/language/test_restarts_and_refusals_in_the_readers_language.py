@@ -121,6 +121,7 @@ def test_a_jobs_last_outcome_reads_in_the_owners_language_its_own_details_as_the
     assert IT.say(outcome_words("ok: answered")) == "ok: risposta data"
     assert ES.say(outcome_words("failed: over the owner's budget")) == \
         "falló: por encima del presupuesto del propietario"
-    assert IT.say(outcome_words("failed: chat 5 cannot be reached on telegram")) == \
-        "non riuscito: chat 5 cannot be reached on telegram"
+    assert IT.say(outcome_words("failed: chat -100 cannot be reached on telegram")) == \
+        "non riuscito: la chat -100 non è raggiungibile su telegram"
+    assert IT.say(outcome_words("failed: the model said no")) == "non riuscito: the model said no"
     assert outcome_words("something else") == "something else"
