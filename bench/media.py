@@ -141,7 +141,8 @@ def entropy_floor_ms(data: bytes, runs: int) -> float:
 
 
 async def latency(turns: int) -> None:
-    from bot.app import App, long_lived_heap
+    from bot.app import App
+    from bot.ops.process import long_lived_heap
     from bot.core.events import ImagePart, IncomingMessage
 
     photos = {"camera": camera_jpeg(5_000_000), "noise": noise_jpeg(5_000_000)}
