@@ -29,6 +29,7 @@ from bot.core.identity import CONSOLE_OPERATOR, OPERATOR, Level, Sender
 from bot.core.listeners import Listeners
 from bot.core.policy import Profile
 from bot.core.tool import Ports
+from bot.runtime.heap import HeapTrim
 from bot.runtime.services import Services
 from bot.store.factory import make_store
 from bot.toolbox import offload
@@ -344,7 +345,11 @@ class App:
             await self.expiry.sweep()   # requests that lapsed while the bot was down
             log.info("myclaw ready (channels: %s)", ", ".join(names) or "none")
             gc.freeze()   # the channels' libraries, now up, join the frozen heap (bot.ops.process)
+            trim = HeapTrim(lambda: self.agent.queue.idle)
+            self.agent.queue.on_idle = trim.soon
             await stop.wait()
+            self.agent.queue.on_idle = None
+            trim.cancel()
             log.info("shutting down: finishing the turns in flight")
             await self.agent.shutdown(grace)
         finally:

@@ -35,10 +35,14 @@ class SessionQueue:
         self._idle = asyncio.Event()
         self._idle.set()
         self.closing = False
+        self.on_idle: Callable[[], None] | None = None   # called as the last work ends
+
+    @property
+    def idle(self) -> bool:
+        return self._idle.is_set()
 
     def __len__(self) -> int:
         return len(self._slots)
-
 
     async def run(self, key: str, work: Callable[[], Awaitable[T]], owner: str = "") -> T:
         """Run `work()` when every earlier work of `key` is done, as `owner`'s. Raises Stopped on
@@ -70,6 +74,8 @@ class SessionQueue:
                 self._slots.pop(key, None)
                 if not self._slots:
                     self._idle.set()
+                    if self.on_idle is not None:
+                        self.on_idle()
 
     def spawn(self, key: str, work: Callable[[], Awaitable[object]],
               owner: str = "") -> asyncio.Task:
