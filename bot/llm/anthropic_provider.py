@@ -31,6 +31,16 @@ def _usage(usage: Any) -> dict[str, int]:
     }
 
 
+def verified_tls() -> Any:
+    """The TLS context the model client's connections use: aiohttp's own verified one (the
+    system's CA store, loaded when aiohttp is imported). The SDK would otherwise load the same
+    store into a context of its own on the first model call: 3.5 MiB more, for the same trust.
+    `True` (the SDK's default) if this aiohttp keeps it elsewhere."""
+    from aiohttp import connector
+
+    return getattr(connector, "_SSL_CONTEXT_VERIFIED", None) or True
+
+
 def _block(block: Any) -> dict[str, Any]:
     kind = getattr(block, "type", None)
     if kind == "text":
@@ -59,7 +69,7 @@ class AnthropicProvider:
                 timeout=self._timeout,
                 # The SDK's aiohttp transport: httpx's pool costs grow with the number of
                 # connections in flight, which dominated CPU with hundreds of concurrent chats.
-                http_client=anthropic.DefaultAioHttpClient(),
+                http_client=anthropic.DefaultAioHttpClient(verify=verified_tls()),
             )
         return self._client
 
