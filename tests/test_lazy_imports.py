@@ -24,7 +24,10 @@ UNUSED_BY_TELEGRAM_POLLING = {"discord", "mcp", "prompt_toolkit", "PIL", "pypdf"
                               "slack_sdk", "openai", "aiohttp.web", "channels.discord",
                               "channels.slack", "channels.whatsapp", "channels.cli",
                               "channels.telegram.webhook", "bot.ops.console.server",
-                              "bot.ops.health", "bot.toolbox.mcp", "bot.store.postgres"}
+                              "bot.ops.health", "bot.toolbox.mcp", "bot.store.postgres",
+                              # the other commands' code: `myclaw run` parses with its own only
+                              "bot.ops.cli.safety", "bot.ops.cli.doctor", "bot.ops.cli.console",
+                              "bot.ops.cli.jobs", "bot.ops.cli.store_admin", "bot.ops.cli.models"}
 # `myclaw run`, and on SIGUSR1 the loaded modules (top-level names and dotted ones) to argv[1].
 RUN_AND_REPORT = """
 import json, signal, sys

@@ -245,3 +245,28 @@ def test_run_refuses_a_workspace_that_is_the_home_directory_unless_allowed(tmp_p
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert f"the workspace {tmp_path} is the home directory" in proc.stderr
     assert "allow_broad_workspace = true" in proc.stderr
+
+
+def test_each_command_module_adds_the_commands_the_parser_picks_it_for():
+    import argparse
+    import importlib
+
+    from bot.ops.cli.main import COMMAND_MODULES
+
+    for module_name, commands in COMMAND_MODULES.items():
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        importlib.import_module(module_name).add_commands(sub)
+        assert tuple(sub.choices) == commands, module_name
+
+
+def test_a_command_line_parses_with_only_its_commands_module():
+    from bot.ops.cli.main import COMMAND_MODULES, build_parser, command_modules
+
+    assert command_modules(["run"]) == ["bot.ops.cli.core"]
+    assert command_modules(["--config", "doctor", "--log-level", "INFO", "pair", "list"]) == [
+        "bot.ops.cli.safety"]
+    assert command_modules(["--help"]) == command_modules([]) == list(COMMAND_MODULES)
+    assert command_modules(["rnu"]) == list(COMMAND_MODULES)   # a typo: every command listed
+    args = build_parser(["--log-level", "INFO", "run"]).parse_args(["--log-level", "INFO", "run"])
+    assert args.command == "run" and args.log_level == "INFO"

@@ -19,19 +19,23 @@ from bot.core import logs
 from bot.core.errors import MyclawError
 from bot.core.events import valid_text
 
-# Modules contributing subcommands; each has add_commands(subparsers).
-COMMAND_MODULES = (
-    "bot.ops.cli.core",      # run, chat, tools, usage
-    "bot.ops.cli.safety",    # pair, receipts, audit  (issue 3)
-    "bot.ops.cli.doctor",       # doctor [--security] [--telegram]  (issue 9)
-    "bot.ops.cli.console",   # console login, console logout --all
-    "bot.ops.cli.jobs",      # jobs list | cancel
-    "bot.ops.cli.store_admin",  # migrate, store copy
-    "bot.ops.cli.models",    # models
-)
+# Modules contributing subcommands, each with add_commands(subparsers), and what they add.
+COMMAND_MODULES = {
+    "bot.ops.cli.core": ("run", "chat", "tools", "usage"),
+    "bot.ops.cli.safety": ("pair", "receipts", "audit"),
+    "bot.ops.cli.doctor": ("doctor",),        # doctor [--security] [--telegram]
+    "bot.ops.cli.console": ("console",),      # console login, console logout --all
+    "bot.ops.cli.jobs": ("jobs",),            # jobs list | cancel
+    "bot.ops.cli.store_admin": ("migrate", "store"),   # migrate, store copy
+    "bot.ops.cli.models": ("models",),
+}
+_VALUED_OPTIONS = ("--config", "--log-format", "--log-level")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of the command line `argv`: with only the module of the command it names
+    (`myclaw run` has no use for the other commands' code), with all of them when it names
+    none, or none known (`myclaw --help`, a typo: every command is listed)."""
     parser = argparse.ArgumentParser(
         prog="myclaw",
         description="A personal AI agent on Telegram, Discord and the terminal.",
@@ -40,13 +44,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_global_options(parser, default=None)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for module_name in COMMAND_MODULES:
+    for module_name in command_modules(argv):
         importlib.import_module(module_name).add_commands(subparsers)
     for command in _leaf_parsers(parser):
         # `myclaw doctor --config x.toml` as well as `myclaw --config x.toml doctor`. SUPPRESS
         # keeps a value given before the subcommand when none is given after it.
         _add_global_options(command, default=argparse.SUPPRESS)
     return parser
+
+
+def command_modules(argv: Sequence[str] | None) -> list[str]:
+    """The modules whose commands the parser of `argv` needs (see build_parser)."""
+    words = iter(argv or ())
+    for word in words:
+        if word in _VALUED_OPTIONS:
+            next(words, None)
+        elif not word.startswith("-"):
+            found = [m for m, commands in COMMAND_MODULES.items() if word in commands]
+            return found or list(COMMAND_MODULES)
+    return list(COMMAND_MODULES)
 
 
 def _add_global_options(parser: argparse.ArgumentParser, default: object) -> None:
@@ -80,8 +96,9 @@ def setup_logging(args: argparse.Namespace, config: config_mod.Config) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    if not (sys.argv[1:] if argv is None else argv):  # bare `myclaw`: the commands, not an error
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
+    if not argv:  # bare `myclaw`: the commands, not an error
         parser.print_help(sys.stderr)
         return 2
     args = parser.parse_args(argv)
