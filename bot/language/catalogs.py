@@ -35,10 +35,14 @@ class Catalogs:
         self._translators: dict[str, Translator] = {}
         self._lock = threading.Lock()
 
-    def translator(self, language: str | None) -> Translator:
-        """The translator of a supported language (the default one for anything else)."""
+    def translator(self, language: str | None, keep: bool = True) -> Translator:
+        """The translator of a supported language (the default one for anything else).
+        `keep=False`: for a one-off use (a command menu set at start-up): a catalog not loaded
+        yet is loaded for it and not kept — languages nobody reads in cost nothing."""
         language = supported(language) or DEFAULT
         found = self._translators.get(language)
+        if found is None and not keep:
+            return Translator(language, self._load(language))
         if found is None:
             with self._lock:
                 found = self._translators.get(language)
@@ -80,5 +84,5 @@ def catalogs() -> Catalogs:
     return Catalogs()
 
 
-def translator(language: str | None) -> Translator:
-    return catalogs().translator(language)
+def translator(language: str | None, keep: bool = True) -> Translator:
+    return catalogs().translator(language, keep)

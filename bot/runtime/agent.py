@@ -129,7 +129,11 @@ class Agent(SessionControl, ApprovalFlow):
         await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
 
     def command_descriptions(self, language: str = "") -> list[tuple[str, str]]:
-        return commands.descriptions(translator(language or self.services.languages.default))
+        """The command menu in `language` (the installation's by default). Asked once per
+        language as a channel starts: only the installation's catalog stays loaded."""
+        default = self.services.languages.default
+        return commands.descriptions(translator(language or default,
+                                                keep=language in ("", default)))
 
     def translator(self, reader: str, hint: str = "") -> Translator:
         """How `reader` hears the bot: their language's catalog and formats."""
