@@ -121,19 +121,22 @@ class ToolMeta:
         object.__setattr__(self, "risk", risk)  # frozen: settled before anyone reads it
 
 
-class Unavailable:
-    """A port this process has not wired: every method raises ToolUnsupportedError."""
+PORT_NAMES = {"memory": "Long-term memory", "model": "The stronger model",
+              "quota": "The daily quota", "jobs": "Scheduling"}
 
-    def __init__(self, what: str):
-        self._what = what
+
+class Unavailable:
+    """A port this process has not wired: every method raises PortUnavailableError."""
+
+    def __init__(self, port: str):
+        self._port = port
 
     def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
         if name.startswith("__"):
             raise AttributeError(name)
 
         async def refuse(*_: Any, **__: Any) -> Any:
-            raise ToolUnsupportedError(f"{self._what} is not available here.",
-                                       "Do without it and tell the user why.")
+            raise PortUnavailableError(self._port)
         return refuse
 
 
@@ -141,10 +144,10 @@ class Unavailable:
 class Ports:
     """The typed ports of one process, the same for every call (see `bot.core.ports`)."""
 
-    memory: MemoryPort = field(default_factory=lambda: Unavailable("Long-term memory"))
-    model: ModelPort = field(default_factory=lambda: Unavailable("The stronger model"))
-    quota: QuotaPort = field(default_factory=lambda: Unavailable("The daily quota"))
-    jobs: JobsPort = field(default_factory=lambda: Unavailable("Scheduling"))
+    memory: MemoryPort = field(default_factory=lambda: Unavailable("memory"))
+    model: ModelPort = field(default_factory=lambda: Unavailable("model"))
+    quota: QuotaPort = field(default_factory=lambda: Unavailable("quota"))
+    jobs: JobsPort = field(default_factory=lambda: Unavailable("jobs"))
 
 
 NO_SETTINGS: Mapping[str, Any] = MappingProxyType({})
@@ -367,6 +370,17 @@ class ToolQuotaError(ToolException):
 class ToolUnsupportedError(ToolException):
     kind = "unsupported"
     default_hint = "This combination of arguments is not supported; try a simpler request."
+
+
+class PortUnavailableError(ToolUnsupportedError):
+    """A port of `PORT_NAMES` this process has not wired; the person's words for it are the
+    toolbox's (bot.toolbox.failures), the contract keeps only the model's English."""
+
+    default_hint = "Do without it and tell the user why."
+
+    def __init__(self, port: str):
+        super().__init__(f"{PORT_NAMES[port]} is not available here.")
+        self.port = port
 
 
 class UnrevertibleError(ToolException):

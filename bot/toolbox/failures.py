@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from bot.core.tool import (
+    PortUnavailableError,
     ToolError,
     ToolException,
     ToolNetworkError,
@@ -25,8 +26,18 @@ UNEXPECTED_HINT = ("This looks like a bug in the tool, not in your arguments. Do
                    "same call; try another approach or tell the user what failed.")
 
 
+UNWIRED_PORTS = {
+    "memory": Phrase("Long-term memory is not available here."),
+    "model": Phrase("The stronger model is not available here."),
+    "quota": Phrase("The daily quota is not available here."),
+    "jobs": Phrase("Scheduling is not available here."),
+}
+
+
 def to_tool_error(exc: BaseException, tool_name: str = "") -> ToolError:
     """Translate any exception raised by a tool into a ToolError."""
+    if isinstance(exc, PortUnavailableError):
+        return ToolError(exc.kind, UNWIRED_PORTS[exc.port], exc.llm_hint)
     if isinstance(exc, ToolException):
         return exc.to_error()
     if isinstance(exc, FileNotFoundError):

@@ -80,8 +80,8 @@ def test_no_notice_error_or_button_is_written_in_english_in_the_code():
 
 
 def test_no_tool_failure_is_written_in_english_in_the_code():
-    # The contract (bot/core) imports no words; its one message is for a port the app always
-    # wires (`Unavailable`).
+    # The contract (bot/core) imports no words: its one message, for a port a process has not
+    # wired, is given the person's words by bot.toolbox.failures.
     paths = [p for folder in ("bot", "tools") for p in sorted((ROOT / folder).rglob("*.py"))
              if not p.is_relative_to(ROOT / "bot" / "core")]
     found = [line for path in paths for line in said_outside_the_catalog(path, said_by=FAILURES)]

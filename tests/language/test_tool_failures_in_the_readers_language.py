@@ -31,3 +31,20 @@ async def test_a_failed_read_is_told_in_italian_and_the_model_reads_it_in_englis
     (result,) = tool_results(fake_anthropic.last_request.json)
     assert result["is_error"] is True
     assert "spesa.txt does not exist in the workspace." in str(result["content"])
+
+
+async def test_a_port_this_process_has_not_wired_is_named_in_the_readers_language():
+    from bot.core.tool import Ports
+    from bot.language.catalogs import translator
+    from bot.toolbox.failures import to_tool_error
+
+    for port in ("memory", "model", "quota", "jobs"):
+        try:
+            await getattr(Ports(), port).anything()
+        except Exception as exc:   # noqa: BLE001 - what the toolbox is handed
+            error = to_tool_error(exc, "some_tool")
+        assert error.kind == "unsupported"
+        english = translator("en").say(error.message)
+        assert english.endswith("is not available here."), english
+        assert "disponibil" in translator("it").say(error.message)
+        assert "disponible" in translator("es").say(error.message)
