@@ -77,6 +77,7 @@ class BotProcess:
         try:
             await tg.wait_for("getUpdates", count=polls + 1, timeout=START_TIMEOUT_S)
         except AssertionError as exc:
+            await self.dump_stacks()
             raise AssertionError(f"myclaw run did not start polling:\n{self.logs()}") from exc
 
     async def kill(self) -> None:
@@ -95,6 +96,22 @@ class BotProcess:
         proc.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(proc.wait(), 60)
         assert code == 0, f"myclaw run ended with {code} after SIGTERM:\n{self.logs()}"
+
+    async def dump_stacks(self) -> None:
+        """A process still running when a test fails: SIGABRT, so faulthandler writes every
+        thread's Python stack into its log (where it hung), and it ends."""
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGABRT)
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+        if self.proc is proc:   # (a kill meanwhile, from another task, already let it go)
+            self.proc = None
 
     def logs(self, tail: int = 4000) -> str:
         parts = []
@@ -127,7 +144,9 @@ class Kit:
                     # Named, as an operator names a replica: the restarted process is the same
                     # replica and takes up its own unfinished work at once (on PostgreSQL an
                     # unnamed one is a new replica that waits for the old claims to lapse).
-                    "MYCLAW_REPLICA": "crash-test", **backend.env}
+                    "MYCLAW_REPLICA": "crash-test",
+                    # A failure report shows a live process's stacks (BotProcess.dump_stacks).
+                    "PYTHONFAULTHANDLER": "1", **backend.env}
         self.bot = BotProcess(tmp_path, self.env)
         self.store = StoreProbe(backend, tmp_path / "data" / "myclaw.db")
         self.sent: dict[str, tuple[int, int, str]] = {}   # token -> (chat, message id, verb)
@@ -204,6 +223,7 @@ class Kit:
         try:
             await eventually(delivered, "every stored reminder to reach its chat", timeout)
         except AssertionError as exc:
+            await self.bot.dump_stacks()
             raise AssertionError(f"{exc}\n{self.transcript()}\n{await self.store.dump()}\n"
                                  f"{self.bot.logs()}") from exc
 
@@ -228,6 +248,7 @@ class Kit:
         try:
             await eventually(done, f"{token} to be answered or reported", timeout)
         except AssertionError as exc:
+            await self.bot.dump_stacks()
             raise AssertionError(f"{exc}\n{self.transcript()}\n{await self.store.dump()}\n"
                                  f"{self.bot.logs()}") from exc
 
