@@ -2,9 +2,9 @@
 calls blocked until the kill, reminders coming due a few seconds later), `myclaw run` killed
 with SIGKILL at random moments — mid-conversation, right after a reminder was delivered (its
 run not yet recorded), while reminders come due, and with CRASH_START_KILLS set during start-up
-and recovery too (after 0–4 Bot API calls of a new process) — and restarted on the same store:
-the invariants of tests/support/crash_checks.py hold at the end (no reminder lost among them),
-on both backends.
+too (after 0–4 Bot API calls of a new process: from its imports to about its first poll) — and
+restarted on the same store: the invariants of tests/support/crash_checks.py hold at the end
+(no reminder lost among them), on both backends.
 The two-replica run is in tests/runtime/test_crash_replicas.py.
 
 The seed is random unless CRASH_SEED is set; a failure prints it:
@@ -31,8 +31,10 @@ TURNS_PER_CHAT = 10
 MIN_KILLS = 5
 VERBS = ("say", "do", "hang", "remind")
 WEIGHTS = (4, 5, 1, 2)
-# Restarts killed again during start-up or recovery: off by default (CRASH_START_KILLS=0.2 turns
-# them on): with them, some seeds leave a restarted process idle after "ready" (see README).
+# Restarts killed again during start-up: off by default (CRASH_START_KILLS=0.2 turns them on).
+# On a loaded machine each restart then spends tens of seconds importing and is killed again
+# soon after it is ready, so a turn misses its deadline there (see README); on a quiet one the
+# seeds pass.
 START_KILL_SHARE = float(os.environ.get("CRASH_START_KILLS", "0"))
 START_KILL_CALLS = (0, 4)         # ...after this many Bot API calls of the new process
 DELIVERY_KILL_SHARE = 0.5         # reminders whose delivery is followed by a kill at once
