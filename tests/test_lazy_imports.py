@@ -27,7 +27,11 @@ UNUSED_BY_TELEGRAM_POLLING = {"discord", "mcp", "prompt_toolkit", "PIL", "pypdf"
                               "bot.ops.health", "bot.toolbox.mcp", "bot.store.postgres",
                               # the other commands' code: `myclaw run` parses with its own only
                               "bot.ops.cli.safety", "bot.ops.cli.doctor", "bot.ops.cli.console",
-                              "bot.ops.cli.jobs", "bot.ops.cli.store_admin", "bot.ops.cli.models"}
+                              "bot.ops.cli.jobs", "bot.ops.cli.store_admin", "bot.ops.cli.models",
+                              # a tool's machinery, with its first call: the shell's sandbox and
+                              # command classifier, web_fetch's HTML parser
+                              "tools._bwrap", "tools._shell_risk", "tools._shell_shapes",
+                              "tools._shell_secrets", "tools._html", "html.parser"}
 # `myclaw run`, and on SIGUSR1 the loaded modules (top-level names and dotted ones) to argv[1].
 RUN_AND_REPORT = """
 import json, signal, sys

@@ -14,8 +14,9 @@ are masked for every call not approved by a person at high risk (tools/_shell_se
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bot.core.secrets.files import DEFAULT, SECRET_ENV_VARS, SecretFiles
 from bot.core.secrets.redaction import hidden_from_tools
@@ -29,17 +30,9 @@ from bot.core.tool import (
     ToolPermissionError,
 )
 from bot.language.phrase import Phrase
-from tools._bwrap import OPTIONAL_FLAGS, Limits, SandboxFinder, SandboxUnavailable, probe_sync
-from tools._shell_risk import classify as classify  # re-exported: the classification of a command
-from tools._shell_risk import judge, programs_of, visible
-from tools._shell_secrets import (
-    TREE_REASON,
-    grantable,
-    masks_for,
-    preview_note,
-    reads_secret_tree,
-    unmasked,
-)
+
+if TYPE_CHECKING:
+    from tools._bwrap import SandboxFinder
 
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 # Read-only runs must stay read-only even in a repository whose config names a program to run.
@@ -74,8 +67,26 @@ def child_environment(secret_values: list[str], base: dict[str, str] | None = No
     return {**env, **QUIET_ENV}
 
 
-# One probe per process: whether bwrap works here does not change while the bot runs.
-SHARED_SANDBOX = SandboxFinder()
+
+
+# The sandbox, the command classifier and the secret masking (tools/_bwrap.py, _shell_risk.py,
+# _shell_secrets.py) are imported with the first command the model proposes, not with the tool
+# catalog: a bot that never runs a command has no use for their code.
+def __getattr__(name: str) -> Any:
+    if name == "classify":      # re-exported: the classification of a command
+        from tools._shell_risk import classify
+
+        return classify
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def shared_sandbox() -> SandboxFinder:
+    """One probe per process: whether bwrap works here does not change while the bot runs."""
+    from tools._bwrap import SandboxFinder
+
+    return SandboxFinder()
+
 NETWORK_REASON = "asks for network access: data can leave this machine"
 UNAVAILABLE_HINT = ("No shell command runs without the sandbox. The operator can run "
                     "`myclaw doctor --security` to see how to fix it.")
@@ -87,7 +98,7 @@ class ShellRun(BaseTool):
     def __init__(self, workspace: str = "<workspace>", sandbox: SandboxFinder | None = None,
                  secrets: SecretFiles = DEFAULT):
         self.workspace = workspace
-        self.sandbox = SHARED_SANDBOX if sandbox is None else sandbox
+        self._sandbox = sandbox
         self.secrets = secrets
         self.meta = ToolMeta(
             name="shell_run",
@@ -123,9 +134,16 @@ class ShellRun(BaseTool):
             egress=False,   # by its arguments: with network it is a way out (egress_for)
         )
 
+    @property
+    def sandbox(self) -> SandboxFinder:
+        return shared_sandbox() if self._sandbox is None else self._sandbox
+
     def assess(self, command: str, network: bool = False) -> tuple[Risk, str]:
         """The command's verdict, plus what depends on the call: network access lets data
         leave, and a command reading every file of a tree that holds secret files reads them."""
+        from tools._shell_risk import judge
+        from tools._shell_secrets import TREE_REASON, reads_secret_tree
+
         if network:
             return "high", NETWORK_REASON
         verdict = judge(command, self.secrets)
@@ -136,6 +154,8 @@ class ShellRun(BaseTool):
     def environment_report(self) -> tuple[str, list[Finding]]:
         """For `myclaw doctor --security`: does the sandbox work on this machine, and how well.
         Blocking (one probe): for the command line only."""
+        from tools._bwrap import OPTIONAL_FLAGS, SandboxUnavailable, probe_sync
+
         try:
             sandbox = probe_sync(self.sandbox.search_path)
         except SandboxUnavailable as exc:
@@ -166,6 +186,9 @@ class ShellRun(BaseTool):
     def approval_scope(self, args: dict[str, Any]) -> tuple[str, str] | None:
         """An "Always" covers the program(s) this command runs — `git` for `git status`, so
         `git log` is covered but `rm` is not (and `git push`, being riskier, still asks)."""
+        from tools._shell_risk import judge, programs_of, visible
+        from tools._shell_secrets import grantable
+
         command = str(args.get("command", ""))
         programs = programs_of(command)
         if not programs or args.get("network") is True:
@@ -185,6 +208,9 @@ class ShellRun(BaseTool):
 
     async def dry_run(self, ctx: CallContext, command: str, timeout_seconds: float | None = None,
                       network: bool = False, **_: Any) -> dict[str, Any]:
+        from tools._shell_risk import visible
+        from tools._shell_secrets import preview_note
+
         _check_command(command)
         risk, reason = self.assess(command, network)
         timeout = _timeout(ctx, timeout_seconds)
@@ -202,6 +228,9 @@ class ShellRun(BaseTool):
 
     async def execute(self, ctx: CallContext, command: str, timeout_seconds: float | None = None,
                       network: bool = False, **_: Any) -> dict[str, Any]:
+        from tools._bwrap import Limits, SandboxUnavailable
+        from tools._shell_secrets import masks_for, unmasked
+
         _check_command(command)
         try:
             sandbox = await self.sandbox.get()

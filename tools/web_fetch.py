@@ -11,8 +11,6 @@ from bot.core.tool import BaseTool, CallContext, Risk, ToolException, ToolMeta, 
 from bot.language.phrase import Phrase
 from bot.toolbox.offload import OverBudget, run_off_loop
 from tools import _netguard
-from tools._html import DEFAULT_BUDGET_SECONDS as HTML_BUDGET_SECONDS
-from tools._html import Reduced, reduce_html, sniff_charset
 from tools._urlrisk import carries_data
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -47,6 +45,8 @@ def refuse_binary(response: httpx.Response) -> None:
 
 def decode(body: bytes, charset: str | None, content_type: str) -> str:
     if charset is None and content_type in HTML_TYPES:
+        from tools._html import sniff_charset  # the HTML parser: with the first page fetched
+
         charset = sniff_charset(body)
     try:
         return body.decode(charset or "utf-8", errors="replace")
@@ -114,6 +114,9 @@ class WebFetch(BaseTool):
             # In a worker process: a 2 MB page is CPU work that must not stall every other chat
             # (a thread would still hold the GIL). reduce_html keeps to its own budget and returns
             # what it read; the pool's budget only catches a parser stuck past it.
+            from tools._html import DEFAULT_BUDGET_SECONDS as HTML_BUDGET_SECONDS
+            from tools._html import Reduced, reduce_html
+
             try:
                 reduced = await run_off_loop(reduce_html, text, fetched.url,
                                              budget=HTML_BUDGET_SECONDS + 1)
