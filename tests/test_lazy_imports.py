@@ -31,7 +31,11 @@ UNUSED_BY_TELEGRAM_POLLING = {"discord", "mcp", "prompt_toolkit", "PIL", "pypdf"
                               # a tool's machinery, with its first call: the shell's sandbox and
                               # command classifier, web_fetch's HTML parser
                               "tools._bwrap", "tools._shell_risk", "tools._shell_shapes",
-                              "tools._shell_secrets", "tools._html", "html.parser"}
+                              "tools._shell_secrets", "tools._html", "html.parser",
+                              # photos, documents, voice notes and spoken answers: with the
+                              # first message (or answer) that has one
+                              "bot.media.intake", "bot.media.documents", "bot.media.transcribe",
+                              "bot.media.speech"}
 # `myclaw run`, and on SIGUSR1 the loaded modules (top-level names and dotted ones) to argv[1].
 RUN_AND_REPORT = """
 import json, signal, sys

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.access.audience import reach_for
 from bot.approvals.display import ApprovalDisplay, requests_event
@@ -42,7 +43,6 @@ from bot.language.catalogs import translator
 from bot.language.phrase import Number, Phrase
 from bot.language.translator import Translator
 from bot.llm.prompt import PromptBuilder
-from bot.media.intake import MediaIntake
 from bot.runtime import commands
 from bot.runtime.approval_flow import ApprovalFlow
 from bot.runtime.dispatch import Dispatcher, StepCancelled, Turn, tainted_since_user
@@ -50,6 +50,9 @@ from bot.runtime.recovery import Recovery
 from bot.runtime.services import Services
 from bot.runtime.session_control import SessionControl
 from bot.runtime.voice import VoiceReplies
+
+if TYPE_CHECKING:
+    from bot.media.intake import MediaIntake
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +72,6 @@ class Agent(SessionControl, ApprovalFlow):
         self._won: dict[str, ApprovalRequest] = {}   # answers won, not resumed yet
         self.journal = Journal(services.store, receipts=services.receipts, undo=services.undo,
                                ledger=services.spend)
-        self.media = MediaIntake(services.config, services.store, services.paid)
         services.store.subscribe(ACTIVE, self._session_changed_elsewhere)
         # The inbox's name for this replica: turns and claims are taken over by the same rule.
         self.replica = replica_name(self.config["inbox"]["replica"], services.store.dialect,
@@ -127,6 +129,14 @@ class Agent(SessionControl, ApprovalFlow):
             await sink.emit(Notice(Phrase(REPAIRED_NOTICE)))
         sink = self.voice.wrapped(message, autonomy, sink)
         await self._queued(message, sink, lambda: self._user_turn(message, autonomy, sink))
+
+    @functools.cached_property
+    def media(self) -> MediaIntake:
+        """Photos, documents and voice notes in, attachments out: made with the first message
+        or history that has any (a bot only ever sent text never loads its code)."""
+        from bot.media.intake import MediaIntake
+
+        return MediaIntake(self.services.config, self.services.store, self.services.paid)
 
     def command_descriptions(self, language: str = "") -> list[tuple[str, str]]:
         """The command menu in `language` (the installation's by default). Asked once per

@@ -24,12 +24,11 @@ from bot.core.events import AudioPart, Done, Event, IncomingMessage, Notice, Sin
 from bot.core.ports import Payer
 from bot.language.catalogs import N_
 from bot.language.phrase import Number, Phrase
-from bot.media.speech.engine import Speaker, SpeechError, build_engine, engine_name
-from bot.media.speech.spoken import language_scores, leading_language, spoken_text
 from bot.money.budgets import BudgetExceeded
 from bot.store.notices import OnceNotices
 
 if TYPE_CHECKING:
+    from bot.media.speech.engine import Speaker
     from bot.runtime.services import Services
 
 log = logging.getLogger(__name__)
@@ -89,6 +88,8 @@ class VoiceReplies:
         message (`heard`) clearly share; else the resolver's (bot/access/languages.py: the
         platform's hint, the configured default). WhatsApp and Discord DMs give no hint, so
         for them the words decide."""
+        from bot.media.speech.spoken import language_scores, leading_language
+
         languages = self.services.languages
         chosen = languages.chosen(sender)
         if chosen:
@@ -132,6 +133,10 @@ class VoiceReplies:
                 await asyncio.wait(late)
 
     async def _speak(self, message: IncomingMessage, level: str, text: str, sink: Sink) -> None:
+        # The speech code (engines, what of an answer is spoken) with the first spoken answer.
+        from bot.media.speech.engine import SpeechError
+        from bot.media.speech.spoken import spoken_text
+
         sender = message.sender
         language = self.language_of(sender, text, message.text)
         said = spoken_text(text, language, int(self.section["max_chars"]))
@@ -169,12 +174,16 @@ class VoiceReplies:
 
     def speaker(self) -> Speaker:
         if self._speaker is None:
+            from bot.media.speech.engine import Speaker, build_engine
+
             self._speaker = Speaker(build_engine(self.services.config))
         return self._speaker
 
     # --- /voice and /usage ----------------------------------------------------------------
 
     async def command(self, message: IncomingMessage, sink: Sink, arg: str) -> None:
+        from bot.media.speech.engine import engine_name
+
         choice = arg.strip().lower()
         if not choice:
             mode = await self.mode_of(message.sender)
