@@ -7,7 +7,10 @@ parameters (simple protocol), a statement with parameters, an executemany (one p
 trip) each count one; a statement asyncpg has not prepared on that connection yet costs one more
 (its Parse/Describe). Also printed: the store's transactions (BEGIN … COMMIT) per turn.
 
-    .venv/bin/python bench/pg_round_trips.py [--turns 20]
+    .venv/bin/python bench/pg_round_trips.py [--turns 20] [--statements]
+
+`--statements` also lists, for the last turn of each kind, every round trip in order: its
+kind, the store function that sent it and its SQL (shortened).
 
 Target: ≤ 12 round trips for a one-call turn. Needs the server of the tests
 (MYCLAW_TEST_DATABASE_URL, default postgresql://postgres@127.0.0.1:5432/test); works in a
@@ -36,6 +39,11 @@ class Counter:
     def __init__(self) -> None:
         self.on = False
         self.kinds: collections.Counter[str] = collections.Counter()
+        self.log: list[str] = []   # this turn's round trips, in order
+
+    def count(self, kind: str, sql: str) -> None:
+        self.kinds[kind] += 1
+        self.log.append(f"{kind:<16} {_caller():<44} {' '.join(sql.split())[:150]}")
 
     def install(self) -> None:
         import asyncpg
@@ -48,7 +56,7 @@ class Counter:
 
             async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
                 if counter.on and kind(args):
-                    counter.kinds[kind(args)] += 1
+                    counter.count(kind(args), _sql(args[0]))
                 return await original(self, *args, **kwargs)
             setattr(conn, name, counted)
 
@@ -62,23 +70,42 @@ class Counter:
             record_class = kwargs.get("record_class") or self._protocol.get_record_class()
             key = (query, record_class, kwargs.get("ignore_custom_codec", False))
             if counter.on and (not kwargs.get("use_cache", True) or self._stmt_cache.get(key) is None):
-                counter.kinds["prepare"] += 1
+                counter.count("prepare", query)
             return await original_prepare(self, query, *args, **kwargs)
         conn._get_statement = prepared
 
     def take(self) -> collections.Counter[str]:
-        taken, self.kinds = self.kinds, collections.Counter()
+        taken, self.kinds, self.log = self.kinds, collections.Counter(), []
         return taken
 
 
+def _sql(first: Any) -> str:
+    """The SQL of a counted call (a prepared statement's query, or the text itself)."""
+    return first if isinstance(first, str) else getattr(first, "query", repr(first))
+
+
+def _caller() -> str:
+    """The innermost frame in bot/ outside bot/store/: who asked for this round trip."""
+    import sys
+
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if "/bot/" in name and "/bot/store/" not in name:
+            module = name.rsplit("/bot/", 1)[1].removesuffix(".py").replace("/", ".")
+            return f"{module}.{frame.f_code.co_name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
+
+
 async def measure(base_url: str, schema: PgTestSchema, turns: int, responder: str,
-                  counter: Counter) -> list[collections.Counter[str]]:
+                  counter: Counter) -> tuple[list[collections.Counter[str]], list[str]]:
     from bot.app import App
     from bot.core.events import IncomingMessage
 
     config = make_config(base_url, env={"MYCLAW_DATABASE_URL": schema.store_url})
     app = await App.open(config)
-    per_turn = []
+    per_turn, log = [], []
     try:
         for i in range(turns + WARMUP):   # warm-up: each pooled connection prepares its own
             counter.take()
@@ -87,10 +114,11 @@ async def measure(base_url: str, schema: PgTestSchema, turns: int, responder: st
                                    NullSink())
             counter.on = False
             if i >= WARMUP:
+                log = counter.log
                 per_turn.append(counter.take())
     finally:
         await app.close()
-    return per_turn
+    return per_turn, log
 
 
 def _statements(kinds: collections.Counter[str]) -> int:
@@ -110,22 +138,27 @@ def report(label: str, per_turn: list[collections.Counter[str]]) -> int:
     return int(median)
 
 
-async def run(turns: int) -> bool:
+async def run(turns: int, statements: bool) -> bool:
     counter = Counter()
     counter.install()
     schema = PgTestSchema(database_url_for_tests())
     await schema.create()
     try:
         with fake_anthropic(responder="echo") as url:
-            text_turns = await measure(url, schema, turns, "echo", counter)
+            text_turns, text_log = await measure(url, schema, turns, "echo", counter)
         await schema.empty()
         with fake_anthropic(responder="tool-then-text") as url:
-            tool_turns = await measure(url, schema, turns, "tool-then-text", counter)
+            tool_turns, tool_log = await measure(url, schema, turns, "tool-then-text", counter)
     finally:
         await schema.drop()
     print(f"PostgreSQL round trips per turn ({turns} turns each, after {WARMUP} warm-up turns)")
     one_call = report("text turn (one model call)", text_turns)
     report("tool turn (two calls, one tool)", tool_turns)
+    if statements:
+        for label, log in (("text turn", text_log), ("tool turn", tool_log)):
+            print(f"  {label}, round trip by round trip:")
+            for number, line in enumerate(log, 1):
+                print(f"    {number:>2} {line}")
     met = one_call <= TARGET
     print(f"  one-call turn: {one_call} round trips, target ≤ {TARGET}  {'OK' if met else 'NOT MET'}")
     return met
@@ -134,8 +167,10 @@ async def run(turns: int) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--statements", action="store_true",
+                        help="list the last turn's round trips, with who sent them")
     args = parser.parse_args()
-    return 0 if asyncio.run(run(args.turns)) else 1
+    return 0 if asyncio.run(run(args.turns, args.statements)) else 1
 
 
 if __name__ == "__main__":
