@@ -153,8 +153,8 @@ class Receipts:
             row = await tx.fetchone(next_id_sql("receipts"))
             assert row is not None, "the counter upsert returns one row"
             receipt_id = int(row["id"])
-            await tx.execute(_INSERT_WITH_ID_SQL, (receipt_id, *values,
-                                                   self.sign([receipt_id, *values])))
+            await tx.defer(_INSERT_WITH_ID_SQL, (receipt_id, *values,
+                                                 self.sign([receipt_id, *values])))
             return receipt_id
         # The id is part of what is signed, so insert first and sign once the id is known;
         # both statements are in one transaction, so no unsigned row is ever visible.

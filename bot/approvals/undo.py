@@ -40,7 +40,7 @@ class UndoLog:
     async def record(tx: Transaction, *, session_id: str, sender: str, tool: str, args: dict[str, Any],
                      result: Any) -> None:
         """Remember a successful call of a revertible tool, inside the caller's transaction."""
-        await tx.execute(_RECORD_SQL, _row(session_id, sender, tool, args, result))
+        await tx.defer(_RECORD_SQL, _row(session_id, sender, tool, args, result))
 
     async def undo_last(self, session_id: str, registry: Registry, ctx: CallContext) -> Phrase:
         """Revert the newest not-yet-reverted entry of the session; a sentence for the user."""

@@ -149,8 +149,8 @@ class Journal:
             return
         texts = encoded if encoded is not None else encode_contents(messages)
         now = time.time()
-        await tx.executemany(APPEND_SQL, [(session_id, m["role"], text, now, author(m))
-                                          for m, text in zip(messages, texts, strict=True)])
+        for message, text in zip(messages, texts, strict=True):   # ids in this order
+            await tx.defer(APPEND_SQL, (session_id, message["role"], text, now, author(message)))
         added = sum(map(len, texts))
         tx.on_commit(lambda: self.cache.extend(session_id, messages, added))
         tx.on_rollback(lambda: self.cache.drop(session_id))

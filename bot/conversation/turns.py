@@ -72,9 +72,9 @@ async def begin(tx: Transaction, *, turn_id: str, session_id: str, sender: str, 
     """A new turn, running, written with its user message. An earlier turn of the session still
     open ends here: the new message supersedes it (its message was answered or reported)."""
     now = time.time()
-    await tx.execute("UPDATE turns SET state = ?, updated_at = ? WHERE session_id = ?"
-                     " AND state IN (?, ?, ?)", (SUPERSEDED, now, session_id, *UNFINISHED_STATES))
-    await tx.execute(
+    await tx.defer("UPDATE turns SET state = ?, updated_at = ? WHERE session_id = ?"
+                   " AND state IN (?, ?, ?)", (SUPERSEDED, now, session_id, *UNFINISHED_STATES))
+    await tx.defer(
         "INSERT INTO turns(id, session_id, sender, chat, channel, level, allowlist, inbox_id,"
         " state, owner, incarnation, created_at, updated_at, audience, model)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -83,21 +83,28 @@ async def begin(tx: Transaction, *, turn_id: str, session_id: str, sender: str, 
          incarnation, now, now, audience, model))
 
 
-async def set_state(tx: Transaction, turn_id: str, state: str, *, only_from: tuple[str, ...] = ()) -> bool:
-    """Move a turn to `state` (only from one of `only_from`, when given): True if it moved."""
+async def set_state(tx: Transaction, turn_id: str, state: str, *,
+                    only_from: tuple[str, ...] = ()) -> None:
+    """Move a turn to `state` (only from one of `only_from`, when given), with the transaction's
+    other statements (nothing waits for its answer)."""
+    await tx.defer(*_state_sql(turn_id, state, only_from))
+
+
+def _state_sql(turn_id: str, state: str, only_from: tuple[str, ...]) -> tuple[str, list[object]]:
     sql, params = "UPDATE turns SET state = ?, updated_at = ? WHERE id = ?", [state, time.time(),
                                                                              turn_id]
     if only_from:
         sql += f" AND state IN ({', '.join('?' * len(only_from))})"
         params += list(only_from)
-    return await tx.execute(sql, params) == 1
+    return sql, params
 
 
 async def set_state_now(store: Store, turn_id: str, state: str,
-                        only_from: tuple[str, ...] = OPEN_STATES) -> bool:
+                        only_from: tuple[str, ...] = OPEN_STATES) -> None:
+    """`set_state` in a transaction of its own (on PostgreSQL one round trip)."""
     # One compare-and-set UPDATE by id: safe beside other writers.
     async with store.transaction(serial=False) as tx:
-        return await set_state(tx, turn_id, state, only_from=only_from)
+        await set_state(tx, turn_id, state, only_from=only_from)
 
 
 async def get(store: Store, turn_id: str) -> TurnRow | None:

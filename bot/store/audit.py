@@ -35,7 +35,7 @@ class AuditEntry:
 
 
 async def write_audit(tx: Transaction, entry: AuditEntry) -> None:
-    await tx.execute(AUDIT_SQL, (entry.ts if entry.ts is not None else time.time(),
+    await tx.defer(AUDIT_SQL, (entry.ts if entry.ts is not None else time.time(),
                                  entry.session_id, entry.sender, entry.tool, entry.args_hash,
                                  entry.decision, entry.outcome, entry.detail, entry.turn_id,
                                  entry.call_id, entry.approval_id))

@@ -34,7 +34,7 @@ import asyncpg
 
 from bot.core.errors import StoreError
 from bot.store.migrations import refuse_newer
-from bot.store.pg_dialect import numbered, pg_migrations
+from bot.store.pg_dialect import dollar_quoted, inlined, numbered, pg_migrations
 from bot.store.pg_invalidation import Callback, PgInvalidations, Subscribers, payloads
 from bot.store.protocol import TxHooks, valid_params
 from bot.store.urls import redact_url
@@ -68,42 +68,68 @@ def _params(params: Params | dict[str, Any]) -> Sequence[Any]:
 
 
 class PgTx(TxHooks):
-    """One transaction on one pooled connection; the only way to write."""
+    """One transaction on one pooled connection; the only way to write.
 
-    def __init__(self, conn: asyncpg.Connection):
+    What needs no answer waits in `_unsent` (the BEGIN with its locks, `lock`, `defer`) and goes
+    with the next statement that does, or with the COMMIT: as one text of several statements,
+    one round trip. Nothing of the transaction reaches the server before its BEGIN, so the locks
+    are taken, in the same order, before any of its statements runs."""
+
+    def __init__(self, conn: asyncpg.Connection, opening: str):
         self._conn = conn
         super().__init__()
         self._changes: list[tuple[str, str]] = []
+        self._unsent = [opening]
+
+    async def _send_unsent(self) -> None:
+        if self._unsent:
+            text, self._unsent = "; ".join(self._unsent), []
+            await self._conn.execute(text)
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; the number of rows it changed."""
+        await self._send_unsent()
         status = await self._conn.execute(numbered(sql), *_params(params))
         return _rowcount(status)
+
+    async def defer(self, sql: str, params: Params = ()) -> None:
+        """Run one statement whose outcome nobody reads, in its place among the transaction's
+        statements but sent with the next one that is answered (its failure is raised there,
+        or by the commit, and rolls the transaction back)."""
+        text = inlined(sql, _params(params))
+        if text is None:   # a value with no literal form (bot.store.pg_dialect.literal)
+            await self.execute(sql, params)
+        else:
+            self._unsent.append(text)
 
     async def executemany(self, sql: str, seq: Iterable[Params]) -> None:
         rows = [tuple(_params(p)) for p in seq]
         if rows:
+            await self._send_unsent()
             await self._conn.executemany(numbered(sql), rows)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        await self._send_unsent()
         return await self._conn.fetch(numbered(sql), *_params(params))
 
     async def lock(self, *keys: str) -> None:
         """Hold a lock on each of `keys` until this transaction ends: transactions locking a
         common key run one after the other, across processes. Taken in one order (deadlock-free
         among callers that lock before anything else); keys are hashed to 32 bits, so two keys
-        may rarely share a lock, which only makes their transactions wait for each other."""
+        may rarely share a lock, which only makes their transactions wait for each other.
+        Taken before the transaction's next statement runs, in the same round trip."""
         if keys:
-            await self._conn.execute(_key_locks_sql(keys))
+            self._unsent.append(_key_locks_sql(keys))
 
     def invalidate(self, topic: str, key: str) -> None:
         """Other processes drop their cached copy of `key` under `topic` once this commits."""
         self._changes.append((topic, key))
 
     def _commit_sql(self, channel: str, origin: str) -> str:
-        """COMMIT, preceded by this transaction's notifications in the same round trip."""
-        return "".join(f"SELECT pg_notify({dollar_quoted(channel)}, {dollar_quoted(p)}); "
-                       for p in payloads(origin, self._changes)) + "COMMIT"
+        """What is still unsent, this transaction's notifications and the COMMIT: one text."""
+        notices = [f"SELECT pg_notify({dollar_quoted(channel)}, {dollar_quoted(p)})"
+                   for p in payloads(origin, self._changes)] if channel else []
+        return "; ".join([*self._unsent, *notices, "COMMIT"])
 
 
 def _key_hash(key: str) -> int:
@@ -115,15 +141,6 @@ def _key_locks_sql(keys: Iterable[str]) -> str:
     (the keys are hashed to integers here, so nothing from outside reaches the SQL text)."""
     return "; ".join(f"SELECT pg_advisory_xact_lock({KEY_LOCKS}, {key})"
                      for key in sorted({_key_hash(k) for k in keys}))
-
-
-def dollar_quoted(text: str) -> str:
-    """`text` as a dollar-quoted literal (read the same whatever standard_conforming_strings
-    says), under a tag it does not contain."""
-    tag = "$n$"
-    while (text + tag).find(tag) != len(text):   # the literal ends at the tag's first match
-        tag = f"$n{secrets.token_hex(4)}$"
-    return f"{tag}{text}{tag}"
 
 
 def _rowcount(status: str) -> int:
@@ -328,13 +345,12 @@ class PostgresStore:
         gate = self._write_lock if serial else self._concurrent
         gate_lock = "pg_advisory_xact_lock" if serial else "pg_advisory_xact_lock_shared"
         async with gate, self.pool.acquire() as conn:
-            tx = PgTx(conn)
-            keys = _key_locks_sql(lock)
-            await conn.execute(f"BEGIN; SELECT {gate_lock}({WRITE_LOCK}){'; ' if keys else ''}{keys}")
+            tx = PgTx(conn, f"BEGIN; SELECT {gate_lock}({WRITE_LOCK})")
+            await tx.lock(*lock)
             try:
                 yield tx
                 channel = self._invalidations.channel if self._invalidations else ""
-                await conn.execute(tx._commit_sql(channel, self._origin) if channel else "COMMIT")
+                await conn.execute(tx._commit_sql(channel, self._origin))
             except BaseException:
                 await _rollback(conn)
                 tx._finished(committed=False)

@@ -55,6 +55,12 @@ class Transaction(Protocol):
         """Run one statement; the number of rows it changed."""
         ...
 
+    async def defer(self, sql: str, params: Params = ()) -> None:
+        """Run one statement whose outcome nobody reads, in order with the others; it may go to
+        the server with the next statement that is answered, or with the commit (where its
+        failure is then raised, rolling the transaction back). For the hot path's inserts."""
+        ...
+
     async def executemany(self, sql: str, seq: Iterable[Params]) -> None: ...
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Any]:

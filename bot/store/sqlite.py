@@ -5,9 +5,11 @@ The interface every backend implements (a PostgreSQL one translates the `?` plac
 - `Store`: `open()`, `close()`, `dialect`, `fetchone(sql, params)` / `fetchall(sql, params)`
   (rows indexable by column name), `transaction()`, `schema_version()`.
 - `Tx`, yielded by `async with store.transaction() as tx:` — the only way to write:
-  `execute(sql, params) -> rowcount`, `executemany(sql, seq)`, `fetchone`/`fetchall` (reads
-  and `... RETURNING` inside the transaction), `on_commit(callback)` and `on_rollback(callback)`
-  (caches keep themselves in step with what was written), and `invalidate(topic, key)`.
+  `execute(sql, params) -> rowcount`, `defer(sql, params)` (a write whose outcome nobody reads:
+  it may be sent later, with the transaction's next statement), `executemany(sql, seq)`,
+  `fetchone`/`fetchall` (reads and `... RETURNING` inside the transaction), `on_commit(callback)`
+  and `on_rollback(callback)` (caches keep themselves in step with what was written), and
+  `invalidate(topic, key)`.
 - `await store.hold(name) -> bool`: a lock held by one process at a time (one Telegram poller).
 - Caches of other processes' writes: `store.subscribe(topic, callback)`, `tx.invalidate(topic,
   key)` and `await store.catch_up()` (bot/store/pg_invalidation.py). An SQLite store belongs to one
@@ -77,6 +79,11 @@ class Tx(TxHooks):
         """Run one statement; the number of rows it changed."""
         params = valid_params(params)
         return await self._run(lambda conn: conn.execute(sql, params).rowcount)
+
+    async def defer(self, sql: str, params: Params = ()) -> None:
+        """A statement whose outcome nobody reads: here it simply runs (PostgreSQL sends it
+        with the transaction's next round trip)."""
+        await self.execute(sql, params)
 
     async def executemany(self, sql: str, seq: Iterable[Params]) -> None:
         rows = [valid_params(params) for params in seq]

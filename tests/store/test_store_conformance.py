@@ -128,6 +128,46 @@ async def test_a_transaction_reads_its_own_writes_returns_row_counts_and_runs_co
     assert (row["id"], changed, seen) == (1, 2, ["commit"])
 
 
+TRICKY_TEXTS = ("it's", "$n$", "$n$x$n", "a -- b /* c", "?", "é 😀", "\\ \\' $$", "")
+TRICKY_FLOATS = (1796347505.5944664, -0.1, 1e-07, 0.1 + 0.2, 1e300, -2.5e-300, 0.0, -1.0)
+# (text, ts, input_tokens, output_tokens, cost) per row
+ROWS = [(text, ts, number, -(2 ** 40), None if number % 2 else ts)
+        for number, (text, ts) in enumerate(zip(TRICKY_TEXTS, TRICKY_FLOATS, strict=True), 1)]
+
+
+async def test_deferred_writes_run_in_order_and_store_exactly_what_was_given(store):
+    async with store.transaction(serial=False) as tx:
+        for text, ts, tokens, negative, cost in ROWS:
+            await tx.defer("INSERT INTO usage(ts, session_id, sender, model, input_tokens,"
+                           " output_tokens, cache_read_tokens, cache_write_tokens, cost)"
+                           " VALUES (?, ?, 's', 'm', ?, ?, 0, 0, ?)",
+                           (ts, text, tokens, negative, cost))
+        await tx.defer("UPDATE usage SET model = ? WHERE input_tokens = ?", ("edited", 2))
+        seen = await tx.fetchall("SELECT session_id FROM usage ORDER BY id")  # sees them
+        assert [row["session_id"] for row in seen] == list(TRICKY_TEXTS)
+        await tx.defer("UPDATE usage SET model = ? WHERE input_tokens = ?", ("later", 3))
+    rows = await store.fetchall("SELECT * FROM usage ORDER BY id")
+    assert [(r["session_id"], r["ts"], r["input_tokens"], r["output_tokens"], r["cost"])
+            for r in rows] == ROWS
+    assert [r["model"] for r in rows][:4] == ["m", "edited", "later", "m"]
+
+
+async def test_a_deferred_write_that_fails_rolls_back_the_whole_transaction(store):
+    journal = Journal(store)
+    session = await journal.new_session("cli:local", "local", "cli")
+    seen: list[str] = []
+    with pytest.raises(Exception, match=r"(?i)foreign key|violates"):
+        async with store.transaction() as tx:
+            tx.on_commit(lambda: seen.append("commit"))
+            tx.on_rollback(lambda: seen.append("rollback"))
+            await tx.defer("INSERT INTO messages(session_id, role, content, created_at)"
+                           " VALUES (?, 'user', '[]', 0)", (session,))
+            await tx.defer("INSERT INTO messages(session_id, role, content, created_at)"
+                           " VALUES (?, 'user', '[]', 0)", ("no such session",))
+    assert seen == ["rollback"]
+    assert await journal.stored(session) == ([], 0)
+
+
 async def test_a_held_name_is_granted_to_its_holder_and_subscribers_can_catch_up(store):
     heard: list[str | None] = []
     assert await store.hold("conformance-poller") is True

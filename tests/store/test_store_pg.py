@@ -12,7 +12,14 @@ from bot.config import settings as config_mod
 from bot.core.errors import ConfigError, StoreError
 from bot.store.factory import make_store, store_location
 from bot.store.migrations import MIGRATIONS
-from bot.store.pg_dialect import DialectError, numbered, pg_migrations, translate_migration
+from bot.store.pg_dialect import (
+    DialectError,
+    inlined,
+    literal,
+    numbered,
+    pg_migrations,
+    translate_migration,
+)
 from bot.store.sqlite import Store
 from bot.store.urls import redact_url
 from tests.support.pg_support import (
@@ -42,6 +49,21 @@ def test_placeholders_become_numbered_but_question_marks_in_literals_and_comment
 def test_sql_with_an_unterminated_literal_is_refused_rather_than_guessed():
     with pytest.raises(DialectError, match="unterminated"):
         numbered("SELECT * FROM t WHERE a = 'oops AND b = ?")
+
+
+def test_values_are_inlined_as_literals_only_where_a_literal_keeps_them():
+    sql = "INSERT INTO t(a, b, c, d) VALUES (?, ?, ?, ?) -- why?"
+    assert inlined(sql, ["it's ?", None, -3, 1e-07]) == (
+        "INSERT INTO t(a, b, c, d) VALUES ( $n$it's ?$n$ , NULL, (-3), 1e-07) -- why?")
+    assert literal("a $n$ b").startswith(" $n") and literal("a $n$ b") != " $n$a $n$ b$n$ "
+    assert literal(1796347505.5944664) == "1796347505.5944664"
+    for value in (True, b"x", float("nan"), float("inf"), [1]):
+        assert literal(value) is None
+    assert inlined("UPDATE t SET a = ?", [True]) is None   # sent as a parameter instead
+    with pytest.raises(DialectError, match="more values"):
+        inlined("UPDATE t SET a = ?", [1, 2])
+    with pytest.raises(DialectError, match="more placeholders"):
+        inlined("UPDATE t SET a = ?, b = ?", [1])
 
 
 def test_every_migration_translates_to_postgresql_types():
