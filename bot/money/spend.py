@@ -108,15 +108,16 @@ class SpendLedger:
         ts = self.clock()
         if cost is None and self.prices is not None:
             cost = self.prices.cost(model, usage)
+        values = (ts, session_id, sender, model, usage.get("input_tokens", 0),
+                  usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
+                  usage.get("cache_write_tokens", 0), usage.get("characters", 0), cost)
         if cost is not None and cost > 0:   # a row without a cost adds nothing to a total
             await tx.lock(_sender_key(sender))   # see the module docstring
-        row = await tx.fetchone(USAGE_SQL + " RETURNING id", (
-            ts, session_id, sender, model, usage.get("input_tokens", 0),
-            usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
-            usage.get("cache_write_tokens", 0), usage.get("characters", 0), cost))
+            # Other processes hear of it with its id (see `_written_elsewhere`).
+            await tx.insert_announced(USAGE_SQL, values, TOPIC, f"\x1f{ts!r}\x1f{cost!r}\x1f{sender}")
+        else:
+            await tx.defer(USAGE_SQL, values)
         tx.on_commit(lambda: self.committed(sender, ts, cost))
-        if cost is not None and cost > 0 and row is not None:
-            tx.invalidate(TOPIC, f"{row['id']}\x1f{ts!r}\x1f{cost!r}\x1f{sender}")
         return cost
 
     def committed(self, sender: str, ts: float, cost: float | None) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bot.core.errors import StoreError
+from bot.store.pg_dialect import redact_url
 from bot.store.protocol import Store
 from bot.store.sqlite import Store as SqliteStore
-from bot.store.urls import redact_url
 
 if TYPE_CHECKING:
     from bot.config.settings import Config
@@ -45,5 +45,3 @@ def store_location(config: Config) -> str:
     """Where the configured store is, safe to print (a URL's password is never shown)."""
     url = config.database_url
     return redact_url(url) if url else str(config.store_path)
-
-

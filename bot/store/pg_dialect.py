@@ -14,6 +14,8 @@ Two translations make it PostgreSQL:
   table and its triggers) are replaced per migration in `_REPLACEMENTS`; any other SQLite-only
   construct is refused with an error naming the migration, so a new migration that cannot run on
   PostgreSQL fails the tests, never an operator's start-up.
+
+And a server's URL as it may be shown: without its password (`redact_url`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from urllib.parse import urlsplit, urlunsplit
 
 from bot.core.errors import StoreError
 from bot.store.migrations import MIGRATIONS
@@ -205,3 +208,20 @@ def pg_migrations() -> list[tuple[int, str, list[str]]]:
     """(number, description, PostgreSQL statements) for every migration, in order."""
     return [(number, description, translate_migration(number, script))
             for number, description, script in MIGRATIONS]
+
+
+# --- URLs safe to show ------------------------------------------------------------------
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced by `***` (safe for logs and messages)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        return "postgresql://(unparseable URL)"

@@ -1,8 +1,9 @@
 """The PostgreSQL store (asyncpg): the same interface as the SQLite one, for several processes.
 
-`PostgresStore` and its `PgTx` implement what bot/store/sqlite.py describes: `open()`, `close()`,
-`dialect`, `fetchone`/`fetchall`, `transaction()` yielding a Tx with `execute`,
-`executemany`, `fetchone`/`fetchall`, `on_commit`/`on_rollback`, and `schema_version()`.
+`PostgresStore` and its `PgTx` (bot/store/pg_tx.py) implement what bot/store/sqlite.py describes:
+`open()`, `close()`, `dialect`, `fetchone`/`fetchall`, `transaction()` yielding a Tx with
+`execute`, `defer`, `executemany`, `fetchone`/`fetchall`, `on_commit`/`on_rollback`, and
+`schema_version()`.
 The codebase's qmark SQL is translated to `$n` by bot/store/pg_dialect.py.
 
 How it runs: a pool of connections (asyncpg, chosen by bench/pg_driver.py). Reads take a pooled
@@ -25,23 +26,20 @@ import hashlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
 
 from bot.core.errors import StoreError
 from bot.store.migrations import refuse_newer
-from bot.store.pg_dialect import dollar_quoted, inlined, numbered, pg_migrations
-from bot.store.pg_invalidation import Callback, PgInvalidations, Subscribers, payloads
-from bot.store.protocol import TxHooks, valid_params
-from bot.store.urls import redact_url
+from bot.store.pg_dialect import numbered, pg_migrations, redact_url
+from bot.store.pg_invalidation import Callback, PgInvalidations, Subscribers
+from bot.store.pg_tx import Params, PgTx, _params
 
 log = logging.getLogger(__name__)
 
-Params = Sequence[Any]
 Row = asyncpg.Record
 POOL_MIN = 1
 # Half of it may run concurrent writes (below); 20 per replica keeps four replicas within
@@ -50,7 +48,6 @@ POOL_MAX = 20
 CONNECT_TIMEOUT_S = 10.0
 MIGRATION_LOCK = 0x6D79636C6177  # "myclaw": the advisory lock replicas take to migrate
 WRITE_LOCK = MIGRATION_LOCK + 1  # held by every write transaction until it ends
-KEY_LOCKS = 0x6D79  # the first half of `PgTx.lock`'s two-part advisory keys
 # What fails when the server is unreachable or a connection breaks (as opposed to bad SQL).
 CONNECTION_ERRORS = (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionError,
                      asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
@@ -59,94 +56,6 @@ CONNECTION_ERRORS = (OSError, asyncio.TimeoutError, asyncpg.PostgresConnectionEr
 def _numeric(text: str) -> int | float:
     """NUMERIC (what SUM and AVG of integers return) as int or float, as SQLite gives them."""
     return int(text) if text.lstrip("-").isdigit() else float(text)
-
-
-def _params(params: Params | dict[str, Any]) -> Sequence[Any]:
-    if isinstance(params, dict):
-        raise StoreError("named SQL parameters are not portable; use ? placeholders")
-    return valid_params(params)
-
-
-class PgTx(TxHooks):
-    """One transaction on one pooled connection; the only way to write.
-
-    What needs no answer waits in `_unsent` (the BEGIN with its locks, `lock`, `defer`) and goes
-    with the next statement that does, or with the COMMIT: as one text of several statements,
-    one round trip. Nothing of the transaction reaches the server before its BEGIN, so the locks
-    are taken, in the same order, before any of its statements runs."""
-
-    def __init__(self, conn: asyncpg.Connection, opening: str):
-        self._conn = conn
-        super().__init__()
-        self._changes: list[tuple[str, str]] = []
-        self._unsent = [opening]
-
-    async def _send_unsent(self) -> None:
-        if self._unsent:
-            text, self._unsent = "; ".join(self._unsent), []
-            await self._conn.execute(text)
-
-    async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement; the number of rows it changed."""
-        await self._send_unsent()
-        status = await self._conn.execute(numbered(sql), *_params(params))
-        return _rowcount(status)
-
-    async def defer(self, sql: str, params: Params = ()) -> None:
-        """Run one statement whose outcome nobody reads, in its place among the transaction's
-        statements but sent with the next one that is answered (its failure is raised there,
-        or by the commit, and rolls the transaction back)."""
-        text = inlined(sql, _params(params))
-        if text is None:   # a value with no literal form (bot.store.pg_dialect.literal)
-            await self.execute(sql, params)
-        else:
-            self._unsent.append(text)
-
-    async def executemany(self, sql: str, seq: Iterable[Params]) -> None:
-        rows = [tuple(_params(p)) for p in seq]
-        if rows:
-            await self._send_unsent()
-            await self._conn.executemany(numbered(sql), rows)
-
-    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        await self._send_unsent()
-        return await self._conn.fetch(numbered(sql), *_params(params))
-
-    async def lock(self, *keys: str) -> None:
-        """Hold a lock on each of `keys` until this transaction ends: transactions locking a
-        common key run one after the other, across processes. Taken in one order (deadlock-free
-        among callers that lock before anything else); keys are hashed to 32 bits, so two keys
-        may rarely share a lock, which only makes their transactions wait for each other.
-        Taken before the transaction's next statement runs, in the same round trip."""
-        if keys:
-            self._unsent.append(_key_locks_sql(keys))
-
-    def invalidate(self, topic: str, key: str) -> None:
-        """Other processes drop their cached copy of `key` under `topic` once this commits."""
-        self._changes.append((topic, key))
-
-    def _commit_sql(self, channel: str, origin: str) -> str:
-        """What is still unsent, this transaction's notifications and the COMMIT: one text."""
-        notices = [f"SELECT pg_notify({dollar_quoted(channel)}, {dollar_quoted(p)})"
-                   for p in payloads(origin, self._changes)] if channel else []
-        return "; ".join([*self._unsent, *notices, "COMMIT"])
-
-
-def _key_hash(key: str) -> int:
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big", signed=True)
-
-
-def _key_locks_sql(keys: Iterable[str]) -> str:
-    """The statements taking each key's lock, in one order; one round trip for all of them
-    (the keys are hashed to integers here, so nothing from outside reaches the SQL text)."""
-    return "; ".join(f"SELECT pg_advisory_xact_lock({KEY_LOCKS}, {key})"
-                     for key in sorted({_key_hash(k) for k in keys}))
-
-
-def _rowcount(status: str) -> int:
-    """The row count from a command tag ('UPDATE 3', 'INSERT 0 1', 'DELETE 0'); 0 for DDL."""
-    last = status.rsplit(" ", 1)[-1]
-    return int(last) if last.isdigit() else 0
 
 
 def _encode_bool(value: object) -> str:
@@ -345,12 +254,12 @@ class PostgresStore:
         gate = self._write_lock if serial else self._concurrent
         gate_lock = "pg_advisory_xact_lock" if serial else "pg_advisory_xact_lock_shared"
         async with gate, self.pool.acquire() as conn:
-            tx = PgTx(conn, f"BEGIN; SELECT {gate_lock}({WRITE_LOCK})")
+            channel = self._invalidations.channel if self._invalidations else ""
+            tx = PgTx(conn, f"BEGIN; SELECT {gate_lock}({WRITE_LOCK})", channel, self._origin)
             await tx.lock(*lock)
             try:
                 yield tx
-                channel = self._invalidations.channel if self._invalidations else ""
-                await conn.execute(tx._commit_sql(channel, self._origin))
+                await conn.execute(tx._commit_sql())
             except BaseException:
                 await _rollback(conn)
                 tx._finished(committed=False)

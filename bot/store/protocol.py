@@ -61,6 +61,12 @@ class Transaction(Protocol):
         failure is then raised, rolling the transaction back). For the hot path's inserts."""
         ...
 
+    async def insert_announced(self, sql: str, params: Params, topic: str,
+                               key_after_id: str) -> None:
+        """Insert one row (an INSERT into a table with an `id`, no RETURNING) like `defer`, and
+        once this commits tell other processes `topic` with the key `<its id><key_after_id>`."""
+        ...
+
     async def executemany(self, sql: str, seq: Iterable[Params]) -> None: ...
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Any]:

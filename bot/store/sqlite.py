@@ -85,6 +85,11 @@ class Tx(TxHooks):
         with the transaction's next round trip)."""
         await self.execute(sql, params)
 
+    async def insert_announced(self, sql: str, params: Params, topic: str,
+                               key_after_id: str) -> None:
+        """An insert like `defer`; no other process serves from this store to tell."""
+        await self.execute(sql, params)
+
     async def executemany(self, sql: str, seq: Iterable[Params]) -> None:
         rows = [valid_params(params) for params in seq]
         await self._run(lambda conn: conn.executemany(sql, rows))

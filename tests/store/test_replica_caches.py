@@ -118,6 +118,19 @@ async def test_spend_elsewhere_adds_to_loaded_totals_exactly_once(two):
     assert (totals.day, totals.month, totals.global_day) == pytest.approx((3.0, 3.0, 4.5))
 
 
+async def test_an_announced_insert_reaches_the_other_process_with_the_rows_id(two):
+    a, b = two
+    heard: list[str | None] = []
+    a.subscribe("announced", heard.append)
+    key = "\x1f1.5\x1f'it''s' $n$ \" é\\"
+    async with b.transaction(serial=False) as tx:
+        await tx.insert_announced("INSERT INTO memories(sender, text, created_at)"
+                                  " VALUES (?, ?, 0)", ("s", "t"), "announced", key)
+    await a.catch_up()
+    (row,) = await a.fetchall("SELECT id FROM memories")
+    assert heard == [f"{row['id']}{key}"]
+
+
 async def test_totals_read_while_another_process_writes_a_row_of_that_sender_count_it_once(
         two, monkeypatch):
     a, b = two
@@ -224,7 +237,7 @@ async def test_on_sqlite_invalidation_is_free_and_catching_up_returns_at_once(tm
 
 @pytest.mark.parametrize("payload", ["plain", "it's $n$ here", "ends with $n", "$", "\\' \" ;"])
 async def test_a_notification_payload_reaches_the_server_unchanged(two, payload):
-    from bot.store.postgres import dollar_quoted  # asyncpg: only where PostgreSQL runs
+    from bot.store.pg_dialect import dollar_quoted
 
     a, _ = two
     assert await a.pool.fetchval(f"SELECT {dollar_quoted(payload)}") == payload

@@ -10,7 +10,7 @@ import pytest
 
 from bot.config import settings as config_mod
 from bot.core.errors import ConfigError, StoreError
-from bot.store.factory import make_store, store_location
+from bot.store.factory import make_store, redact_url, store_location
 from bot.store.migrations import MIGRATIONS
 from bot.store.pg_dialect import (
     DialectError,
@@ -21,7 +21,6 @@ from bot.store.pg_dialect import (
     translate_migration,
 )
 from bot.store.sqlite import Store
-from bot.store.urls import redact_url
 from tests.support.pg_support import (
     HOW_TO_RUN,
     PgTestSchema,

@@ -52,7 +52,7 @@ def on_both_backends() -> Any:
 
 def unreachable_reason(url: str, timeout: float = 3.0) -> str | None:
     """None when a PostgreSQL server answers at `url`, else why not (one line, no password)."""
-    from bot.store.urls import redact_url
+    from bot.store.pg_dialect import redact_url
     try:
         import asyncpg
     except ImportError:

@@ -15,10 +15,9 @@ from typing import Any
 
 from bot.config.settings import Config
 from bot.core.errors import StoreError
-from bot.store.factory import make_store, postgres_store, store_location
+from bot.store.factory import make_store, postgres_store, redact_url, store_location
 from bot.store.migrations import applied_since
 from bot.store.sqlite import Store
-from bot.store.urls import redact_url
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
