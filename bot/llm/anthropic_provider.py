@@ -4,13 +4,21 @@ Requests go out exactly as the runtime builds them (prompt caching markers, docu
 thinking, `tool_use`); streamed answers are read as raw events (bot/llm/stream.py). Relies on
 the SDK's own retries with backoff for 429/5xx/timeouts; what is left is translated by
 bot/llm/errors.py.
+
+A streamed call's body is encoded here, once, with the standard library's encoder, and handed
+to the SDK's `post` as is: `messages.create` would copy every container of the request (the
+whole history and catalog, a few milliseconds a call once a conversation is long) before
+encoding it the same way. Params that are not plain JSON, or that carry SDK options, go through
+`messages.create` as before.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anthropic
+from anthropic.types import Message, RawMessageStreamEvent
 
 from bot.core.errors import LLMError
 from bot.llm.errors import Account, translate
@@ -48,6 +56,22 @@ def _block(block: Any) -> dict[str, Any]:
     if kind == "tool_use":
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     return block.model_dump(mode="json", exclude_none=True)
+
+
+# Keyword arguments of `messages.create` that are not fields of the request body.
+SDK_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
+# As the SDK encodes a body (compact, UTF-8, no NaN).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def streamed_body(params: dict[str, Any]) -> bytes | None:
+    """The JSON body of a streamed call with `params`; None when only the SDK can build it."""
+    if not SDK_OPTIONS.isdisjoint(params):
+        return None
+    try:
+        return _ENCODER.encode({**params, "stream": True}).encode()
+    except (TypeError, ValueError):   # a value plain JSON has no form for
+        return None
 
 
 class AnthropicProvider:
@@ -90,7 +114,13 @@ class AnthropicProvider:
 
     async def _stream(self, params: dict[str, Any], on_text: TextCallback) -> LLMResponse:
         accumulator = StreamAccumulator(on_text)
-        stream = await self.client.messages.create(stream=True, **params)
+        body = streamed_body(params)
+        if body is None:
+            stream = await self.client.messages.create(stream=True, **params)
+        else:
+            stream = await self.client.post(
+                "/v1/messages", cast_to=Message, content=body, stream=True,
+                stream_cls=anthropic.AsyncStream[RawMessageStreamEvent])
         async with stream:
             async for event in stream:
                 await accumulator.feed(event)
