@@ -64,14 +64,42 @@ SDK_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def streamed_body(params: dict[str, Any]) -> bytes | None:
-    """The JSON body of a streamed call with `params`; None when only the SDK can build it."""
+# The parts bot.llm.prompt.PromptBuilder hands out again and again, the same objects, never
+# changed once built (the system prompt, a catalog): encoded once each.
+REUSED_PARTS = ("system", "tools")
+MAX_ENCODED_PARTS = 64
+
+
+class EncodedParts:
+    """The JSON text of the request parts seen before, by the object's identity (each kept
+    alive by its entry, so its id cannot name another object meanwhile)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[Any, str]] = {}
+
+    def text(self, value: Any) -> str:
+        known = self._texts.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        text = _ENCODER.encode(value)
+        if len(self._texts) >= MAX_ENCODED_PARTS:
+            self._texts.clear()
+        self._texts[id(value)] = (value, text)
+        return text
+
+
+def streamed_body(params: dict[str, Any], parts: EncodedParts | None = None) -> bytes | None:
+    """The JSON body of a streamed call with `params` (the same text as encoding them whole);
+    None when only the SDK can build it. `parts`: where the reused parts' text is kept."""
     if not SDK_OPTIONS.isdisjoint(params):
         return None
     try:
-        return _ENCODER.encode({**params, "stream": True}).encode()
+        fields = [f"{_ENCODER.encode(key)}:"
+                  f"{parts.text(value) if parts and key in REUSED_PARTS else _ENCODER.encode(value)}"
+                  for key, value in {**params, "stream": True}.items()]
     except (TypeError, ValueError):   # a value plain JSON has no form for
         return None
+    return ("{" + ",".join(fields) + "}").encode()
 
 
 class AnthropicProvider:
@@ -81,6 +109,7 @@ class AnthropicProvider:
         self._timeout, self._max_retries = timeout, max_retries
         self._client = client
         self.account = Account(key_env=key_env)
+        self._parts = EncodedParts()
 
     @property
     def client(self) -> anthropic.AsyncAnthropic:
@@ -114,7 +143,7 @@ class AnthropicProvider:
 
     async def _stream(self, params: dict[str, Any], on_text: TextCallback) -> LLMResponse:
         accumulator = StreamAccumulator(on_text)
-        body = streamed_body(params)
+        body = streamed_body(params, self._parts)
         if body is None:
             stream = await self.client.messages.create(stream=True, **params)
         else:

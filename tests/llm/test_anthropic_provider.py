@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from bot.llm.anthropic_provider import AnthropicProvider, streamed_body
+from bot.llm.anthropic_provider import AnthropicProvider, EncodedParts, streamed_body
 from tests.fakes.anthropic_server import reply, text, tool_use
 
 PARAMS = {"model": "claude-sonnet-5-5", "max_tokens": 64,
@@ -46,3 +46,22 @@ def test_params_plain_json_cannot_carry_or_sdk_options_are_left_to_the_sdk():
     assert streamed_body({**PARAMS, "extra_headers": {"x": "y"}}) is None
     assert streamed_body({**PARAMS, "metadata": {"when": object()}}) is None
     assert streamed_body({**PARAMS, "temperature": float("nan")}) is None
+
+
+def test_the_reused_parts_are_encoded_once_and_the_body_is_the_same_text():
+    parts, asked = EncodedParts(), []
+    text = parts.text
+
+    def counting(value):
+        asked.append(value)
+        return text(value)
+
+    parts.text = counting
+    whole = json.dumps({**PARAMS, "stream": True}, ensure_ascii=False, separators=(",", ":"))
+    for turn in range(3):
+        params = {**PARAMS, "messages": [*PARAMS["messages"]] * (turn + 1)}
+        assert streamed_body(params, parts) == streamed_body(params)
+    assert streamed_body(PARAMS, parts).decode() == whole
+    assert [id(v) for v in asked] == [id(PARAMS["system"]), id(PARAMS["tools"])] * 4
+    assert text(PARAMS["tools"]) is text(PARAMS["tools"])   # kept, not encoded again
+    assert text([*PARAMS["tools"]]) is not text(PARAMS["tools"])   # another object: its own
