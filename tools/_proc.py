@@ -12,6 +12,28 @@ from typing import Any
 
 KILL_GRACE_SECONDS = 0.5      # between SIGTERM and SIGKILL of the group
 READER_GRACE_SECONDS = 1.0    # for output pipes held open by a process that left the group
+PR_SET_PDEATHSIG = 1
+
+
+def dies_with_us() -> Any:
+    """What the child runs between fork and exec: SIGKILL when this process dies, and an exit
+    at once if it already has. bubblewrap's own --die-with-parent is set only once it runs: a
+    bot killed in between (a kill -9 during a command's start) left the sandbox behind for
+    good. The signal survives the exec of prlimit and bwrap (neither is set-user-ID). None off
+    Linux, where there is no such signal."""
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def in_the_child() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:   # died before the signal was asked for
+            os._exit(137)
+    return in_the_child
 
 
 class _Capture:
@@ -96,7 +118,7 @@ async def _spawn(argv: list[str], cwd: str, env: dict[str, str],
     spawning = asyncio.ensure_future(asyncio.get_running_loop().subprocess_exec(
         lambda: _ShellProtocol(cap), *argv, cwd=cwd, env=env,
         start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE))
+        stderr=subprocess.PIPE, preexec_fn=dies_with_us()))
     try:
         return await asyncio.shield(spawning)
     except asyncio.CancelledError:

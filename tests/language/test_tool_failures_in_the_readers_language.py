@@ -41,7 +41,7 @@ async def test_a_port_this_process_has_not_wired_is_named_in_the_readers_languag
     for port in ("memory", "model", "quota", "jobs"):
         try:
             await getattr(Ports(), port).anything()
-        except Exception as exc:   # noqa: BLE001 - what the toolbox is handed
+        except Exception as exc:   # what the toolbox is handed
             error = to_tool_error(exc, "some_tool")
         assert error.kind == "unsupported"
         english = translator("en").say(error.message)

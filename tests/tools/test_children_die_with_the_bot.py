@@ -50,3 +50,54 @@ async def test_a_killed_bot_takes_its_mcp_stdio_server_down_with_it(tmp_path: Pa
             os.kill(server, signal.SIGKILL)   # a survivor must not outlive the test either
         # (Waiting for the bot also waits for its pipes, which a survivor would hold open.)
         await asyncio.wait_for(bot.wait(), 10)
+
+
+SHELL_BOT = textwrap.dedent("""
+    import asyncio, sys
+    sys.path.insert(0, {root!r})
+    from tools._proc import run_process
+
+    async def main():
+        command = 'echo $$ > {pidfile}; exec sleep 300'
+        await run_process(["/bin/sh", "-c", command], {tmp!r}, {{"PATH": "/usr/bin:/bin"}},
+                          timeout=600, cap=1000, stop=asyncio.Event())
+    asyncio.run(main())
+""")
+
+
+async def test_a_killed_bot_takes_a_running_command_down_with_it(tmp_path: Path):
+    pidfile = tmp_path / "command.pid"
+    script = SHELL_BOT.format(root=str(Path.cwd()), pidfile=pidfile, tmp=str(tmp_path))
+    bot = await asyncio.create_subprocess_exec(sys.executable, "-c", script)
+    async with asyncio.timeout(30):
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            await asyncio.sleep(0.02)   # polling a file the command writes, not a timing guess
+    command = int(pidfile.read_text())
+    os.kill(bot.pid, signal.SIGKILL)
+    try:
+        assert await all_gone([command], within=5.0)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(command, signal.SIGKILL)
+        await asyncio.wait_for(bot.wait(), 10)
+
+
+def test_a_command_whose_bot_died_before_it_could_ask_for_the_signal_does_not_run(monkeypatch):
+    from tools import _proc
+
+    monkeypatch.setattr(_proc.os, "getpid", lambda: 1)   # "the bot" is some other process
+    in_the_child = _proc.dies_with_us()
+    monkeypatch.undo()
+    done = subprocess.run(["/bin/sh", "-c", "echo ran"], preexec_fn=in_the_child,
+                          capture_output=True, timeout=30)
+    assert (done.returncode, done.stdout) == (137, b"")
+
+
+def test_a_command_asks_to_die_with_its_bot():
+    from tools import _proc
+
+    ask = ("import ctypes; v = ctypes.c_int(); "
+           "ctypes.CDLL(None).prctl(2, ctypes.byref(v)); print(v.value)")   # PR_GET_PDEATHSIG
+    done = subprocess.run([sys.executable, "-c", ask], preexec_fn=_proc.dies_with_us(),
+                          capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip() == str(int(signal.SIGKILL))
