@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 from tests.support.process_tree import all_gone
+from tests.support.waiting import eventually
 
 # A "server" that never speaks MCP and ignores the end of its stdin: only a signal ends it. It
 # tells its pid on stderr, which it shares with the bot.
@@ -69,9 +70,8 @@ async def test_a_killed_bot_takes_a_running_command_down_with_it(tmp_path: Path)
     pidfile = tmp_path / "command.pid"
     script = SHELL_BOT.format(root=str(Path.cwd()), pidfile=pidfile, tmp=str(tmp_path))
     bot = await asyncio.create_subprocess_exec(sys.executable, "-c", script)
-    async with asyncio.timeout(30):
-        while not pidfile.exists() or not pidfile.read_text().strip():
-            await asyncio.sleep(0.02)   # polling a file the command writes, not a timing guess
+    await eventually(lambda: pidfile.exists() and pidfile.read_text().strip(),
+                     "the command wrote its pid", timeout=30)
     command = int(pidfile.read_text())
     os.kill(bot.pid, signal.SIGKILL)
     try:
