@@ -101,3 +101,27 @@ def test_a_command_asks_to_die_with_its_bot():
     done = subprocess.run([sys.executable, "-c", ask], preexec_fn=_proc.dies_with_us(),
                           capture_output=True, text=True, timeout=30)
     assert done.stdout.strip() == str(int(signal.SIGKILL))
+
+
+def stdio_server_run(monkeypatch, bot_pid: int | None) -> subprocess.CompletedProcess[bytes]:
+    """Start "echo started" as an MCP stdio server would be started, by the bot `bot_pid`."""
+    from bot.toolbox.mcp import transport
+    from bot.toolbox.mcp.config import ServerSpec
+
+    if bot_pid is not None:
+        monkeypatch.setattr(transport.os, "getpid", lambda: bot_pid)
+    params = transport.stdio_parameters(ServerSpec(name="s", command="echo", args=("started",)),
+                                        {"PATH": "/usr/bin:/bin"})
+    monkeypatch.undo()
+    return subprocess.run([params.command, *params.args], env=params.env, capture_output=True,
+                          timeout=30)
+
+
+def test_an_mcp_stdio_server_starts_under_the_bot_that_asked_for_it(monkeypatch):
+    done = stdio_server_run(monkeypatch, None)
+    assert (done.returncode, done.stdout) == (0, b"started\n")
+
+
+def test_an_mcp_stdio_server_whose_bot_died_before_setpriv_ran_does_not_start(monkeypatch):
+    done = stdio_server_run(monkeypatch, 1)   # its parent is not the bot that asked any more
+    assert (done.returncode, done.stdout) == (137, b"")

@@ -23,6 +23,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from bot.toolbox.mcp.config import ServerConfigError, ServerSpec
 
+# Run by the shell setpriv becomes: the rest of argv only if the bot ($0) is still its parent.
+STILL_OURS = 'test "$PPID" = "$0" || exit 137; exec "$@"'
+
 
 async def open_transport(spec: ServerSpec, bot_env: dict[str, str], stack: contextlib.AsyncExitStack,
                          lost: asyncio.Event) -> Any:
@@ -46,14 +49,18 @@ def stdio_parameters(spec: ServerSpec, bot_env: dict[str, str]) -> StdioServerPa
         return StdioServerParameters(command=command, args=list(spec.args), env=child_env)
     # The SDK merges some of the bot's own variables (HOME, USER, SHELL, ...) into every child
     # environment; `env -u` drops those the config did not name, without putting values in argv.
-    unset = [arg for var in DEFAULT_INHERITED_ENV_VARS if var not in child_env for arg in ("-u", var)]
+    # (PWD too: the shell that checks the bot is still the parent exports it.)
+    inherited = (*DEFAULT_INHERITED_ENV_VARS, "PWD")
+    unset = [arg for var in inherited if var not in child_env for arg in ("-u", var)]
     env_program = shutil.which("env", path=os.defpath) or "/usr/bin/env"
     argv = [env_program, *unset, "--", command, *spec.args]
     # The SDK starts the server in a session of its own, so a killed bot would leave it running:
-    # a parent-death signal (kept across the exec) makes it die with the bot instead.
+    # a parent-death signal (kept across the exec) makes it die with the bot instead. A bot
+    # killed before setpriv asked for it is no longer the parent: then the server does not start.
     setpriv = shutil.which("setpriv", path=os.defpath) if sys.platform.startswith("linux") else None
     if setpriv is not None:
-        argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+        argv = [setpriv, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", STILL_OURS,
+                str(os.getpid()), *argv]
     return StdioServerParameters(command=argv[0], args=argv[1:], env=child_env)
 
 
