@@ -67,8 +67,6 @@ def child_environment(secret_values: list[str], base: dict[str, str] | None = No
     return {**env, **QUIET_ENV}
 
 
-
-
 # The sandbox, the command classifier and the secret masking (tools/_bwrap.py, _shell_risk.py,
 # _shell_secrets.py) are imported with the first command the model proposes, not with the tool
 # catalog: a bot that never runs a command has no use for their code.
