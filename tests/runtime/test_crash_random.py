@@ -1,8 +1,8 @@
 """A randomized crash run: five chats, ten turns each (answers, approved and denied shell calls,
 calls blocked until the kill, reminders coming due a few seconds later), `myclaw run` killed
 with SIGKILL at random moments — mid-conversation, right after a reminder was delivered (its
-run not yet recorded), while reminders come due, and with CRASH_START_KILLS set during start-up
-too (after 0–4 Bot API calls of a new process: from its imports to about its first poll) — and
+run not yet recorded), while reminders come due, and during start-up (a fifth of the restarts,
+after 0–4 Bot API calls of the new process: from its imports to about its first poll) — and
 restarted on the same store: the invariants of tests/support/crash_checks.py hold at the end
 (no reminder lost among them), on both backends.
 The two-replica run is in tests/runtime/test_crash_replicas.py.
@@ -24,18 +24,17 @@ from tests.support.pg_support import on_both_backends
 from tests.support.waiting import eventually
 
 backend_name = on_both_backends()
-pytestmark = pytest.mark.timeout(300)   # under a minute when idle; a loaded machine starts slower
+pytestmark = pytest.mark.timeout(600)   # about a minute when idle; a loaded machine starts slower
 
 CHATS = 5
 TURNS_PER_CHAT = 10
 MIN_KILLS = 5
 VERBS = ("say", "do", "hang", "remind")
 WEIGHTS = (4, 5, 1, 2)
-# Restarts killed again during start-up: off by default (CRASH_START_KILLS=0.2 turns them on).
-# On a loaded machine each restart then spends tens of seconds importing and is killed again
-# soon after it is ready, so a turn misses its deadline there (see README); on a quiet one the
-# seeds pass.
-START_KILL_SHARE = float(os.environ.get("CRASH_START_KILLS", "0"))
+# Restarts killed again during start-up. A turn's deadline counts only the time a ready bot ran
+# (Kit.settled): on a loaded machine a restart spends tens of seconds importing, which is not
+# time the bot had to answer in.
+START_KILL_SHARE = float(os.environ.get("CRASH_START_KILLS", "0.2"))
 START_KILL_CALLS = (0, 4)         # ...after this many Bot API calls of the new process
 DELIVERY_KILL_SHARE = 0.5         # reminders whose delivery is followed by a kill at once
 DENY_SHARE = 0.2

@@ -2,9 +2,10 @@
 mode on one PostgreSQL schema, messages posted to either (a third of them delivered again to
 the other, as Telegram re-sends an update it thinks was lost), reminders coming due on the
 shared store, and at random moments one replica — or both together — killed with SIGKILL and
-started again under its name. Nothing is lost: every message is answered, every reminder
-reaches its chat. (A kill between sending an answer or a reminder and recording it may repeat
-it once: more than twice fails the run.)
+started again under its name (a quarter of the restarts killed again while starting: at once,
+while it imports, or after its first Bot API calls). Nothing is lost: every message is answered,
+every reminder reaches its chat. (A kill between sending an answer or a reminder and recording
+it may repeat it once: more than twice fails the run.)
 
 The seed is random unless CRASH_SEED is set; a failure prints it:
     CRASH_SEED=<seed> .venv/bin/pytest -q tests/runtime/test_crash_replicas.py
@@ -42,6 +43,8 @@ CHATS = [6100 + n for n in range(4)]
 MESSAGES = 24
 REMINDERS = 6
 KILLS = 3
+START_KILL_SHARE = 0.25
+START_KILL_CALLS = (0, 2)    # ...after this many Bot API calls seen since the restart began
 SETTINGS = "[rate_limits]\nmessages_per_minute = 0\n[inbox]\nlease_seconds = 3\n"
 
 
@@ -67,13 +70,29 @@ class Cluster:
                     continue
             await asyncio.sleep(0.2)   # both down: Telegram retries later
 
-    async def restart(self, dead: list[Replica]) -> None:
+    async def restart(self, dead: list[Replica], rng: random.Random) -> None:
         for replica in dead:
             await replica.process.wait()
-            again = await start_replica(
-                self.tmp, replica.name, replica.port, tg=self.tg, anthropic_url=self.fake.base_url,
-                store_url=self.store_url, senders=self.senders, extra=SETTINGS)
+            if rng.random() < START_KILL_SHARE:
+                await self.kill_while_starting(replica, rng.randint(*START_KILL_CALLS))
+            again = await self.start(replica, ready=True)
             self.replicas[self.replicas.index(replica)] = again
+
+    async def start(self, replica: Replica, *, ready: bool) -> Replica:
+        return await start_replica(
+            self.tmp, replica.name, replica.port, tg=self.tg, anthropic_url=self.fake.base_url,
+            store_url=self.store_url, senders=self.senders, extra=SETTINGS, ready=ready)
+
+    async def kill_while_starting(self, replica: Replica, calls: int) -> None:
+        """Start `replica` again and kill it once `calls` more Bot API calls were seen (0: at
+        once, while it imports), or when it exits on its own."""
+        seen = len(self.tg.calls)
+        starting = await self.start(replica, ready=False)
+        await eventually(lambda: len(self.tg.calls) >= seen + calls
+                         or starting.process.returncode is not None,
+                         "a moment to kill during start-up", timeout=120)
+        kill_hard(starting)
+        await starting.process.wait()
 
 
 async def create_reminders(schema, rng: random.Random) -> list[tuple[str, int]]:
@@ -147,5 +166,5 @@ async def drive(cluster: Cluster, rng: random.Random) -> list[tuple[int, str]]:
                 dead = cluster.up() if rng.random() < 0.3 else [rng.choice(cluster.up())]
                 for replica in dead:
                     kill_hard(replica)
-                await cluster.restart(dead)
+                await cluster.restart(dead, rng)
     return sent

@@ -59,6 +59,14 @@ class BotProcess:
         self.proc: asyncio.subprocess.Process | None = None
         self.starts = 0
         self.kills = 0
+        self._up_for = 0.0                  # seconds some process was running and ready...
+        self._up_since: float | None = None  # ...and since when the current one is
+
+    def uptime(self) -> float:
+        """Seconds a ready bot was running so far: what a deadline for an answer counts (a
+        restart's import and start-up, slow on a loaded machine, are not the bot's to answer in)."""
+        now = asyncio.get_running_loop().time()
+        return self._up_for + (now - self._up_since if self._up_since is not None else 0.0)
 
     async def start(self, tg: FakeTelegram, *, wait: bool = True) -> None:
         """Spawn `myclaw run`; with `wait`, return once it polls (it is ready)."""
@@ -79,8 +87,14 @@ class BotProcess:
         except AssertionError as exc:
             await self.dump_stacks()
             raise AssertionError(f"myclaw run did not start polling:\n{self.logs()}") from exc
+        self._up_since = asyncio.get_running_loop().time()
+
+    def _went_down(self) -> None:
+        self._up_for = self.uptime()
+        self._up_since = None
 
     async def kill(self) -> None:
+        self._went_down()
         proc, self.proc = self.proc, None
         assert proc is not None, "the bot is not running"
         with contextlib.suppress(ProcessLookupError):
@@ -90,6 +104,7 @@ class BotProcess:
 
     async def stop(self) -> None:
         """SIGTERM: the graceful path; it must end cleanly."""
+        self._went_down()
         proc, self.proc = self.proc, None
         if proc is None:
             return
@@ -111,6 +126,7 @@ class BotProcess:
             proc.kill()
             await proc.wait()
         if self.proc is proc:   # (a kill meanwhile, from another task, already let it go)
+            self._went_down()
             self.proc = None
 
     def logs(self, tail: int = 4000) -> str:
@@ -239,14 +255,20 @@ class Kit:
     async def settled(self, token: str, choice: str = "a",
                       timeout: float = SETTLE_TIMEOUT_S) -> None:
         """Wait until `token` is answered or reported, answering its request (once) with
-        `choice` ("a" approve, "d" deny)."""
+        `choice` ("a" approve, "d" deny): within `timeout` seconds of a ready bot running (up
+        time, however many restarts lie between), and at most ten times that on the wall clock."""
         def done() -> bool:
             request = self.approval_for(token)
             if request is not None and _approve_data(request) not in self._tapped:
                 self.tap(token, request, choice)
             return self.observed().settled(token)
+        deadline = self.bot.uptime() + timeout
         try:
-            await eventually(done, f"{token} to be answered or reported", timeout)
+            await eventually(lambda: done() or self.bot.uptime() > deadline,
+                             f"{token} to be answered or reported", timeout * 10)
+            if not done():
+                raise AssertionError(f"{token} was not answered or reported within {timeout:.0f}s "
+                                     f"of the bot running ({self.bot.starts} starts so far)")
         except AssertionError as exc:
             await self.bot.dump_stacks()
             raise AssertionError(f"{exc}\n{self.transcript()}\n{await self.store.dump()}\n"

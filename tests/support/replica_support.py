@@ -71,9 +71,9 @@ async def start_replicas(tmp: Path, *, count: int, tg: Any, anthropic_url: str, 
 
 async def start_replica(tmp: Path, name: str, port: int, *, tg: Any, anthropic_url: str,
                         store_url: str, senders: dict[str, str], extra: str = "",
-                        profile: bool = False) -> Replica:
+                        profile: bool = False, ready: bool = True) -> Replica:
     """Start (or start again: the same name and port) one replica; return once it has
-    registered its webhook."""
+    registered its webhook (`ready`), or at once, the process just spawned."""
     config = tmp / f"{name}.toml"
     config.write_text(config_text(tmp, telegram_base=tg.base_url,
                                   telegram_file_base=tg.base_file_url, port=port,
@@ -94,7 +94,8 @@ async def start_replica(tmp: Path, name: str, port: int, *, tg: Any, anthropic_u
             sys.executable, *profiler, "-m", "bot", "--config", str(config), "run", env=env,
             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT)
     replica = Replica(name, port, process, log)
-    await _started(replica, tg, webhooks)
+    if ready:
+        await _started(replica, tg, webhooks)
     return replica
 
 
