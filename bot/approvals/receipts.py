@@ -108,9 +108,6 @@ def receipt_key(config: Config, *, create: bool = True) -> bytes | None:
     return load_or_create_key(path) if create else read_key(path)
 
 
-_INSERT_SQL = ("INSERT INTO receipts(session_id, tool, args_hash, result_hash, sender, approver,"
-               " started_at, finished_at, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '')")
-_SIGN_SQL = "UPDATE receipts SET signature = ? WHERE id = ?"
 _INSERT_WITH_ID_SQL = ("INSERT INTO receipts(id, session_id, tool, args_hash, result_hash, sender,"
                        " approver, started_at, finished_at, signature)"
                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
@@ -149,19 +146,11 @@ class Receipts:
                     finished_at: float) -> int:
         """Write a signed receipt inside the caller's transaction; returns its id."""
         values = _values(session_id, tool, args, result, sender, approver, started_at, finished_at)
-        if self.store.dialect == "postgresql":  # ids from a counter: see bot/store/pg_dialect.py
-            row = await tx.fetchone(next_id_sql("receipts"))
-            assert row is not None, "the counter upsert returns one row"
-            receipt_id = int(row["id"])
-            await tx.defer(_INSERT_WITH_ID_SQL, (receipt_id, *values,
-                                                 self.sign([receipt_id, *values])))
-            return receipt_id
-        # The id is part of what is signed, so insert first and sign once the id is known;
-        # both statements are in one transaction, so no unsigned row is ever visible.
-        row = await tx.fetchone(_INSERT_SQL + " RETURNING id", values)
-        assert row is not None, "INSERT ... RETURNING gives one row"
+        # The id is part of what is signed, so it is taken first (bot/store/pg_dialect.py).
+        row = await tx.fetchone(next_id_sql("receipts", self.store.dialect))
+        assert row is not None, "the next id is one row"
         receipt_id = int(row["id"])
-        await tx.execute(_SIGN_SQL, (self.sign([receipt_id, *values]), receipt_id))
+        await tx.defer(_INSERT_WITH_ID_SQL, (receipt_id, *values, self.sign([receipt_id, *values])))
         return receipt_id
 
     async def verify_all(self) -> list[str]:

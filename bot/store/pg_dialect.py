@@ -143,10 +143,15 @@ _REPLACEMENTS: dict[int, Replacement] = {
 GAPLESS_IDS = ("receipts",)
 
 
-def next_id_sql(table: str) -> str:
-    """The statement that takes `table`'s next gapless id (inside the inserting transaction)."""
+def next_id_sql(table: str, dialect: str = "postgresql") -> str:
+    """The statement that takes `table`'s next gapless id (inside the inserting transaction).
+    On SQLite, the id AUTOINCREMENT would give: the transaction holds the write lock, so nobody
+    takes it meanwhile, and inserting it explicitly moves the sequence on."""
     if table not in GAPLESS_IDS:
         raise DialectError(f"{table} has no gapless id counter")
+    if dialect == "sqlite":
+        return (f"SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = '{table}'), 0),"
+                f" coalesce((SELECT max(id) FROM {table}), 0)) + 1 AS id")
     return (f"INSERT INTO id_counters(name, next) VALUES ('{table}', 2) ON CONFLICT (name)"
             f" DO UPDATE SET next = id_counters.next + 1 RETURNING next - 1 AS id")
 

@@ -30,7 +30,9 @@ that thread.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import operator
 import os
 import sqlite3
 import time
@@ -61,19 +63,27 @@ class Tx(TxHooks):
     """One write transaction: its statements are committed together or not at all.
 
     Statements run on the inline connection directly, or (`thread` given) in one hop each to
-    aiosqlite's thread, on that connection's underlying sqlite3 connection."""
+    aiosqlite's thread, on that connection's underlying sqlite3 connection. Deferred writes wait
+    for the transaction's next statement or its COMMIT and run just before it, in order, in the
+    same hop (repeats of one statement as one `executemany`)."""
 
     def __init__(self, conn: sqlite3.Connection, thread: aiosqlite.Connection | None = None):
         self._conn = conn
         self._thread = thread
+        self._deferred: list[tuple[str, Params]] = []
         super().__init__()
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        deferred, self._deferred = self._deferred, []
+
+        def after_the_deferred(conn: sqlite3.Connection) -> T:
+            _run_in_order(conn, deferred)
+            return work(conn)
         if self._thread is None:
-            return work(self._conn)
+            return after_the_deferred(self._conn)
         # aiosqlite's documented methods are thin wrappers over _execute(fn); calling it
         # directly runs a statement and its fetch in one thread hop.
-        return await self._thread._execute(work, self._conn)
+        return await self._thread._execute(after_the_deferred, self._conn)
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; the number of rows it changed."""
@@ -81,14 +91,14 @@ class Tx(TxHooks):
         return await self._run(lambda conn: conn.execute(sql, params).rowcount)
 
     async def defer(self, sql: str, params: Params = ()) -> None:
-        """A statement whose outcome nobody reads: here it simply runs (PostgreSQL sends it
-        with the transaction's next round trip)."""
-        await self.execute(sql, params)
+        """A statement whose outcome nobody reads: it runs with the transaction's next
+        statement or its COMMIT (where a failure rolls the whole transaction back)."""
+        self._deferred.append((sql, valid_params(params)))
 
     async def insert_announced(self, sql: str, params: Params, topic: str,
                                key_after_id: str) -> None:
         """An insert like `defer`; no other process serves from this store to tell."""
-        await self.execute(sql, params)
+        await self.defer(sql, params)
 
     async def executemany(self, sql: str, seq: Iterable[Params]) -> None:
         rows = [valid_params(params) for params in seq]
@@ -98,11 +108,29 @@ class Tx(TxHooks):
         params = valid_params(params)
         return await self._run(lambda conn: conn.execute(sql, params).fetchall())
 
+    async def commit(self) -> None:
+        await self._run(lambda conn: conn.execute("COMMIT"))
+
+    async def rollback(self) -> None:
+        """Roll back, the deferred writes not run (a failed COMMIT may already have ended it)."""
+        self._deferred.clear()
+        if self._conn.in_transaction:
+            await self._run(lambda conn: conn.execute("ROLLBACK"))
+
     async def lock(self, *keys: str) -> None:
         """Nothing to take: a transaction here already runs alone (`BEGIN IMMEDIATE`)."""
 
     def invalidate(self, topic: str, key: str) -> None:
         """Nothing to tell: no other process serves from this store."""
+
+
+def _run_in_order(conn: sqlite3.Connection, statements: list[tuple[str, Params]]) -> None:
+    for sql, group in itertools.groupby(statements, key=operator.itemgetter(0)):
+        rows = [params for _, params in group]
+        if len(rows) == 1:
+            conn.execute(sql, rows[0])
+        else:
+            conn.executemany(sql, rows)
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -259,7 +287,7 @@ class Store:
             tx = await self._begin()
             try:
                 yield tx
-                await tx._run(lambda conn: conn.execute("COMMIT"))
+                await tx.commit()
             except BaseException:
                 await self._rollback(tx)
                 tx._finished(committed=False)
@@ -282,8 +310,7 @@ class Store:
 
     async def _rollback(self, tx: Tx) -> None:
         try:
-            if tx._conn.in_transaction:  # a failed COMMIT may already have ended it
-                await asyncio.shield(tx._run(lambda conn: conn.execute("ROLLBACK")))
+            await asyncio.shield(tx.rollback())
         except sqlite3.Error:
             log.warning("rollback failed", exc_info=True)
 
