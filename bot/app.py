@@ -347,6 +347,7 @@ class App:
             gc.freeze()   # the channels' libraries, now up, join the frozen heap (bot.ops.process)
             trim = HeapTrim(lambda: self.agent.queue.idle)
             self.agent.queue.on_idle = trim.soon
+            trim.after_start()
             await stop.wait()
             self.agent.queue.on_idle = None
             trim.cancel()

@@ -47,11 +47,19 @@ class HeapTrim:
         wait = max(self.delay, self._last + self.every - self.clock())
         self._handle = asyncio.get_running_loop().call_later(wait, self._fire)
 
-    def _fire(self) -> None:
+    def after_start(self) -> None:
+        """The bot is ready: what start-up freed (imports, migrations, recovery) goes back in a
+        moment. This one does not hold back the trim after the first burst."""
+        if self._trim is not None and self._handle is None:
+            self._handle = asyncio.get_running_loop().call_later(
+                self.delay, lambda: self._fire(counted=False))
+
+    def _fire(self, counted: bool = True) -> None:
         self._handle = None
         if not self.idle():
             return                  # the next idle moment schedules it again
-        self._last = self.clock()
+        if counted:
+            self._last = self.clock()
         self.trims += 1
         self._trim(0)
 

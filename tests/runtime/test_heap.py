@@ -6,6 +6,7 @@ import asyncio
 
 from bot.conversation.sessions import SessionQueue
 from bot.runtime.heap import HeapTrim
+from tests.support.waiting import eventually
 
 
 class Clock:
@@ -58,3 +59,13 @@ def test_without_malloc_trim_nothing_is_scheduled():
     heap._trim = None
     heap.soon()                     # no running loop needed: nothing to do
     assert heap.trims == 0
+
+
+async def test_what_start_up_freed_is_trimmed_without_holding_back_the_first_burst():
+    clock, trims = Clock(), []
+    heap = HeapTrim(lambda: True, delay=0.0, every=10.0, clock=clock, trim=trims.append)
+    heap.after_start()
+    await eventually(lambda: trims == [0], "the trim after start-up")
+    heap.soon()                     # the first burst is over: trimmed at once, not 10 s later
+    await eventually(lambda: trims == [0, 0], "the trim after the first burst")
+    assert heap.trims == 2
