@@ -3,6 +3,10 @@
 `make` (and the package build) compiles `locale/<lang>/LC_MESSAGES/myclaw.po` into `myclaw.mo`
 beside it (gitignored). An install that skipped that step still speaks every language: the
 `.po` source is compiled in memory once, and the log says to run `make`.
+
+The messages are written in English, so English is never read from a catalog: its translator
+gives each message as written (ngettext's one-or-many is English's rule). Its catalog only lists
+them for translators' tools, every entry its own msgid (tests/language/test_catalogs.py).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import logging
 import threading
 from pathlib import Path
 
-from bot.language.names import DEFAULT, supported
+from bot.language.names import DEFAULT, SOURCE, supported
 from bot.language.translator import Translator
 
 log = logging.getLogger(__name__)
@@ -52,6 +56,8 @@ class Catalogs:
         return found
 
     def _load(self, language: str) -> gettext.NullTranslations:
+        if language == SOURCE:
+            return gettext.NullTranslations()
         folder = self.directory / language / "LC_MESSAGES"
         compiled, source = folder / f"{DOMAIN}.mo", folder / f"{DOMAIN}.po"
         if compiled.exists() and (not source.exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 SUPPORTED = ("en", "it", "es")
 DEFAULT = "en"
+SOURCE = "en"   # the language the messages are written in
 # Each language named in itself: what /language lists.
 NATIVE_NAMES = {"en": "English", "it": "Italiano", "es": "Español"}
 # Each language named in English: what the (English) system prompt tells the model.

@@ -106,6 +106,13 @@ def test_italian_and_spanish_count_one_and_many_differently():
     assert catalogs.translator("en").ngettext(one, many, 1) == "Approval needed: 1 call"
 
 
+def test_english_is_the_source_so_its_catalog_gives_every_message_as_written():
+    with (LOCALE_DIR / "en" / "LC_MESSAGES" / "myclaw.po").open("rb") as handle:
+        english = read_po(handle)
+    rewritten = [m.id for m in english if m.id and m.string not in ("", m.id, ("", ""))]
+    assert rewritten == []   # an English rewording belongs in the source, not in the catalog
+
+
 def test_a_language_is_loaded_once_and_an_unknown_one_falls_back_to_the_default():
     catalogs = Catalogs()
     assert catalogs.translator("it") is catalogs.translator("it-IT")
