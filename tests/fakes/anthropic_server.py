@@ -213,12 +213,13 @@ class FakeAnthropic:
     # -- handlers --------------------------------------------------------------------------------
     async def _handle_messages(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
+        arrived = time.monotonic()   # once the body is in; parsing it is the fake's own time
         try:
             body: Any = json.loads(raw)
         except ValueError:
             body = None
         headers = {name.lower(): value for name, value in request.headers.items()}
-        recorded = RecordedRequest(request.path, headers, body, time.monotonic())
+        recorded = RecordedRequest(request.path, headers, body, arrived)
         self.requests.append(recorded)
         await self._notify()
         answer = await self._choose(request, body)
