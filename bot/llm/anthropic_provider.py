@@ -5,21 +5,16 @@ thinking, `tool_use`); streamed answers are read as raw events (bot/llm/stream.p
 the SDK's own retries with backoff for 429/5xx/timeouts; what is left is translated by
 bot/llm/errors.py.
 
-A streamed call's body is encoded here, once, and handed to the SDK's `post` as is:
-`messages.create` would copy every container of the request (the whole history and catalog, a
-few milliseconds a call once a conversation is long) before encoding it. The history, system
-prompt and catalog are encoded by orjson (the history is re-encoded on every call, where the
-standard library's encoder took a tenth of a millisecond for a 10 KB history, orjson a tenth
-of that); the few scalars by the standard library, which refuses NaN. The text is the same
-compact JSON either way. Params that are not plain JSON (a non-str key, an int beyond 64 bits,
-an unknown type), or that carry SDK options, go through `messages.create` as before.
+A streamed call's body is encoded here, once, with the standard library's encoder, and handed
+to the SDK's `post` as is: `messages.create` would copy every container of the request (the
+whole history and catalog, a few milliseconds a call once a conversation is long) before
+encoding it the same way. Params that are not plain JSON, or that carry SDK options, go through
+`messages.create` as before.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -67,21 +62,6 @@ def _block(block: Any) -> dict[str, Any]:
 SDK_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 # As the SDK encodes a body (compact, UTF-8, no NaN).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-# The request's large parts, encoded by orjson; the rest are a few scalars.
-LARGE_PARTS = frozenset({"messages", "system", "tools"})
-
-
-@functools.cache
-def _fast_dumps() -> Callable[[Any], bytes]:
-    """orjson's encoder, imported with the first streamed call (a configuration that never
-    streams from Anthropic does not load it)."""
-    import orjson
-
-    return orjson.dumps
-
-
-def _encoded(value: Any) -> bytes:
-    return _fast_dumps()(value)
 
 
 # The parts bot.llm.prompt.PromptBuilder hands out again and again, the same objects, never
@@ -95,13 +75,13 @@ class EncodedParts:
     alive by its entry, so its id cannot name another object meanwhile)."""
 
     def __init__(self) -> None:
-        self._texts: dict[int, tuple[Any, bytes]] = {}
+        self._texts: dict[int, tuple[Any, str]] = {}
 
-    def text(self, value: Any) -> bytes:
+    def text(self, value: Any) -> str:
         known = self._texts.get(id(value))
         if known is not None and known[0] is value:
             return known[1]
-        text = _encoded(value)
+        text = _ENCODER.encode(value)
         if len(self._texts) >= MAX_ENCODED_PARTS:
             self._texts.clear()
         self._texts[id(value)] = (value, text)
@@ -114,19 +94,12 @@ def streamed_body(params: dict[str, Any], parts: EncodedParts | None = None) -> 
     if not SDK_OPTIONS.isdisjoint(params):
         return None
     try:
-        fields = [_ENCODER.encode(key).encode() + b":" + _field(key, value, parts)
+        fields = [f"{_ENCODER.encode(key)}:"
+                  f"{parts.text(value) if parts and key in REUSED_PARTS else _ENCODER.encode(value)}"
                   for key, value in {**params, "stream": True}.items()]
-    except (TypeError, ValueError):   # a value plain JSON has no form for (orjson's are both)
+    except (TypeError, ValueError):   # a value plain JSON has no form for
         return None
-    return b"{" + b",".join(fields) + b"}"
-
-
-def _field(key: str, value: Any, parts: EncodedParts | None) -> bytes:
-    if parts is not None and key in REUSED_PARTS:
-        return parts.text(value)
-    if key in LARGE_PARTS:
-        return _encoded(value)
-    return _ENCODER.encode(value).encode()
+    return ("{" + ",".join(fields) + "}").encode()
 
 
 class AnthropicProvider:
