@@ -48,6 +48,19 @@ def test_params_plain_json_cannot_carry_or_sdk_options_are_left_to_the_sdk():
     assert streamed_body({**PARAMS, "temperature": float("nan")}) is None
 
 
+def test_the_body_is_the_text_of_the_params_encoded_whole_for_any_history():
+    history = [{"role": "user", "content": [{"type": "text", "text": text}]}
+               for text in ("plain", "é ñ 😀 \u2028", 'quote " backslash \\ tab \t nul \x00 \x1f',
+                            "\u202e right-to-left \u0301 combining", "")]
+    history.append({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x",
+                                                      "input": {"n": 3, "f": 0.1, "b": True,
+                                                                "z": None, "l": [1, [2, {}]]}}]})
+    params = {**PARAMS, "messages": history}
+    whole = json.dumps({**params, "stream": True}, ensure_ascii=False, separators=(",", ":"))
+    assert streamed_body(params).decode() == whole
+    assert streamed_body(params, EncodedParts()).decode() == whole
+
+
 def test_the_reused_parts_are_encoded_once_and_the_body_is_the_same_text():
     parts, asked = EncodedParts(), []
     text = parts.text
