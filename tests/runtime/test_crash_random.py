@@ -1,10 +1,11 @@
 """A randomized crash run: five chats, ten turns each (answers, approved and denied shell calls,
-calls blocked until the kill, reminders coming due a few seconds later), `myclaw run` killed
-with SIGKILL at random moments — mid-conversation, right after a reminder was delivered (its
-run not yet recorded), while reminders come due, and during start-up (a fifth of the restarts,
-after 0–4 Bot API calls of the new process: from its imports to about its first poll) — and
-restarted on the same store: the invariants of tests/support/crash_checks.py hold at the end
-(no reminder lost among them), on both backends.
+calls blocked until the kill, reminders and jobs — runs that are turns of their own — coming due
+a few seconds later), `myclaw run` killed with SIGKILL at random moments — mid-conversation,
+right after a reminder was delivered or a job's run began (its run not yet recorded), while
+they come due, and during start-up (a fifth of the restarts, after 0–4 Bot API calls of the
+new process: from its imports to about its first poll) — and restarted on the same store: the
+invariants of tests/support/crash_checks.py hold at the end (no reminder or job run lost among
+them), on both backends.
 The two-replica run is in tests/runtime/test_crash_replicas.py.
 
 The seed is random unless CRASH_SEED is set; a failure prints it:
@@ -29,8 +30,8 @@ pytestmark = pytest.mark.timeout(600)   # about a minute when idle; a loaded mac
 CHATS = 5
 TURNS_PER_CHAT = 10
 MIN_KILLS = 5
-VERBS = ("say", "do", "hang", "remind")
-WEIGHTS = (4, 5, 1, 2)
+VERBS = ("say", "do", "hang", "remind", "job")
+WEIGHTS = (4, 5, 1, 2, 1)
 # Restarts killed again during start-up. A turn's deadline counts only the time a ready bot ran
 # (Kit.settled): on a loaded machine a restart spends tens of seconds importing, which is not
 # time the bot had to answer in.
@@ -50,10 +51,19 @@ def crash_seed() -> int:
     return int(os.environ.get("CRASH_SEED") or random.randrange(1 << 32))
 
 
-async def drive(kit: Kit, chat: int, rng: random.Random) -> None:
+def plans(rng: random.Random, chats: int) -> list[list[str]]:
+    """What each user will ask, in order: random, but with a reminder and a job in every run."""
+    plan = [rng.choices(VERBS, WEIGHTS, k=TURNS_PER_CHAT) for _ in range(chats)]
+    for verb in ("remind", "job"):
+        if not any(verb in verbs for verbs in plan):
+            plan[rng.randrange(chats)][rng.randrange(TURNS_PER_CHAT)] = verb
+    return plan
+
+
+async def drive(kit: Kit, chat: int, verbs: list[str], rng: random.Random) -> None:
     """One user: a message, then the next once it is answered or reported (approving most
     requests, denying some)."""
-    for verb in rng.choices(VERBS, WEIGHTS, k=TURNS_PER_CHAT):
+    for verb in verbs:
         token = kit.send(chat, verb)
         await kit.settled(token, "d" if rng.random() < DENY_SHARE else "a", timeout=90)
 
@@ -68,7 +78,8 @@ async def kill_at_random(kit: Kit, rng: random.Random, users: asyncio.Future) ->
         return {t for t, (_, _, verb) in kit.sent.items() if verb == "hang"} & set(kit.effects())
 
     def reminders() -> set[str]:
-        """The reminders posted so far, by their text (a re-sent one is the same reminder)."""
+        """The reminders and job runs posted so far, by their text (a re-sent one is the same
+        reminder; a job's run begins with its "⏰ name" line)."""
         return {str(m.get("text", "")) for m in kit.tg.messages.values()
                 if str(m.get("text", "")).startswith("⏰")}
 
@@ -120,7 +131,8 @@ async def test_a_randomized_run_with_kills_loses_nothing_and_runs_nothing_twice(
         async with crash_kit(tmp_path, backend, chats=CHATS) as kit:
             await kit.start()
             users = asyncio.ensure_future(asyncio.gather(
-                *(drive(kit, chat, random.Random(rng.random())) for chat in kit.chats)))
+                *(drive(kit, chat, verbs, random.Random(rng.random()))
+                  for chat, verbs in zip(kit.chats, plans(rng, CHATS), strict=True))))
             killer = asyncio.ensure_future(kill_at_random(kit, random.Random(rng.random()), users))
             await first_failure(users, killer)
             assert kit.bot.kills >= MIN_KILLS, f"only {kit.bot.kills} kills"

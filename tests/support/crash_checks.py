@@ -10,7 +10,10 @@
   turn there;
 - approvals finish: no request message keeps its buttons once everything has settled;
 - no reminder lost: every reminder in the store reached its chat (at least once: one cut off
-  mid-send by a kill is sent again).
+  mid-send by a kill is sent again);
+- no job run lost or repeated: every job in the store either finished its run in its chat or
+  its owner was told what became of it (cut off by a restart, missed); its answer is sent at
+  most twice (once more only when a kill came between sending it and recording that).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ class Observed:
     effects: list[str]                               # effects.log, one token a line
     shown: list[Shown]                               # tool results as the model saw them
     requests: frozenset[tuple[int, int]] = frozenset()  # messages sent with approval buttons
-    reminders: frozenset[tuple[str, int]] = frozenset()  # (job name, chat) of the stored jobs
+    reminders: frozenset[tuple[str, int]] = frozenset()  # (job name, chat) of stored reminders
+    jobs: frozenset[tuple[str, int]] = frozenset()       # ... and of the other stored jobs
 
     def answers(self, token: str) -> list[int]:
         """The bot's messages answering `token` (the model's final words about it)."""
@@ -50,7 +54,7 @@ class Observed:
         """Told in its chat, apart from the request message, that its call may or may not have
         run (the report names the call: its command carries the token)."""
         chat, sent_id, verb = self.sent[token]
-        named = re.compile(rf"\b{token}\b" if verb == "remind" else rf"echo {token} ")
+        named = re.compile(rf"\b{token}\b" if verb in ("remind", "job") else rf"echo {token} ")
         return any(c == chat and mid > sent_id and (c, mid) not in self.requests
                    and DOUBT.search(m.get("text", "")) and named.search(m.get("text", ""))
                    for (c, mid), m in self.messages.items())
@@ -59,6 +63,20 @@ class Observed:
         """How many times the reminder `name` was posted in `chat`."""
         return sum(1 for (c, _), m in self.messages.items() if c == chat
                    and m.get("text", "").startswith("⏰") and f"reminder {name}" in m["text"])
+
+    def told_set(self, token: str) -> bool:
+        """Was the user told the reminder or job `token` is set?"""
+        return any(f"ok {token}: set" in m.get("text", "") for m in self.messages.values())
+
+    def finished(self, name: str, chat: int) -> int:
+        """How many times the run of the job `name` posted its answer in `chat`."""
+        return sum(1 for (c, _), m in self.messages.items()
+                   if c == chat and f"chore {name} finished" in m.get("text", ""))
+
+    def job_reported(self, name: str, chat: int) -> bool:
+        """Was the owner told what became of the job's run ("⏰ t7: the run was cut off…")?"""
+        return any(c == chat and m.get("text", "").startswith(f"⏰ {name}:")
+                   for (c, _), m in self.messages.items())
 
     def later_in_chat(self, token: str) -> bool:
         """Did the user write again in the token's chat (so the model saw its history since)?"""
@@ -107,10 +125,20 @@ def check_invariants(seen: Observed) -> list[str]:
                 s.is_error and DOUBT.search(s.text) for s in shown):
             problems.append(f"{token}: the call is in doubt, but the model was not told so "
                             "(by the next turn in its chat)")
+        stored = seen.reminders if verb == "remind" else seen.jobs
+        if verb in ("remind", "job") and seen.told_set(token) and (token, chat) not in stored:
+            problems.append(f"{token}: the user was told the {verb} was set, but it is not stored")
     for name, chat in sorted(seen.reminders):
         if not seen.reminded(name, chat):
             problems.append(f"reminder {name} (chat {chat}) is in the store but never reached "
                             "its chat: lost")
+    for name, chat in sorted(seen.jobs):
+        finished = seen.finished(name, chat)
+        if not finished and not seen.job_reported(name, chat):
+            problems.append(f"job {name} (chat {chat}) is in the store but its run neither "
+                            "finished nor was reported: lost")
+        if finished > 2:
+            problems.append(f"job {name} (chat {chat}): its run answered {finished} times")
     for (chat, mid), message in sorted(seen.messages.items()):
         if _buttons(message):
             problems.append(f"chat {chat}: request {mid} still has its buttons: "

@@ -8,7 +8,10 @@ A user message names what it wants with a verb and a token (`t7`):
 - "hang t7" → the same call, which then blocks reading the FIFO `t7.fifo` (a call cut off by
   the kill, mid-tool);
 - "remind t7" → a `schedule` call creating the reminder "t7" (its message "reminder t7"), due
-  a few seconds later (`REMIND_AFTER_S`, by the wall clock), then the answer "ok t7: set".
+  a few seconds later (`REMIND_AFTER_S`, by the wall clock), then the answer "ok t7: set" (or,
+  when the call failed or was denied, "done t7: not set");
+- "job t7" → the same, a job "t7" whose run is a turn of its own: its prompt "chore t7" is
+  answered "chore t7 finished".
 Only the last verb of the last user message counts: a message merged into a later one is never
 answered, so a test sees it as lost. Every tool result the model is shown (anywhere in the
 history) is recorded, to check that what the model was told matches what happened.
@@ -26,7 +29,7 @@ from typing import Any
 from tests.fakes.anthropic_server import Reply, reply, text, tool_use
 
 EFFECTS = "effects.log"
-VERB = re.compile(r"\b(say|do|hang|remind) (t\d+)\b")
+VERB = re.compile(r"\b(say|do|hang|remind|job|chore) (t\d+)\b")
 REMIND_AFTER_S = (3.0, 9.0)
 COMMAND_TOKEN = re.compile(r"^echo (t\d+) >> ")
 
@@ -78,8 +81,9 @@ class ScriptedModel:
         found = VERB.findall(" ".join(b.get("text", "") for b in last if b.get("type") == "text"))
         if not found and results:   # a new request in the same message goes first
             reminder = _reminder_of(messages, results[-1])
-            if reminder:
-                return text(f"ok {reminder}: set")
+            if reminder:   # (not set: refused, denied, or cut off by a kill)
+                return text(f"done {reminder}: not set" if results[-1].get("is_error")
+                            else f"ok {reminder}: set")
             tokens = [self._token_of(messages, b) for b in results]
             await self._maybe_hold(f"{tokens[-1]}:result")
             outcome = "failed" if any(b.get("is_error") for b in results) else "ran"
@@ -90,11 +94,15 @@ class ScriptedModel:
         await self._maybe_hold(token)
         if verb == "say":
             return text(f"ok {token}")
-        if verb == "remind":
+        if verb == "chore":
+            return text(f"chore {token} finished")
+        if verb in ("remind", "job"):
             low, high = REMIND_AFTER_S   # the same for the same token: a re-asked turn agrees
             due = time.time() + low + int(token[1:]) % int(high - low + 1)
+            what = {"message": f"reminder {token}"} if verb == "remind" else {
+                "prompt": f"chore {token}"}
             return reply(text(f"setting {token}"), tool_use("schedule", {
-                "action": "create", "name": token, "message": f"reminder {token}",
+                "action": "create", "name": token, **what,
                 "at": datetime.fromtimestamp(due, UTC).isoformat(timespec="seconds")}))
         return reply(text(f"working on {token}"),
                      tool_use("shell_run", {"command": command_for(verb, token)}))

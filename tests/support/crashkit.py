@@ -231,13 +231,22 @@ class Kit:
         rows = await self.store.rows("SELECT name, chat FROM jobs WHERE message <> ''")
         return frozenset((str(name), int(chat)) for name, chat in rows)
 
+    async def stored_jobs(self) -> frozenset[tuple[str, int]]:
+        """(name, chat) of every other job in the store (a turn of its own when it runs)."""
+        rows = await self.store.rows("SELECT name, chat FROM jobs WHERE message = ''")
+        return frozenset((str(name), int(chat)) for name, chat in rows)
+
     async def all_reminded(self, timeout: float = 60) -> None:
-        """Wait until every stored reminder reached its chat (the bot must be running)."""
+        """Wait until every stored reminder reached its chat and every other job's run finished
+        there or was reported (the bot must be running)."""
         async def delivered() -> bool:
             seen = self.observed()
-            return all(seen.reminded(name, chat) for name, chat in await self.stored_reminders())
+            return all(seen.reminded(name, chat) for name, chat in await self.stored_reminders()) \
+                and all(seen.finished(name, chat) or seen.job_reported(name, chat)
+                        for name, chat in await self.stored_jobs())
         try:
-            await eventually(delivered, "every stored reminder to reach its chat", timeout)
+            await eventually(delivered, "every stored reminder and job run to reach its chat",
+                             timeout)
         except AssertionError as exc:
             await self.bot.dump_stacks()
             raise AssertionError(f"{exc}\n{self.transcript()}\n{await self.store.dump()}\n"
@@ -285,7 +294,8 @@ class Kit:
             cwd=ROOT, capture_output=True, text=True, timeout=120)
         stuck = await self.store.stuck_approvals()
         problems = check_invariants(replace(self.observed(),
-                                            reminders=await self.stored_reminders()))
+                                            reminders=await self.stored_reminders(),
+                                            jobs=await self.stored_jobs()))
         if verified.returncode != 0:
             problems.append(f"receipts verify failed: {verified.stdout}{verified.stderr}")
         if stuck:
