@@ -342,16 +342,22 @@ class Jobs:
                           ) -> list[Interrupted]:
         """Runs whose process died: left "running" by an earlier run of this replica, or for
         longer than the lease by any process (a reminder's lease is short: it only sends).
-        A reminder is deferred, to be sent again; any other run is marked interrupted (never
-        started again) and returned so the owner can be told (then `record_interrupted`)."""
+        A reminder is deferred, to be sent again; any other run is marked cut off (never
+        started again) and returned so the owner can be told (then `record_interrupted`). A run
+        marked cut off whose owner was not told yet is returned again: by this process on its
+        next look (the chat could not be reached), by its replica's next start or by any
+        process after a reminder's lease (the process telling it died)."""
         mine = self.owner.rpartition("/")[0] + "/"
         where, params = _of_channels(channels, "j.")
         rows = await self.store.fetchall(
-            "SELECT r.id, r.job_id, r.scheduled_for, r.attempts, j.message, j.prompt"
-            " FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE r.status = 'running' AND"
+            "SELECT r.id, r.job_id, r.scheduled_for, r.attempts, r.status, r.claimed_by"
+            " FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE ((r.status = 'running' AND"
             " ((substr(r.claimed_by, 1, ?) = ? AND r.claimed_by <> ? AND r.started_at <= ?)"
-            f" OR r.started_at < ? OR (r.started_at < ? AND j.prompt = '')){where}",
+            " OR r.started_at < ? OR (r.started_at < ? AND j.prompt = '')))"
+            " OR (r.status = 'cut_off' AND (r.claimed_by = ? OR substr(r.claimed_by, 1, ?) = ?"
+            f" OR r.started_at < ?))){where}",
             (len(mine), mine, self.owner, self.began, now - self.limits.run_lease_seconds,
+             now - REMINDER_LEASE_SECONDS, self.owner, len(mine), mine,
              now - REMINDER_LEASE_SECONDS, *params))
         found = []
         for row in rows:
@@ -360,22 +366,29 @@ class Jobs:
                 continue
             claim = Claim(job, int(row["id"]), float(row["scheduled_for"]), False,
                           int(row["attempts"]))
-            if job.is_reminder:
+            if row["status"] == "running" and job.is_reminder:
                 await self.defer(claim, "cut off by a restart; sent again", at_once=True)
-            elif await self._mark_interrupted(claim, now):
+            elif await self._to_report(claim, row["status"], row["claimed_by"], now):
                 found.append(Interrupted(claim))
         return found
 
-    async def _mark_interrupted(self, claim: Claim, now: float) -> bool:
+    async def _to_report(self, claim: Claim, status: str, claimed_by: str, now: float) -> bool:
+        """Take the cut-off run's report: one process wins it (compare-and-set)."""
+        if status == "cut_off" and claimed_by == self.owner:
+            return True
         async with self.store.transaction() as tx:
             won = await tx.fetchone(
-                "UPDATE job_runs SET status = 'interrupted', finished_at = ? WHERE id = ? AND"
-                " status = 'running' RETURNING id", (now, claim.run_id))
+                "UPDATE job_runs SET status = 'cut_off', claimed_by = ?, started_at = ?,"
+                " finished_at = coalesce(finished_at, ?) WHERE id = ? AND status = ?"
+                " AND claimed_by = ? RETURNING id",
+                (self.owner, now, now, claim.run_id, status, claimed_by))
         return won is not None
 
     async def record_interrupted(self, claim: Claim) -> None:
-        """The owner was told the run was cut off: a one-time job is done."""
+        """The owner was told the run was cut off: the run is over, a one-time job is done."""
         async with self.store.transaction() as tx:
+            await tx.execute("UPDATE job_runs SET status = 'interrupted' WHERE id = ? AND"
+                             " status = 'cut_off'", (claim.run_id,))
             await tx.execute("UPDATE jobs SET status = ? WHERE id = ? AND status = 'active'",
                              (_after_run(claim.job), claim.job.id))
             await self._audit(tx, claim.job, "interrupted",

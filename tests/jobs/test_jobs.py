@@ -16,7 +16,7 @@ from bot.core.events import CollectingSink, Done, IncomingMessage, Notice
 from bot.jobs.jobs import Job, JobError, JobLimits, Jobs
 from bot.jobs.runner import AgentJobRunner
 from bot.jobs.schedule import parse_at, parse_cron
-from bot.jobs.scheduler import Scheduler
+from bot.jobs.scheduler import NotDelivered, Scheduler
 from tests.conftest import FAKE_ENV, make_config
 from tests.fakes.anthropic_server import reply, text, tool_results, tool_use
 from tests.support.pg_support import on_both_backends
@@ -306,6 +306,63 @@ async def test_a_run_cut_off_by_a_crash_is_reported_and_never_repeated(store_bac
         clock.now += 601
         assert await Scheduler(jobs, Runner(), clock).tick() == 0
     assert len(told) == 1 and "cut off by a restart" in told[0]
+
+
+class Teller:
+    """A runner that never runs (a cut-off run must not start again) and tells the owner,
+    refusing the first `unreachable` times as a channel not connected yet would."""
+
+    def __init__(self, unreachable: int = 0):
+        self.told: list[str] = []
+        self.unreachable = unreachable
+
+    async def run(self, claim: Any) -> tuple[bool, str]:
+        raise AssertionError("the interrupted run must not start again")
+
+    async def tell_owner(self, job: Any, words: str, buttons: Any = ()) -> None:
+        if self.unreachable:
+            self.unreachable -= 1
+            raise NotDelivered("the telegram channel is not connected")
+        self.told.append(words)
+
+
+async def _cut_off_once(store: Any, clock: Clock) -> tuple[Jobs, Job]:
+    """A one-time job whose run was cut off: claimed, then its process died."""
+    jobs = Jobs(store, JobLimits(run_lease_seconds=600), clock)
+    job = await jobs.create(Job(id="", owner="telegram:1", channel="telegram", chat="1",
+                                name="digest", level="full", prompt="summarise the news",
+                                schedule=parse_at("in 1 minute", now=START, timezone="UTC")))
+    clock.now = job.next_run + 1
+    assert await jobs.claim((await jobs.due(clock.now))[0], clock.now) is not None
+    clock.now += 601
+    return jobs, job
+
+
+async def test_a_cut_off_run_whose_report_died_with_its_process_is_reported_by_the_next(
+        store_backend):
+    clock = Clock()
+    async with store_backend.open() as store:
+        jobs, job = await _cut_off_once(store, clock)
+        # The next process marks the run cut off and dies before telling anyone:
+        assert [cut.job.id for cut in await jobs.interrupted(clock.now)] == [job.id]
+        again, teller = Jobs(store, JobLimits(run_lease_seconds=600), clock), Teller()
+        assert await Scheduler(again, teller, clock).tick() == 0
+        assert len(teller.told) == 1 and "cut off by a restart" in teller.told[0]
+        assert (await again.get(job.id)).status == "done"
+        await Scheduler(again, teller, clock).tick()
+        assert len(teller.told) == 1   # told once: the report is recorded
+
+
+async def test_a_cut_off_run_is_reported_once_its_chat_can_be_reached(store_backend):
+    clock = Clock()
+    async with store_backend.open() as store:
+        jobs, job = await _cut_off_once(store, clock)
+        teller = Teller(unreachable=1)
+        scheduler = Scheduler(Jobs(store, JobLimits(run_lease_seconds=600), clock), teller, clock)
+        await scheduler.tick()
+        assert teller.told == [] and (await jobs.get(job.id)).status == "active"
+        await scheduler.tick()
+        assert len(teller.told) == 1 and (await jobs.get(job.id)).status == "done"
 
 
 async def test_runs_missed_while_down_run_once_within_the_grace_period_else_are_reported(store_backend):
