@@ -305,6 +305,18 @@ class Approvals:
         if changed != 1:
             log.debug("approval %s was not approved or started when marked finished", approval_id)
 
+    async def tapped_in(self, reader: Store | Transaction, tool_use_ids: Collection[str]) -> bool:
+        """Did a tap win one of these calls' requests (approved or denied, whether its call has
+        run, runs or waits to, on any process)? In a transaction after `supersede_session`,
+        what that did not end had already been answered."""
+        if not tool_use_ids:
+            return False
+        marks = ", ".join("?" * len(tool_use_ids))
+        row = await reader.fetchone(f"SELECT 1 AS found FROM approvals WHERE tool_use_id IN ({marks})"
+                                " AND status NOT IN ('pending', 'expired') LIMIT 1",
+                                tuple(tool_use_ids))
+        return row is not None
+
     async def approved_unfinished(self, session_id: str) -> list[ApprovalRequest]:
         """Requests of a session answered "approve" whose call has no recorded end."""
         return await self.in_session(session_id, ("approved", "started"))

@@ -44,7 +44,7 @@ from bot.language.phrase import Number, Phrase
 from bot.language.translator import Translator
 from bot.llm.prompt import PromptBuilder
 from bot.runtime import commands
-from bot.runtime.approval_flow import ApprovalFlow
+from bot.runtime.approval_flow import ApprovalFlow, SessionBusy, open_calls
 from bot.runtime.dispatch import Dispatcher, StepCancelled, Turn, tainted_since_user
 from bot.runtime.recovery import Recovery
 from bot.runtime.services import Services
@@ -169,7 +169,7 @@ class Agent(SessionControl, ApprovalFlow):
                          run_allowlist: frozenset[str] | None = None, model: str = "") -> None:
         # Whatever another process wrote before this turn's place in the order is in the caches.
         await self.services.store.catch_up()
-        store, approvals = self.services.store, self.services.approvals
+        store = self.services.store
         if message.inbox_id is not None:
             started = await turns.for_inbox(store, message.inbox_id)
             if started is not None:  # delivered again: the turn it started goes on, not anew
@@ -185,31 +185,24 @@ class Agent(SessionControl, ApprovalFlow):
                                 run_allowlist, model)
         turn.turn_id = turns.new_turn_id()
         turn.audience = audience
-        stored, size, cached = await self.journal.history(session_id)
-        turn.attachments = bool(message.parts) or self.journal.holds_attachments(session_id)
-        waiting = _open_tool_uses(stored)
-        if waiting and turn.shared and await self.held_by_another(turn):
-            return
-        # What this process wrote is already in the API's shape except possibly at its end
-        # (calls waiting for a tap, a user message left by a failed call): only the end is
-        # checked then. A history read from the store is repaired in full.
-        base = await self._prepared(turn, stored, size, repair=not cached)
         user = {"role": "user", "content": content}
-        # Concurrent-safe: every write here is to this session's rows (its approvals and turns
-        # by session id, its messages), and the session's lock orders it after the others.
-        superseded: list[ApprovalRequest] = []
-        async with self.journal.session_transaction(session_id) as tx:
-            if waiting:
-                # Calls still waiting for a tap: the new message supersedes them (their tool_use
-                # gets a "not completed" result from repair). Done before anything else, so a
-                # late tap cannot run a call the model was told did not happen.
-                superseded = await approvals.supersede_session(tx, session_id)
-            await turns.begin(tx, turn_id=turn.turn_id, session_id=session_id,
-                              sender=message.sender, chat=message.chat, channel=turn.channel,
-                              level=str(autonomy), allowlist=run_allowlist,
-                              inbox_id=message.inbox_id, owner=self.replica,
-                              incarnation=self.incarnation, audience=audience, model=model)
-            await self.journal.append(tx, session_id, [user])
+        for wait in (True, False):   # once more after the calls a tap approved have ended
+            stored, size, cached = await self.journal.history(session_id)
+            turn.attachments = bool(message.parts) or self.journal.holds_attachments(session_id)
+            waiting = bool(open_calls(stored))
+            if waiting and turn.shared and await self.held_by_another(turn):
+                return
+            # What this process wrote is already in the API's shape except possibly at its end
+            # (calls waiting for a tap, a user message left by a failed call): only the end is
+            # checked then. A history read from the store is repaired in full.
+            base = await self._prepared(turn, stored, size, repair=not cached)
+            try:
+                superseded = await self._begin(turn, message, user, stored, check=wait,
+                                               autonomy=autonomy, allowlist=run_allowlist,
+                                               model=model)
+                break
+            except SessionBusy:
+                await self.until_session_free(session_id)
         await self.close_superseded(superseded)
         messages = [*base, user]
         if waiting or (len(base) and base[-1]["role"] == "user"):
@@ -405,12 +398,6 @@ class Agent(SessionControl, ApprovalFlow):
         """Run the model loop on from the turn's last stored step."""
         stored, size = await self.journal.stored(turn.session_id)
         await self._loop(turn, await self._prepared(turn, stored, size))
-
-
-def _open_tool_uses(messages: list[dict[str, Any]]) -> bool:
-    """Does the history end with tool calls that have no result yet?"""
-    return bool(messages) and messages[-1].get("role") == "assistant" and any(
-        isinstance(b, dict) and b.get("type") == "tool_use" for b in messages[-1]["content"])
 
 
 def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:

@@ -7,6 +7,7 @@ resumes the conversation; lapsed requests are closed; approvers get private copi
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -27,9 +28,48 @@ from bot.toolbox.failures import to_tool_error
 
 log = logging.getLogger(__name__)
 
+IN_FLIGHT_WAIT_S = 30.0    # a replica that died mid-call and never came back: go on after this
+IN_FLIGHT_POLL_S = 0.1
+
+
+class SessionBusy(Exception):
+    """A new message met its session busy in another process (`ApprovalFlow.session_busy`)."""
+
+
+def open_calls(messages: list[dict[str, Any]]) -> list[str]:
+    """The ids of the calls the history ends with that have no result yet."""
+    if not messages or messages[-1].get("role") != "assistant":
+        return []
+    return [b["id"] for b in messages[-1]["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_use"]
+
 
 class ApprovalFlow:
     """The approval half of the Agent (mixed into `bot.runtime.agent.Agent`, whose state it uses)."""
+
+    async def session_busy(self, reader: Any, session_id: str,
+                           stored: list[dict[str, Any]]) -> bool:
+        """Is a call of the session whose tap was answered (on any process) still without its
+        result in `stored`?"""
+        return await self.services.approvals.tapped_in(reader, open_calls(stored))
+
+    async def until_session_free(self, session_id: str) -> None:
+        """Wait, for at most IN_FLIGHT_WAIT_S, until the stored history has the results of the
+        session's answered calls: a message written right after a tap that another replica took
+        comes after that call's result, as on one process (whose session queue orders them),
+        and the model is never told that a call which ran did not."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + IN_FLIGHT_WAIT_S
+        while True:
+            stored, _ = await self.journal.stored(session_id)
+            if not await self.session_busy(self.services.store, session_id, stored):
+                await self.services.store.catch_up()   # the caches take its writes in too
+                return
+            if loop.time() >= deadline:
+                break
+            await asyncio.sleep(IN_FLIGHT_POLL_S)   # another process's work: polled in the store
+        log.warning("session %s: still busy elsewhere after %.0f s; the new message goes on",
+                    session_id, IN_FLIGHT_WAIT_S)
 
     # --- asking ------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.access.audience import audience_of
 from bot.config.settings import SessionScope
+from bot.conversation import turns
 from bot.conversation.journal import active_key
 from bot.conversation.sessions import Stopped
 from bot.core.errors import LLMError, ShuttingDown
@@ -23,6 +24,7 @@ from bot.core.identity import OPERATOR, Level, Sender
 from bot.language.phrase import Phrase
 from bot.money.budgets import BudgetExceeded
 from bot.runtime import commands
+from bot.runtime.approval_flow import SessionBusy, open_calls
 from bot.toolbox.hooks import run_session_hooks
 
 log = logging.getLogger(__name__)
@@ -187,3 +189,29 @@ class SessionControl:
             close = getattr(sink, "close", None)
             if close is not None:
                 await close()
+
+    async def _begin(self, turn: Any, message: IncomingMessage, user: dict[str, Any],
+                     stored: list[dict[str, Any]], *, check: bool, autonomy: Level | str,
+                     allowlist: frozenset[str] | None, model: str) -> list[Any]:
+        """Store the turn's start with its user message; the requests it superseded. Raises
+        SessionBusy (nothing stored) when `check` finds a call of the session whose tap was
+        answered still without its result (bot.runtime.approval_flow)."""
+        superseded: list[Any] = []
+        # Concurrent-safe: every write here is to this session's rows (its approvals and turns
+        # by session id, its messages), and the session's lock orders it after the others.
+        async with self.journal.session_transaction(turn.session_id) as tx:
+            if open_calls(stored):
+                # Calls still waiting for a tap: the new message supersedes them (their tool_use
+                # gets a "not completed" result from repair). Done before anything else, so a
+                # late tap cannot run a call the model was told did not happen; one whose tap
+                # won already is waited for.
+                superseded = await self.services.approvals.supersede_session(tx, turn.session_id)
+            if check and await self.session_busy(tx, turn.session_id, stored):
+                raise SessionBusy(turn.session_id)
+            await turns.begin(tx, turn_id=turn.turn_id, session_id=turn.session_id,
+                              sender=message.sender, chat=message.chat, channel=turn.channel,
+                              level=str(autonomy), allowlist=allowlist,
+                              inbox_id=message.inbox_id, owner=self.replica,
+                              incarnation=self.incarnation, audience=turn.audience, model=model)
+            await self.journal.append(tx, turn.session_id, [user])
+        return superseded

@@ -35,13 +35,17 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def responder(body: dict) -> object:
-    """Echo; "write X" asks to write a file (an approval); "slow X" takes its time once."""
+    """Echo; "write X" asks to write a file (an approval), "run X" to run a command that takes a
+    second (an approval); "slow X" takes its time once."""
     if tool_results(body):
         return text("ok: written")
     said = last_user_text(body)
     if said.startswith("write "):
         return reply(text("Writing."), tool_use("fs_write", {"path": "approved.txt",
                                                             "content": said[6:]}))
+    if said.startswith("run "):   # a command the full sender is asked about; it takes a second
+        return reply(text("Running."), tool_use("shell_run", {
+            "command": f"sleep 1 && echo {said[4:]} > ran.txt"}))
     if said.startswith("slow ") and said not in SLOWED:
         SLOWED.add(said)
         return text(f"ok: {said}", delay=60)   # the replica is killed while it waits
@@ -114,6 +118,30 @@ async def test_an_approval_asked_on_one_replica_and_tapped_on_the_other_runs_onc
     assert (tmp / "workspace" / "approved.txt").read_text() == "milk"
     writes = [r for r in fake.requests if tool_results(r.json)]
     assert len(writes) == 1
+
+
+async def test_a_message_right_after_a_tap_the_other_replica_took_comes_after_the_calls_result(
+        cluster):
+    tg, fake, (first, second), poster, tmp = cluster
+    chat = CHATS[0]
+    await post(poster, first, poster.update(private_text(tg, chat, "run milk")))
+    request = await tg.wait_for_card(lambda p: "inline_keyboard" in (
+        p.get("reply_markup") or {}), timeout=60)
+    approve = next(b["callback_data"] for row in request.params["reply_markup"]["inline_keyboard"]
+                   for b in row if b["text"].startswith("Approve"))
+    tap = {"callback_query": {"id": "cq1", "from": tg.user(chat), "chat_instance": "ci-1",
+                              "data": approve, "message": request.result}}
+    await post(poster, second, poster.update(tap))
+    await tg.wait_until(lambda: any("shell_run" in str(c.params.get("text", ""))
+                                    for c in tg.of("sendMessage") + tg.of("editMessageText")
+                                    if "Approval" not in str(c.params.get("text", ""))),
+                        timeout=60)                 # it runs (its status line is up)...
+    await post(poster, first, poster.update(private_text(tg, chat, "after")))   # ...and then
+    await wait_answers(tg, 2, timeout=60)
+    assert (tmp / "workspace" / "ran.txt").read_text().strip() == "milk"
+    told = [r for r in fake.requests if "not completed" in str(r.json)]
+    assert told == [], "the model was told a call that ran did not complete"
+    assert answers_by_chat(tg)[chat][-1] == "ok: after"
 
 
 async def test_a_replica_killed_mid_turn_leaves_its_chats_to_the_other_after_the_lease(cluster):

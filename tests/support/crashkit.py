@@ -204,14 +204,10 @@ class Kit:
 
     def approval_for(self, token: str) -> dict[str, Any] | None:
         """The request message (with its buttons still on) asking to run `token`'s command."""
-        chat = self.sent[token][0]
-        for (where, _), message in sorted(self.tg.messages.items()):
-            if where == chat and _approve_data(message) and f"echo {token} " in message["text"]:
-                return message
-        return None
+        return approval_for(self.tg, self.sent[token][0], token)
 
     def tap(self, token: str, message: dict[str, Any], choice: str = "a") -> None:
-        data = _approve_data(message)
+        data = approve_data(message)
         assert data is not None
         self._tapped.add(data)
         self.tg.tap(self.sent[token][0], data[:-1] + choice, message)
@@ -221,10 +217,7 @@ class Kit:
         return sum(1 for r in self.fake.requests if r.json and asks_about(r.json) == token)
 
     def observed(self) -> Observed:
-        requests = frozenset((int(c.params["chat_id"]), c.result["message_id"])
-                             for c in self.tg.cards(lambda p: "ap:" in str(p.get("reply_markup"))))
-        return Observed(sent=dict(self.sent), messages=dict(self.tg.messages),
-                        effects=self.effects(), shown=list(self.model.shown), requests=requests)
+        return observe(self.tg, self.model, self.sent, self.workspace)
 
     async def stored_reminders(self) -> frozenset[tuple[str, int]]:
         """(name, chat) of every reminder job in the store, whatever its status."""
@@ -253,8 +246,7 @@ class Kit:
                                  f"{self.bot.logs()}") from exc
 
     def effects(self) -> list[str]:
-        path = self.workspace / EFFECTS
-        return path.read_text().split() if path.exists() else []
+        return effects_in(self.workspace)
 
     async def approve(self, token: str) -> None:
         """Wait for the request to run `token`'s command and tap Approve."""
@@ -268,7 +260,7 @@ class Kit:
         time, however many restarts lie between), and at most ten times that on the wall clock."""
         def done() -> bool:
             request = self.approval_for(token)
-            if request is not None and _approve_data(request) not in self._tapped:
+            if request is not None and approve_data(request) not in self._tapped:
                 self.tap(token, request, choice)
             return self.observed().settled(token)
         deadline = self.bot.uptime() + timeout
@@ -304,7 +296,31 @@ class Kit:
             f"\n{self.transcript()}\n{await self.store.dump()}\n{self.bot.logs()}")
 
 
-def _approve_data(message: dict[str, Any]) -> str | None:
+def observe(tg: FakeTelegram, model: ScriptedModel, sent: dict[str, tuple[int, int, str]],
+            workspace: Path) -> Observed:
+    """What the fakes saw of the run so far (the invariants' input)."""
+    requests = frozenset((int(c.params["chat_id"]), c.result["message_id"])
+                         for c in tg.cards(lambda p: "ap:" in str(p.get("reply_markup"))))
+    return Observed(sent=dict(sent), messages=dict(tg.messages), effects=effects_in(workspace),
+                    shown=list(model.shown), requests=requests)
+
+
+def effects_in(workspace: Path) -> list[str]:
+    path = workspace / EFFECTS
+    return path.read_text().split() if path.exists() else []
+
+
+def approval_for(tg: FakeTelegram, chat: int, token: str) -> dict[str, Any] | None:
+    """The request message in `chat` (with its buttons still on) asking to run `token`'s
+    command."""
+    for (where, _), message in sorted(tg.messages.items()):
+        if where == chat and approve_data(message) and f"echo {token} " in message["text"]:
+            return message
+    return None
+
+
+def approve_data(message: dict[str, Any]) -> str | None:
+    """The callback data of the message's Approve button (None: it has none)."""
     for row in (message.get("reply_markup") or {}).get("inline_keyboard", []):
         for button in row:
             data = button.get("callback_data") or ""
