@@ -312,9 +312,9 @@ class Approvals:
         if not tool_use_ids:
             return False
         marks = ", ".join("?" * len(tool_use_ids))
-        row = await reader.fetchone(f"SELECT 1 AS found FROM approvals WHERE tool_use_id IN ({marks})"
-                                " AND status NOT IN ('pending', 'expired') LIMIT 1",
-                                tuple(tool_use_ids))
+        row = await reader.fetchone(
+            f"SELECT 1 AS found FROM approvals WHERE tool_use_id IN ({marks})"
+            " AND status NOT IN ('pending', 'expired') LIMIT 1", tuple(tool_use_ids))
         return row is not None
 
     async def approved_unfinished(self, session_id: str) -> list[ApprovalRequest]:

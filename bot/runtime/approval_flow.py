@@ -47,8 +47,7 @@ def open_calls(messages: list[dict[str, Any]]) -> list[str]:
 class ApprovalFlow:
     """The approval half of the Agent (mixed into `bot.runtime.agent.Agent`, whose state it uses)."""
 
-    async def session_busy(self, reader: Any, session_id: str,
-                           stored: list[dict[str, Any]]) -> bool:
+    async def session_busy(self, reader: Any, stored: list[dict[str, Any]]) -> bool:
         """Is a call of the session whose tap was answered (on any process) still without its
         result in `stored`?"""
         return await self.services.approvals.tapped_in(reader, open_calls(stored))
@@ -62,7 +61,7 @@ class ApprovalFlow:
         deadline = loop.time() + IN_FLIGHT_WAIT_S
         while True:
             stored, _ = await self.journal.stored(session_id)
-            if not await self.session_busy(self.services.store, session_id, stored):
+            if not await self.session_busy(self.services.store, stored):
                 await self.services.store.catch_up()   # the caches take its writes in too
                 return
             if loop.time() >= deadline:

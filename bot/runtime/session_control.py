@@ -206,7 +206,7 @@ class SessionControl:
                 # late tap cannot run a call the model was told did not happen; one whose tap
                 # won already is waited for.
                 superseded = await self.services.approvals.supersede_session(tx, turn.session_id)
-            if check and await self.session_busy(tx, turn.session_id, stored):
+            if check and await self.session_busy(tx, stored):
                 raise SessionBusy(turn.session_id)
             await turns.begin(tx, turn_id=turn.turn_id, session_id=turn.session_id,
                               sender=message.sender, chat=message.chat, channel=turn.channel,
